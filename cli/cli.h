@@ -1,0 +1,38 @@
+/* Shared pieces of the terra command: the subcommand table and small helpers. */
+#ifndef TERRA_CLI_H
+#define TERRA_CLI_H
+
+#include <stdbool.h>
+
+/* Exit codes of every subcommand. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+} cli_command;
+
+/* Prints "terra NAME: message" to stderr and returns EXIT_FAIL. */
+int cli_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Prints "terra NAME: message\nTry 'terra NAME --help'." and returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Parses a number / a list of n comma-separated numbers; false if malformed. */
+bool cli_parse_double(const char *s, double *out);
+bool cli_parse_int(const char *s, long *out);
+bool cli_parse_doubles(const char *s, double *out, int n);
+/* Parses WxH. */
+bool cli_parse_size(const char *s, int *w, int *h);
+
+/* Subcommands: one file each (cli/cmd_NAME.c). */
+int cmd_fly(int argc, char **argv);
+
+#endif

@@ -1,0 +1,107 @@
+/* terra: the command-line tool. One subcommand per file; this file dispatches. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cli_command commands[] = {
+    {"fly", "fly the built-in camera path over the default world; per-frame stats and a map", cmd_fly},
+};
+static const int command_count = (int)(sizeof commands / sizeof commands[0]);
+
+static void usage(FILE *f) {
+    fprintf(f, "Usage: terra COMMAND [OPTIONS]\n\n"
+               "terra: terrain too large to hold whole.\n\nCommands:\n");
+    for (int i = 0; i < command_count; i++) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nRun 'terra COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("terra 0.1.0\n");
+        return EXIT_OK;
+    }
+    for (int i = 0; i < command_count; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "terra: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return EXIT_USAGE;
+}
+
+int cli_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "terra %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return EXIT_FAIL;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "terra %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'terra %s --help'.\n", cmd);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+bool cli_parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_int(const char *s, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_doubles(const char *s, double *out, int n) {
+    const char *p = s;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        errno = 0;
+        out[i] = strtod(p, &end);
+        if (end == p || errno) return false;
+        if (i < n - 1) {
+            if (*end != ',') return false;
+            p = end + 1;
+        } else if (*end) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool cli_parse_size(const char *s, int *w, int *h) {
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || (*end != 'x' && *end != 'X')) return false;
+    const char *q = end + 1;
+    long b = strtol(q, &end, 10);
+    if (end == q || *end || a <= 0 || b <= 0 || a > 16384 || b > 16384) return false;
+    *w = (int)a;
+    *h = (int)b;
+    return true;
+}

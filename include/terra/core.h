@@ -1,0 +1,146 @@
+/* terra core: errors, allocator and log hooks, tile keys, small double-precision math.
+ *
+ * Conventions used across terra:
+ *  - World space is metres, y up; the ground is a function of (x, z).
+ *  - World positions are doubles; floats appear only relative to a tile or the camera.
+ *  - Every fallible function returns a terra_status; on failure a sentence saying what broke is
+ *    available from terra_last_error() on the same thread until the next failure.
+ */
+#ifndef TERRA_CORE_H
+#define TERRA_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+typedef enum terra_status {
+    TERRA_OK = 0,
+    TERRA_E_INVALID,     /* an argument or option broke a documented rule */
+    TERRA_E_NOMEM,       /* an allocation failed */
+    TERRA_E_IO,          /* reading or writing a file failed */
+    TERRA_E_FORMAT,      /* input is not in the expected format */
+    TERRA_E_CORRUPT,     /* input is in the format but damaged (checksum, truncation, range) */
+    TERRA_E_VERSION,     /* input is of another format version */
+    TERRA_E_UNSUPPORTED, /* valid input that terra does not handle */
+    TERRA_E_SOURCE,      /* a height source answered something impossible (NaN, inverted range) */
+    TERRA_E_NOT_FOUND,   /* the thing asked for is not there */
+    TERRA_E_CAPACITY     /* a caller-owned buffer or a configured capacity is too small */
+} terra_status;
+
+/* The name of a status code, e.g. "invalid argument". Never NULL. */
+const char *terra_error_string(terra_status status);
+
+/* The sentence describing the last failure on this thread ("" if none). */
+const char *terra_last_error(void);
+
+/* Records a failure for terra_last_error() and returns `status` (for `return terra_fail(...)`). */
+terra_status terra_fail(terra_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- allocator and log hooks ---------------------------------------------------------------
+ * Process-wide; install them before creating any terra object. A zero-initialised struct (or
+ * NULL) restores malloc/realloc/free. Every allocation terra makes goes through these hooks. */
+
+typedef struct terra_allocator {
+    void *(*alloc)(size_t size, void *user);
+    void *(*realloc)(void *ptr, size_t size, void *user);
+    void (*free)(void *ptr, void *user);
+    void *user;
+} terra_allocator;
+
+void terra_set_allocator(const terra_allocator *allocator);
+void *terra_alloc(size_t size);
+void *terra_calloc(size_t count, size_t size); /* zeroed; NULL on overflow */
+void *terra_realloc(void *ptr, size_t size);
+void terra_free(void *ptr);
+
+typedef enum terra_log_level { TERRA_LOG_DEBUG, TERRA_LOG_INFO, TERRA_LOG_WARN, TERRA_LOG_ERROR } terra_log_level;
+typedef void (*terra_log_fn)(terra_log_level level, const char *message, void *user);
+/* NULL silences the log. By default warnings and errors go to stderr. */
+void terra_set_log(terra_log_fn fn, void *user);
+void terra_log(terra_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- tile keys ------------------------------------------------------------------------------
+ * A tile is (face, level, x, y): level 0 is the finest; x, y are signed world tile coordinates
+ * at that level (the world has no edge). Packed into 64 bits:
+ *   bits 61..63 face (0..7), bits 56..60 level (0..31), bits 28..55 x, bits 0..27 y,
+ * x and y as 28-bit two's complement (TERRA_TILE_COORD_MIN..MAX). */
+
+typedef uint64_t terra_tile_key;
+
+#define TERRA_TILE_COORD_MAX ((int32_t)((1 << 27) - 1))
+#define TERRA_TILE_COORD_MIN ((int32_t)(-(1 << 27)))
+#define TERRA_TILE_MAX_LEVEL 31
+
+static inline terra_tile_key terra_tile_key_make(int face, int level, int32_t x, int32_t y) {
+    return ((uint64_t)(face & 7) << 61) | ((uint64_t)(level & 31) << 56) |
+           ((uint64_t)((uint32_t)x & 0x0fffffffu) << 28) | (uint64_t)((uint32_t)y & 0x0fffffffu);
+}
+static inline int terra_tile_key_face(terra_tile_key k) { return (int)(k >> 61); }
+static inline int terra_tile_key_level(terra_tile_key k) { return (int)((k >> 56) & 31); }
+static inline int32_t terra_tile_key_x(terra_tile_key k) {
+    uint32_t v = (uint32_t)(k >> 28) & 0x0fffffffu;
+    return (int32_t)(v ^ 0x08000000u) - 0x08000000; /* sign-extend 28 bits */
+}
+static inline int32_t terra_tile_key_y(terra_tile_key k) {
+    uint32_t v = (uint32_t)k & 0x0fffffffu;
+    return (int32_t)(v ^ 0x08000000u) - 0x08000000;
+}
+/* The parent (one level coarser) and child i (0..3: x + 2y) of a tile. */
+terra_tile_key terra_tile_key_parent(terra_tile_key k);
+terra_tile_key terra_tile_key_child(terra_tile_key k, int i);
+
+/* ---- math ------------------------------------------------------------------------------------ */
+
+typedef struct terra_vec3 { double x, y, z; } terra_vec3;
+typedef struct terra_box3 { terra_vec3 min, max; } terra_box3;
+typedef struct terra_plane { double a, b, c, d; } terra_plane;   /* a*x + b*y + c*z + d >= 0 inside */
+typedef struct terra_frustum { terra_plane planes[6]; } terra_frustum;
+
+/* A camera: eye in world doubles, yaw about +y (0 looks along -z, positive turns toward +x),
+ * pitch up from the horizon, vertical field of view, aspect = width / height. */
+typedef struct terra_camera {
+    terra_vec3 eye;
+    double yaw_rad, pitch_rad;
+    double fov_y_rad;   /* 0 = 60 degrees */
+    double aspect;      /* 0 = 16/9 */
+    double near_m;      /* 0 = 0.5 */
+    double far_m;       /* 0 = no far plane (infinitely far) */
+} terra_camera;
+
+/* Unit view direction, right and up vectors of a camera. */
+void terra_camera_basis(const terra_camera *cam, terra_vec3 *forward, terra_vec3 *right, terra_vec3 *up);
+/* The camera's frustum planes in world space (normals point inward). With far_m = 0 the far
+ * plane is placed where it never culls. */
+void terra_camera_frustum(const terra_camera *cam, terra_frustum *out);
+
+typedef enum terra_cull { TERRA_CULL_OUTSIDE = 0, TERRA_CULL_INTERSECTS = 1, TERRA_CULL_INSIDE = 2 } terra_cull;
+terra_cull terra_frustum_test_box(const terra_frustum *f, const terra_box3 *b);
+bool terra_frustum_contains_point(const terra_frustum *f, terra_vec3 p);
+/* Euclidean distance from p to the nearest point of box b (0 inside). */
+double terra_box3_distance(const terra_box3 *b, terra_vec3 p);
+
+/* Octahedral encoding of a unit normal into two signed bytes, and back. */
+void terra_oct_encode(const float n[3], int8_t out[2]);
+void terra_oct_decode(const int8_t in[2], float n[3]);
+
+/* Monotonic clock in seconds. */
+double terra_now_s(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

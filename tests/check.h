@@ -1,0 +1,64 @@
+/* A tiny test harness: CHECK(cond, fmt, ...) records a failure with its place and goes on;
+ * RUN(fn) runs one test function; finish() prints "N passed, N failed" and returns the exit code. */
+#ifndef TERRA_TEST_CHECK_H
+#define TERRA_TEST_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int check_failures_;
+static int check_tests_passed_, check_tests_failed_;
+
+#define CHECK(cond, ...)                                                              \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            if (check_failures_ < 50) {                                               \
+                fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+                fprintf(stderr, "" __VA_ARGS__);                                      \
+                fprintf(stderr, "\n");                                                \
+            }                                                                         \
+            check_failures_++;                                                        \
+        }                                                                             \
+    } while (0)
+
+#define RUN(fn)                                                                       \
+    do {                                                                              \
+        int before_ = check_failures_;                                                \
+        fn();                                                                         \
+        if (check_failures_ == before_) {                                             \
+            check_tests_passed_++;                                                    \
+            printf("ok   %s\n", #fn);                                                 \
+        } else {                                                                      \
+            check_tests_failed_++;                                                    \
+            printf("FAIL %s (%d checks)\n", #fn, check_failures_ - before_);          \
+        }                                                                             \
+        fflush(stdout);                                                               \
+    } while (0)
+
+static inline int finish(void) {
+    printf("%d passed, %d failed\n", check_tests_passed_, check_tests_failed_);
+    return check_tests_failed_ ? 1 : 0;
+}
+
+/* Path of a file in ../shared (CI sets TERRA_SHARED). */
+static inline const char *shared_path(const char *rel, char *buf, size_t n) {
+    const char *root = getenv("TERRA_SHARED");
+    snprintf(buf, n, "%s/%s", root ? root : "../shared", rel);
+    return buf;
+}
+
+/* Deterministic test RNG (splitmix64). */
+static inline unsigned long long test_rand_u64(unsigned long long *s) {
+    unsigned long long z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static inline double test_rand_unit(unsigned long long *s) {
+    return (double)(test_rand_u64(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+static inline double test_rand_range(unsigned long long *s, double lo, double hi) {
+    return lo + (hi - lo) * test_rand_unit(s);
+}
+
+#endif
