@@ -1,0 +1,42 @@
+/* Benchmark helpers: timing, medians, and the results file.
+ * Every figure goes to stdout as a table row and to $TERRA_BENCH_OUT (default
+ * build/bench/results.jsonl) as one JSON object per line:
+ *   {"name": "select.ns_per_visited.ground_origin", "value": 21.4, "unit": "ns", "runs": 9, "stat": "median"} */
+#ifndef TERRA_BENCH_H
+#define TERRA_BENCH_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of n values (sorts them in place). */
+static inline double bench_median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Records one figure. stat is "median", "max", "value", ... */
+static inline void bench_record(const char *name, double value, const char *unit, int runs, const char *stat) {
+    printf("  %-48s %14.3f %-6s (%s of %d)\n", name, value, unit, stat, runs);
+    fflush(stdout);
+    const char *path = getenv("TERRA_BENCH_OUT");
+    FILE *f = fopen(path ? path : "build/bench/results.jsonl", "a");
+    if (!f) return;
+    fprintf(f, "{\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"runs\": %d, \"stat\": \"%s\"}\n", name, value,
+            unit, runs, stat);
+    fclose(f);
+}
+
+#endif
