@@ -34,5 +34,6 @@ bool cli_parse_size(const char *s, int *w, int *h);
 
 /* Subcommands: one file each (cli/cmd_NAME.c). */
 int cmd_fly(int argc, char **argv);
+int cmd_mesh(int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
 
 static const cli_command commands[] = {
     {"fly", "fly the built-in camera path over the default world; per-frame stats and a map", cmd_fly},
+    {"mesh", "mesh a heightmap into a triangle network (greedy insertion), check it, write OBJ/PLY/STL", cmd_mesh},
 };
 static const int command_count = (int)(sizeof commands / sizeof commands[0]);
 

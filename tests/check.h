@@ -3,22 +3,30 @@
 #ifndef TERRA_TEST_CHECK_H
 #define TERRA_TEST_CHECK_H
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static int check_failures_;
 static int check_tests_passed_, check_tests_failed_;
 
-#define CHECK(cond, ...)                                                              \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            if (check_failures_ < 50) {                                               \
-                fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
-                fprintf(stderr, "" __VA_ARGS__);                                      \
-                fprintf(stderr, "\n");                                                \
-            }                                                                         \
-            check_failures_++;                                                        \
-        }                                                                             \
+/* Reports one failed check; the message is printf-style (unchecked, so CHECK(x) alone works). */
+static inline void check_report_(const char *file, int line, const char *cond, const char *fmt, ...) {
+    if (check_failures_ < 50) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s:%d: CHECK(%s) failed: ", file, line, cond);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\n");
+        va_end(ap);
+    }
+    check_failures_++;
+}
+
+#define CHECK(...) CHECK_(__VA_ARGS__, "")
+#define CHECK_(cond, ...)                                                      \
+    do {                                                                       \
+        if (!(cond)) check_report_(__FILE__, __LINE__, #cond, __VA_ARGS__);    \
     } while (0)
 
 #define RUN(fn)                                                                       \

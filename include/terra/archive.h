@@ -1,0 +1,119 @@
+/* terra archive: many tiles in one file, found by where they sit in the quadtree.
+ *
+ * Layout (all integers little-endian; docs/FORMAT.md has the full description):
+ *   header   64 bytes: magic "TERRAARC", format version, flags (frame), tile count, offsets, sizes,
+ *            a CRC-32C over the header and the metadata block
+ *   metadata JSON (bounds, frame, levels, error per level, the source's manifest)
+ *   index    tile_count fixed 48-byte entries sorted by terra_archive_order(key): face, level, then
+ *            the Morton (Z-order) code of x, y, so neighbours sit together
+ *   payloads each tile compressed on its own (gzip or zstd), referenced by its entry
+ *
+ * The reader is in the core (no decompression here: it hands out stored bytes and says how they
+ * are compressed; terra/archive_io.h decompresses and writes archives). A terra_archive is
+ * immutable after terra_archive_open: any number of threads may look up and read through one
+ * reader at once (mmap, or pread with explicit offsets; there is no shared cursor).
+ */
+#ifndef TERRA_ARCHIVE_H
+#define TERRA_ARCHIVE_H
+
+#include "terra/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TERRA_ARCHIVE_VERSION 1
+#define TERRA_ARCHIVE_MAGIC "TERRAARC"
+#define TERRA_ARCHIVE_HEADER_SIZE 64
+#define TERRA_ARCHIVE_ENTRY_SIZE 48
+#define TERRA_ARCHIVE_MAX_METADATA (16u << 20)
+
+typedef enum terra_compression {
+    TERRA_COMPRESS_NONE = 0,
+    TERRA_COMPRESS_GZIP = 1, /* RFC 1952: a server can send it as Content-Encoding: gzip */
+    TERRA_COMPRESS_ZSTD = 2
+} terra_compression;
+
+/* The frame of an archive's tiles (header flags, bits 0..1). */
+typedef enum terra_frame {
+    TERRA_FRAME_LOCAL = 0,      /* scenery metres; keys are terra's: level 0 finest, signed x, y */
+    TERRA_FRAME_GEOGRAPHIC = 1  /* EPSG:4326, TMS: key level = Cesium zoom (0 = the two roots), x, y */
+} terra_frame;
+
+/* One index entry. */
+typedef struct terra_archive_entry {
+    terra_tile_key key;
+    uint64_t offset;        /* absolute file offset of the stored payload */
+    uint32_t size;          /* stored (compressed) bytes */
+    uint32_t raw_size;      /* bytes after decompression */
+    uint8_t compression;    /* terra_compression */
+    uint8_t flags;          /* reserved, 0 */
+    float geometric_error;  /* metres the tile departs from the finest mesh */
+    float longest_edge;     /* metres, the tile's longest triangle edge */
+    float min_height, max_height;
+    uint32_t checksum;      /* CRC-32C over the packed entry (all but this field), then the payload */
+} terra_archive_entry;
+
+/* What the header and metadata say. */
+typedef struct terra_archive_info {
+    uint32_t version;
+    uint32_t flags;
+    terra_frame frame;
+    uint64_t tile_count;
+    uint64_t index_offset, data_offset, file_size;
+    const char *metadata;   /* NUL-terminated JSON, owned by the reader */
+    uint32_t metadata_size;
+} terra_archive_info;
+
+typedef struct terra_archive terra_archive;
+
+typedef struct terra_archive_open_desc {
+    bool use_pread; /* read with pread instead of mapping the file */
+} terra_archive_open_desc;
+
+/* Opens an archive. Refuses another format version with TERRA_E_VERSION (naming both versions),
+ * a damaged header or metadata with TERRA_E_CORRUPT, a file of the wrong size (truncated, or with
+ * bytes appended) with TERRA_E_CORRUPT. desc may be NULL. */
+terra_status terra_archive_open(const char *path, const terra_archive_open_desc *desc, terra_archive **out);
+void terra_archive_close(terra_archive *a);
+const terra_archive_info *terra_archive_get_info(const terra_archive *a);
+
+/* Entry i of the index (0 .. tile_count-1, in index order). TERRA_E_CORRUPT when its ranges are
+ * impossible (the checksum is checked when the payload is read). */
+terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_archive_entry *out);
+/* Binary search for a tile: TERRA_OK, TERRA_E_NOT_FOUND, or TERRA_E_CORRUPT. Reads O(log n)
+ * entries and nothing else. */
+terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out);
+/* Copies the stored payload of `e` into buf (capacity >= e->size) and checks its checksum:
+ * TERRA_E_CORRUPT (checksum, range) names the tile. */
+terra_status terra_archive_read_stored(const terra_archive *a, const terra_archive_entry *e, void *buf, size_t capacity);
+/* The stored payload of `e` in place (mapped readers only; NULL otherwise), checksum checked. */
+terra_status terra_archive_view_stored(const terra_archive *a, const terra_archive_entry *e, const uint8_t **data);
+/* Checks every entry (order, ranges, checksums). *bad receives the number of damaged tiles;
+ * returns TERRA_E_CORRUPT if there was any. */
+terra_status terra_archive_verify(const terra_archive *a, uint64_t *bad);
+
+/* ---- format pieces shared with the writer --------------------------------------------------- */
+
+/* The index order: face (3 bits), level (5 bits), then Morton code of x, y (offset binary). */
+uint64_t terra_archive_order(terra_tile_key key);
+terra_tile_key terra_archive_key_from_order(uint64_t order);
+
+/* CRC-32C (Castagnoli). Start with crc = 0. */
+uint32_t terra_crc32c(uint32_t crc, const void *data, size_t n);
+
+void terra_archive_entry_pack(const terra_archive_entry *e, uint8_t *out /* 48 bytes */);
+void terra_archive_entry_unpack(const uint8_t *in /* 48 bytes */, terra_archive_entry *e);
+/* The checksum an entry must carry for this payload. */
+uint32_t terra_archive_entry_checksum(const terra_archive_entry *e, const void *payload);
+
+/* Packs a header (crc computed over it and the metadata). */
+void terra_archive_header_pack(const terra_archive_info *info, const char *metadata, uint8_t *out /* 64 bytes */);
+
+const char *terra_compression_name(terra_compression c);
+const char *terra_frame_name(terra_frame f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

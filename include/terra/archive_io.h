@@ -1,0 +1,85 @@
+/* libterra-io side of qmesh and archive: compression (zlib, zstd), writing archives (temporary
+ * file renamed into place, metadata written with cJSON), reading and decompressing tiles, and
+ * decoding quantized-mesh files that may be gzipped. */
+#ifndef TERRA_ARCHIVE_IO_H
+#define TERRA_ARCHIVE_IO_H
+
+#include "terra/archive.h"
+#include "terra/qmesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- compression ---------------------------------------------------------------------------- */
+
+/* Compresses n bytes into a new buffer (*out, freed with terra_free). level 0 = the library's
+ * default. TERRA_COMPRESS_NONE copies. */
+terra_status terra_compress(terra_compression c, int level, const void *src, size_t n, uint8_t **out, size_t *out_n);
+/* Decompresses into a new buffer, refusing output larger than max_out (a guard against
+ * decompression bombs). TERRA_E_CORRUPT on damaged input. */
+terra_status terra_decompress(terra_compression c, const void *src, size_t n, size_t max_out, uint8_t **out,
+                              size_t *out_n);
+bool terra_is_gzip(const void *data, size_t n);
+/* Parses "gzip", "zstd" or "none". */
+bool terra_compression_parse(const char *s, terra_compression *out);
+
+/* Decodes a quantized-mesh tile that may be gzipped (as tile servers and files often hold them). */
+terra_status terra_qmesh_decode_any(const uint8_t *data, size_t size, const terra_qmesh_decode_desc *desc,
+                                    terra_qmesh *out);
+
+/* Reads a whole file (at most max_bytes) into a new buffer. */
+terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);
+
+/* ---- archive reading with decompression --------------------------------------------------- */
+
+/* Finds, reads, checks and decompresses one tile: *raw (terra_free) holds the quantized-mesh bytes.
+ * entry may be NULL. TERRA_E_NOT_FOUND when the archive has no such tile. */
+terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key, uint8_t **raw, size_t *raw_size,
+                                     terra_archive_entry *entry);
+/* The same for an entry already found. */
+terra_status terra_archive_read_entry(const terra_archive *a, const terra_archive_entry *e, uint8_t **raw,
+                                      size_t *raw_size);
+
+/* ---- archive writing ------------------------------------------------------------------------ */
+
+typedef struct terra_archive_write_desc {
+    terra_frame frame;
+    terra_compression compression;   /* 0 (NONE) is allowed; bake uses gzip by default */
+    int compression_level;           /* 0 = default */
+    double bounds[4];                /* geographic: west, south, east, north degrees; local: x0, z0, x1, z1 m */
+    double tile_size_m;              /* local frame: edge of a level-0 tile in metres (metadata only) */
+    uint32_t qmesh_extensions;       /* TERRA_QMESH_HAS_* the tiles carry (listed in the metadata) */
+    const char *source_json;         /* the source's manifest, JSON text (embedded as "source"), or NULL */
+    const char *name;                /* NULL = "terra" */
+} terra_archive_write_desc;
+
+/* What the index records about a tile besides where it is. */
+typedef struct terra_archive_tile_info {
+    float geometric_error, longest_edge, min_height, max_height;
+} terra_archive_tile_info;
+
+typedef struct terra_archive_writer terra_archive_writer;
+
+/* Starts an archive at `path`. Nothing appears at `path` until terra_archive_writer_finish
+ * succeeds; an existing archive there is left untouched until then. */
+terra_status terra_archive_writer_create(const char *path, const terra_archive_write_desc *desc,
+                                         terra_archive_writer **out);
+/* Compresses and adds one tile (any order; thread-safe: several threads may add at once). */
+terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key key, const void *raw, size_t raw_size,
+                                      const terra_archive_tile_info *info);
+/* Adds a payload already compressed with `c` (raw_size is its decompressed size). */
+terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile_key key, const void *stored,
+                                             size_t size, uint32_t raw_size, terra_compression c,
+                                             const terra_archive_tile_info *info);
+/* Sorts the index, writes header, metadata, index and payloads to a temporary file beside the
+ * target, and renames it into place. Frees the writer whatever the outcome. TERRA_E_INVALID on
+ * duplicate keys. */
+terra_status terra_archive_writer_finish(terra_archive_writer *w);
+/* Drops everything written; the target path is untouched. Frees the writer. */
+void terra_archive_writer_abort(terra_archive_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

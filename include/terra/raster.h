@@ -1,0 +1,68 @@
+/* libterra-io: elevation rasters through GDAL, and triangle meshes out (OBJ, PLY, STL).
+ * Not part of the core (links GDAL). */
+#ifndef TERRA_RASTER_H
+#define TERRA_RASTER_H
+
+#include "terra/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum terra_raster_encoding {
+    TERRA_RASTER_PLAIN = 0,     /* heights in one band (any GDAL data type) */
+    TERRA_RASTER_TERRAIN_RGB,   /* Mapbox: h = -10000 + (R*65536 + G*256 + B) * 0.1 */
+    TERRA_RASTER_TERRARIUM      /* h = R*256 + G + B/256 - 32768 */
+} terra_raster_encoding;
+
+/* Zero-initialised fields mean the documented default. */
+typedef struct terra_raster_desc {
+    const char *path;
+    terra_raster_encoding encoding;
+    int band;                   /* plain encoding: 1-based band, 0 = 1 */
+    double z_scale;             /* heights are multiplied by it after decoding, 0 = 1 */
+    double spacing_m;           /* metres between samples; 0 = from georeferencing, else 1 */
+    int max_side;               /* larger rasters are refused before reading; 0 = no limit */
+} terra_raster_desc;
+
+typedef struct terra_raster {
+    int width, height;
+    float *heights;             /* width*height metres, row-major from the top; NaN = no-data */
+    size_t nodata_count;
+    bool georeferenced;
+    double geo[6];              /* GDAL geotransform (pixel corner), identity if none */
+    double spacing_x, spacing_y;/* metres per sample */
+    float min_z, max_z;         /* over valid samples */
+} terra_raster;
+
+/* Reads a raster. Errors name the file and the problem: unreadable, unknown format, missing band,
+ * zero size, past max_side, NaN or infinite heights (NaN is a hole only when the band's no-data
+ * value is NaN), every sample no-data. */
+terra_status terra_raster_read(const terra_raster_desc *desc, terra_raster *out);
+void terra_raster_free(terra_raster *r);
+
+/* ---- meshes out ---------------------------------------------------------------------------- */
+
+typedef struct terra_mesh_out {
+    const char *path;           /* format from the extension: .obj, .ply (binary), .stl (binary) */
+    size_t vertex_count;
+    const double *xyz;          /* 3 per vertex */
+    const float *normals;       /* optional, 3 per vertex (OBJ vn, PLY nx ny nz; STL uses facets) */
+    size_t triangle_count;
+    const uint32_t *triangles;  /* 3 per triangle, counter-clockwise seen from outside */
+    const char *comment;        /* optional single line (OBJ, PLY) */
+} terra_mesh_out;
+
+/* True when the extension of `path` is one terra_io_write_mesh knows. */
+bool terra_io_mesh_format_known(const char *path);
+/* Written to a temporary name and renamed into place; nothing is left behind on failure. */
+terra_status terra_io_write_mesh(const terra_mesh_out *m);
+
+/* Reads an OBJ (v and f lines; polygons fanned into triangles). Arrays are terra_alloc'ed. */
+terra_status terra_io_read_obj(const char *path, double **xyz, size_t *vertex_count, uint32_t **triangles,
+                               size_t *triangle_count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,96 @@
+/* terra source: the ground as a function of (x, z).
+ *
+ * A source answers heights (metres, y up) and optional surface ids over a regular lattice, and a
+ * conservative height range over any rectangle. Sampling is batched: one call fills a whole grid.
+ *
+ * The lattice rule: sample (i, j) of a grid call lies at
+ *     x = (double)(ix0 + i) * spacing,   z = (double)(iz0 + j) * spacing
+ * computed exactly that way. Two calls that name the same lattice point with the same spacing, or
+ * with spacings that differ by a power of two, therefore ask for the same (x, z) bit for bit, and a
+ * deterministic source answers the same height: neighbouring tiles and tiles of different levels
+ * agree exactly where they share samples.
+ */
+#ifndef TERRA_SOURCE_H
+#define TERRA_SOURCE_H
+
+#include "terra/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Surface ids: a small integer naming what the ground is. 0 means "no surface named here". */
+typedef uint8_t terra_surface;
+enum {
+    TERRA_SURFACE_NONE = 0,
+    TERRA_SURFACE_GRASS = 1,
+    TERRA_SURFACE_ROCK = 2,
+    TERRA_SURFACE_SNOW = 3,
+    TERRA_SURFACE_SAND = 4,
+    TERRA_SURFACE_FIRST_USER = 16 /* ids from here on are the user's */
+};
+
+/* A grid request: nx × nz samples of the lattice above. Outputs are row-major (j rows of nx),
+ * row stride nx. `surfaces` may be NULL when surface ids are not wanted. */
+typedef struct terra_grid_request {
+    int64_t ix0, iz0;
+    double spacing;
+    int nx, nz;
+} terra_grid_request;
+
+/* A source described by callbacks; all take the user pointer. At least one of height_at and
+ * sample_grid is required. Missing pieces are filled in:
+ *  - sample_grid from height_at (+ surface_at), one call per point;
+ *  - height_range from min_height/max_height (a global bound, which must then be given);
+ *  - surface_at absent: every sample is TERRA_SURFACE_NONE. */
+typedef struct terra_source_desc {
+    float (*height_at)(void *user, double x, double z);
+    terra_surface (*surface_at)(void *user, double x, double z);
+    /* Fill heights[nx*nz] (and surfaces, if not NULL). Return TERRA_OK or an error. */
+    terra_status (*sample_grid)(void *user, const terra_grid_request *req, float *heights, terra_surface *surfaces);
+    /* A conservative range of the heights over [x0,x1] × [z0,z1]: *lo <= every height <= *hi. */
+    terra_status (*height_range)(void *user, double x0, double z0, double x1, double z1, float *lo, float *hi);
+    void (*destroy)(void *user); /* called by terra_source_destroy, may be NULL */
+    void *user;
+    float min_height, max_height; /* global bound, used when height_range is NULL */
+    const char *name;             /* for messages; may be NULL */
+} terra_source_desc;
+
+typedef struct terra_source terra_source;
+
+/* Creates a source from callbacks. Fails with TERRA_E_INVALID naming the missing piece. */
+terra_status terra_source_create(const terra_source_desc *desc, terra_source **out);
+void terra_source_destroy(terra_source *src);
+const char *terra_source_name(const terra_source *src);
+
+/* Samples a grid. Heights are checked: a NaN or infinite height fails with TERRA_E_SOURCE
+ * naming the point. */
+terra_status terra_source_sample(const terra_source *src, const terra_grid_request *req, float *heights,
+                                 terra_surface *surfaces);
+/* One point; needs height_at (TERRA_E_UNSUPPORTED for grid-only sources). */
+terra_status terra_source_height(const terra_source *src, double x, double z, float *height);
+/* Conservative height range over a rectangle; an inverted or NaN range fails with TERRA_E_SOURCE. */
+terra_status terra_source_height_range(const terra_source *src, double x0, double z0, double x1, double z1, float *lo,
+                                       float *hi);
+
+/* ---- the built-in default world ----------------------------------------------------------------
+ * Deterministic from a seed and unbounded in every direction: mountain ranges with sharp ridges and
+ * valleys between them, rolling hills, plains, lake bowls, and surfaces by height and slope
+ * (sand by the water, grass, rock on steep faces, snow high up). Heights lie within
+ * [TERRA_WORLD_MIN_HEIGHT, TERRA_WORLD_MAX_HEIGHT]. Its height_range is computed by interval
+ * arithmetic on the noise lattice, so it is conservative and tight for small rectangles. */
+#define TERRA_WORLD_MIN_HEIGHT (-450.0f)
+#define TERRA_WORLD_MAX_HEIGHT (3200.0f)
+#define TERRA_WORLD_LAKE_LEVEL 40.0f
+
+typedef struct terra_world_desc {
+    uint64_t seed;      /* 0 is a valid seed */
+    double scale;       /* horizontal scale factor; 0 = 1 */
+} terra_world_desc;
+
+terra_status terra_world_create(const terra_world_desc *desc, terra_source **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

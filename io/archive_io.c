@@ -1,0 +1,544 @@
+/* Compression, archive writing and tile reading with decompression. See terra/archive_io.h. */
+#include "terra/archive_io.h"
+#include "terra/io.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* ---- compression ------------------------------------------------------------------------------ */
+
+bool terra_is_gzip(const void *data, size_t n) {
+    const uint8_t *p = data;
+    return n >= 2 && p[0] == 0x1f && p[1] == 0x8b;
+}
+
+bool terra_compression_parse(const char *s, terra_compression *out) {
+    if (!strcmp(s, "gzip")) *out = TERRA_COMPRESS_GZIP;
+    else if (!strcmp(s, "zstd")) *out = TERRA_COMPRESS_ZSTD;
+    else if (!strcmp(s, "none")) *out = TERRA_COMPRESS_NONE;
+    else return false;
+    return true;
+}
+
+static terra_status gzip_compress(int level, const void *src, size_t n, uint8_t **out, size_t *out_n) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, level ? level : 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return terra_fail(TERRA_E_NOMEM, "gzip: cannot start the compressor");
+    uLong cap = deflateBound(&z, (uLong)n);
+    uint8_t *buf = terra_alloc(cap ? cap : 1);
+    if (!buf) {
+        deflateEnd(&z);
+        return terra_fail(TERRA_E_NOMEM, "gzip: out of memory");
+    }
+    z.next_in = (Bytef *)(uintptr_t)src;
+    z.avail_in = (uInt)n;
+    z.next_out = buf;
+    z.avail_out = (uInt)cap;
+    int r = deflate(&z, Z_FINISH);
+    size_t total = z.total_out;
+    deflateEnd(&z);
+    if (r != Z_STREAM_END) {
+        terra_free(buf);
+        return terra_fail(TERRA_E_IO, "gzip: compression failed (%d)", r);
+    }
+    *out = buf;
+    *out_n = total;
+    return TERRA_OK;
+}
+
+static terra_status gzip_decompress(const void *src, size_t n, size_t max_out, uint8_t **out, size_t *out_n) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 32) != Z_OK) return terra_fail(TERRA_E_NOMEM, "gunzip: cannot start the decompressor");
+    size_t cap = n * 4 + 1024;
+    if (cap > max_out) cap = max_out ? max_out : 1;
+    uint8_t *buf = terra_alloc(cap);
+    if (!buf) {
+        inflateEnd(&z);
+        return terra_fail(TERRA_E_NOMEM, "gunzip: out of memory");
+    }
+    z.next_in = (Bytef *)(uintptr_t)src;
+    z.avail_in = (uInt)n;
+    size_t used = 0;
+    terra_status st = TERRA_OK;
+    for (;;) {
+        z.next_out = buf + used;
+        z.avail_out = (uInt)(cap - used);
+        int r = inflate(&z, Z_NO_FLUSH);
+        used = cap - z.avail_out;
+        if (r == Z_STREAM_END) break;
+        if (r == Z_OK && z.avail_out == 0) {
+            if (cap >= max_out) {
+                st = terra_fail(TERRA_E_CAPACITY, "gunzip: output larger than the limit of %zu bytes", max_out);
+                break;
+            }
+            size_t ncap = cap * 2 > max_out ? max_out : cap * 2;
+            uint8_t *nb = terra_realloc(buf, ncap);
+            if (!nb) {
+                st = terra_fail(TERRA_E_NOMEM, "gunzip: out of memory");
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+            continue;
+        }
+        if (r == Z_OK) continue;
+        st = terra_fail(TERRA_E_CORRUPT, "gunzip: damaged or truncated gzip data (%s)",
+                        r == Z_BUF_ERROR ? "unexpected end" : z.msg ? z.msg : "error");
+        break;
+    }
+    if (st == TERRA_OK && z.avail_in != 0)
+        st = terra_fail(TERRA_E_CORRUPT, "gunzip: %u bytes after the end of the gzip stream", z.avail_in);
+    inflateEnd(&z);
+    if (st) {
+        terra_free(buf);
+        return st;
+    }
+    *out = buf;
+    *out_n = used;
+    return TERRA_OK;
+}
+
+terra_status terra_compress(terra_compression c, int level, const void *src, size_t n, uint8_t **out, size_t *out_n) {
+    *out = NULL;
+    *out_n = 0;
+    if (c == TERRA_COMPRESS_GZIP) return gzip_compress(level, src, n, out, out_n);
+    if (c == TERRA_COMPRESS_ZSTD) {
+        size_t cap = ZSTD_compressBound(n);
+        uint8_t *buf = terra_alloc(cap);
+        if (!buf) return terra_fail(TERRA_E_NOMEM, "zstd: out of memory");
+        size_t r = ZSTD_compress(buf, cap, src, n, level ? level : 19);
+        if (ZSTD_isError(r)) {
+            terra_free(buf);
+            return terra_fail(TERRA_E_IO, "zstd: %s", ZSTD_getErrorName(r));
+        }
+        *out = buf;
+        *out_n = r;
+        return TERRA_OK;
+    }
+    if (c == TERRA_COMPRESS_NONE) {
+        uint8_t *buf = terra_alloc(n ? n : 1);
+        if (!buf) return terra_fail(TERRA_E_NOMEM, "out of memory");
+        if (n) memcpy(buf, src, n);
+        *out = buf;
+        *out_n = n;
+        return TERRA_OK;
+    }
+    return terra_fail(TERRA_E_INVALID, "unknown compression %d", (int)c);
+}
+
+terra_status terra_decompress(terra_compression c, const void *src, size_t n, size_t max_out, uint8_t **out,
+                              size_t *out_n) {
+    *out = NULL;
+    *out_n = 0;
+    if (c == TERRA_COMPRESS_GZIP) return gzip_decompress(src, n, max_out, out, out_n);
+    if (c == TERRA_COMPRESS_ZSTD) {
+        unsigned long long sz = ZSTD_getFrameContentSize(src, n);
+        if (sz == ZSTD_CONTENTSIZE_ERROR) return terra_fail(TERRA_E_CORRUPT, "zstd: not a zstd frame");
+        if (sz == ZSTD_CONTENTSIZE_UNKNOWN) return terra_fail(TERRA_E_CORRUPT, "zstd: frame without a content size");
+        if (sz > max_out) return terra_fail(TERRA_E_CAPACITY, "zstd: %llu bytes, over the limit of %zu", sz, max_out);
+        uint8_t *buf = terra_alloc(sz ? (size_t)sz : 1);
+        if (!buf) return terra_fail(TERRA_E_NOMEM, "zstd: out of memory");
+        size_t r = ZSTD_decompress(buf, (size_t)sz, src, n);
+        if (ZSTD_isError(r) || r != sz) {
+            terra_free(buf);
+            return terra_fail(TERRA_E_CORRUPT, "zstd: damaged data (%s)", ZSTD_isError(r) ? ZSTD_getErrorName(r) : "size");
+        }
+        *out = buf;
+        *out_n = r;
+        return TERRA_OK;
+    }
+    if (c == TERRA_COMPRESS_NONE) {
+        if (n > max_out) return terra_fail(TERRA_E_CAPACITY, "tile of %zu bytes over the limit", n);
+        return terra_compress(TERRA_COMPRESS_NONE, 0, src, n, out, out_n);
+    }
+    return terra_fail(TERRA_E_CORRUPT, "unknown compression %d", (int)c);
+}
+
+/* A decoded tile is at most ~16 M vertices; 512 MiB bounds any honest tile. */
+#define MAX_TILE_BYTES ((size_t)512 << 20)
+
+terra_status terra_qmesh_decode_any(const uint8_t *data, size_t size, const terra_qmesh_decode_desc *desc,
+                                    terra_qmesh *out) {
+    if (!terra_is_gzip(data, size)) return terra_qmesh_decode(data, size, desc, out);
+    uint8_t *raw;
+    size_t n;
+    memset(out, 0, sizeof *out);
+    terra_status st = terra_decompress(TERRA_COMPRESS_GZIP, data, size, MAX_TILE_BYTES, &raw, &n);
+    if (st) return st;
+    st = terra_qmesh_decode(raw, n, desc, out);
+    terra_free(raw);
+    return st;
+}
+
+terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return terra_fail(errno == ENOENT ? TERRA_E_NOT_FOUND : TERRA_E_IO, "%s: %s", path, strerror(errno));
+    size_t cap = 65536, n = 0;
+    uint8_t *buf = terra_alloc(cap);
+    terra_status st = buf ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "out of memory");
+    while (st == TERRA_OK) {
+        if (n == cap) {
+            if (cap >= max_bytes) {
+                st = terra_fail(TERRA_E_CAPACITY, "%s: larger than %zu bytes", path, max_bytes);
+                break;
+            }
+            uint8_t *nb = terra_realloc(buf, cap * 2);
+            if (!nb) {
+                st = terra_fail(TERRA_E_NOMEM, "out of memory");
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) st = terra_fail(TERRA_E_IO, "%s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (st) {
+        terra_free(buf);
+        return st;
+    }
+    *data = buf;
+    *size = n;
+    return TERRA_OK;
+}
+
+/* ---- reading tiles ------------------------------------------------------------------------------ */
+
+terra_status terra_archive_read_entry(const terra_archive *a, const terra_archive_entry *e, uint8_t **raw,
+                                      size_t *raw_size) {
+    *raw = NULL;
+    *raw_size = 0;
+    uint8_t *stored = terra_alloc(e->size ? e->size : 1);
+    if (!stored) return terra_fail(TERRA_E_NOMEM, "archive: out of memory for a tile of %u bytes", e->size);
+    terra_status st = terra_archive_read_stored(a, e, stored, e->size);
+    if (st == TERRA_OK) {
+        if (e->compression == TERRA_COMPRESS_NONE) {
+            *raw = stored;
+            *raw_size = e->size;
+            stored = NULL;
+        } else {
+            st = terra_decompress((terra_compression)e->compression, stored, e->size,
+                                  e->raw_size < MAX_TILE_BYTES ? e->raw_size : MAX_TILE_BYTES, raw, raw_size);
+            if (st == TERRA_OK && *raw_size != e->raw_size) {
+                terra_free(*raw);
+                *raw = NULL;
+                st = terra_fail(TERRA_E_CORRUPT, "archive: tile %d/%d/%d decompressed to %zu bytes, %u expected",
+                                terra_tile_key_level(e->key), terra_tile_key_x(e->key), terra_tile_key_y(e->key),
+                                *raw_size, e->raw_size);
+            }
+        }
+    }
+    terra_free(stored);
+    return st;
+}
+
+terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key, uint8_t **raw, size_t *raw_size,
+                                     terra_archive_entry *entry) {
+    terra_archive_entry e;
+    *raw = NULL;
+    *raw_size = 0;
+    terra_status st = terra_archive_find(a, key, &e);
+    if (st) return st;
+    if (entry) *entry = e;
+    return terra_archive_read_entry(a, &e, raw, raw_size);
+}
+
+/* ---- writing ---------------------------------------------------------------------------------- */
+
+struct terra_archive_writer {
+    char *path;
+    terra_archive_write_desc desc;
+    char *source_json;
+    char *name;
+    FILE *spill; /* payloads, in the order they were added */
+    uint64_t spill_size;
+    terra_archive_entry *entries;
+    size_t count, cap;
+    pthread_mutex_t lock;
+    terra_status failed; /* first failure while adding */
+};
+
+static char *dup_str(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = terra_alloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void writer_free(terra_archive_writer *w) {
+    if (!w) return;
+    if (w->spill) fclose(w->spill);
+    terra_free(w->entries);
+    terra_free(w->path);
+    terra_free(w->source_json);
+    terra_free(w->name);
+    pthread_mutex_destroy(&w->lock);
+    terra_free(w);
+}
+
+terra_status terra_archive_writer_create(const char *path, const terra_archive_write_desc *desc,
+                                         terra_archive_writer **out) {
+    *out = NULL;
+    if (desc->frame != TERRA_FRAME_LOCAL && desc->frame != TERRA_FRAME_GEOGRAPHIC)
+        return terra_fail(TERRA_E_INVALID, "archive: unknown frame %d", (int)desc->frame);
+    if (desc->compression > TERRA_COMPRESS_ZSTD)
+        return terra_fail(TERRA_E_INVALID, "archive: unknown compression %d", (int)desc->compression);
+    if (desc->source_json) {
+        cJSON *j = cJSON_Parse(desc->source_json);
+        if (!j) return terra_fail(TERRA_E_INVALID, "archive: the source manifest is not JSON");
+        cJSON_Delete(j);
+    }
+    terra_archive_writer *w = terra_calloc(1, sizeof *w);
+    if (!w) return terra_fail(TERRA_E_NOMEM, "archive: out of memory");
+    pthread_mutex_init(&w->lock, NULL);
+    w->desc = *desc;
+    w->path = dup_str(path);
+    w->source_json = dup_str(desc->source_json);
+    w->name = dup_str(desc->name ? desc->name : "terra");
+    w->spill = tmpfile();
+    if (!w->path || !w->name || (desc->source_json && !w->source_json) || !w->spill) {
+        terra_status st = w->spill ? terra_fail(TERRA_E_NOMEM, "archive: out of memory")
+                                   : terra_fail(TERRA_E_IO, "archive: cannot create a temporary file: %s", strerror(errno));
+        writer_free(w);
+        return st;
+    }
+    *out = w;
+    return TERRA_OK;
+}
+
+terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile_key key, const void *stored,
+                                             size_t size, uint32_t raw_size, terra_compression c,
+                                             const terra_archive_tile_info *info) {
+    if (size > UINT32_MAX) return terra_fail(TERRA_E_CAPACITY, "archive: a tile of %zu bytes is too large", size);
+    terra_archive_entry e;
+    memset(&e, 0, sizeof e);
+    e.key = key;
+    e.size = (uint32_t)size;
+    e.raw_size = raw_size;
+    e.compression = (uint8_t)c;
+    if (info) {
+        e.geometric_error = info->geometric_error;
+        e.longest_edge = info->longest_edge;
+        e.min_height = info->min_height;
+        e.max_height = info->max_height;
+    }
+    terra_status st = TERRA_OK;
+    pthread_mutex_lock(&w->lock);
+    if (w->failed) {
+        st = w->failed;
+    } else if (w->count == w->cap) {
+        size_t ncap = w->cap ? w->cap * 2 : 1024;
+        terra_archive_entry *ne = terra_realloc(w->entries, ncap * sizeof *ne);
+        if (!ne) st = terra_fail(TERRA_E_NOMEM, "archive: out of memory for the index");
+        else {
+            w->entries = ne;
+            w->cap = ncap;
+        }
+    }
+    if (st == TERRA_OK) {
+        e.offset = w->spill_size; /* relative for now; made absolute in finish */
+        if (size && fwrite(stored, 1, size, w->spill) != size)
+            st = w->failed = terra_fail(TERRA_E_IO, "archive: cannot write a temporary file: %s", strerror(errno));
+        else {
+            /* the checksum covers the final entry, so finish computes it once offsets are known */
+            w->spill_size += size;
+            w->entries[w->count++] = e;
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key key, const void *raw, size_t raw_size,
+                                      const terra_archive_tile_info *info) {
+    if (raw_size > UINT32_MAX) return terra_fail(TERRA_E_CAPACITY, "archive: a tile of %zu bytes is too large", raw_size);
+    uint8_t *buf;
+    size_t n;
+    terra_status st = terra_compress(w->desc.compression, w->desc.compression_level, raw, raw_size, &buf, &n);
+    if (st) return st;
+    st = terra_archive_writer_add_stored(w, key, buf, n, (uint32_t)raw_size, w->desc.compression, info);
+    terra_free(buf);
+    return st;
+}
+
+void terra_archive_writer_abort(terra_archive_writer *w) { writer_free(w); }
+
+static int cmp_entry(const void *a, const void *b) {
+    uint64_t x = terra_archive_order(((const terra_archive_entry *)a)->key);
+    uint64_t y = terra_archive_order(((const terra_archive_entry *)b)->key);
+    return (x > y) - (x < y);
+}
+
+static const char *ext_names[] = {"octvertexnormals", "watermask", "metadata", "terra-material"};
+
+static char *build_metadata(terra_archive_writer *w, uint64_t total_bytes) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "terra-archive");
+    cJSON_AddNumberToObject(root, "version", TERRA_ARCHIVE_VERSION);
+    cJSON_AddStringToObject(root, "name", w->name);
+    cJSON_AddStringToObject(root, "tile_format", "quantized-mesh-1.0");
+    cJSON_AddStringToObject(root, "frame", terra_frame_name(w->desc.frame));
+    cJSON_AddStringToObject(root, "compression", terra_compression_name(w->desc.compression));
+    cJSON *b = cJSON_AddArrayToObject(root, "bounds");
+    for (int i = 0; i < 4; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber(w->desc.bounds[i]));
+    if (w->desc.frame == TERRA_FRAME_LOCAL) cJSON_AddNumberToObject(root, "tile_size_m", w->desc.tile_size_m);
+    cJSON *ex = cJSON_AddArrayToObject(root, "extensions");
+    for (int i = 0; i < 4; i++)
+        if (w->desc.qmesh_extensions & (1u << i)) cJSON_AddItemToArray(ex, cJSON_CreateString(ext_names[i]));
+    cJSON_AddNumberToObject(root, "tile_count", (double)w->count);
+    cJSON_AddNumberToObject(root, "payload_bytes", (double)total_bytes);
+    /* levels: tiles, bytes, largest and smallest geometric error */
+    int lo = 32, hi = -1;
+    uint64_t tiles[32] = {0}, bytes[32] = {0};
+    double emax[32], emin[32];
+    for (int l = 0; l < 32; l++) emax[l] = 0, emin[l] = INFINITY;
+    for (size_t i = 0; i < w->count; i++) {
+        int l = terra_tile_key_level(w->entries[i].key);
+        if (l < lo) lo = l;
+        if (l > hi) hi = l;
+        tiles[l]++;
+        bytes[l] += w->entries[i].size;
+        if (w->entries[i].geometric_error > emax[l]) emax[l] = w->entries[i].geometric_error;
+        if (w->entries[i].geometric_error < emin[l]) emin[l] = w->entries[i].geometric_error;
+    }
+    cJSON_AddNumberToObject(root, "min_level", hi < 0 ? 0 : lo);
+    cJSON_AddNumberToObject(root, "max_level", hi < 0 ? 0 : hi);
+    cJSON *levels = cJSON_AddArrayToObject(root, "levels");
+    for (int l = 0; l <= hi; l++) {
+        if (!tiles[l]) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "level", l);
+        cJSON_AddNumberToObject(o, "tiles", (double)tiles[l]);
+        cJSON_AddNumberToObject(o, "bytes", (double)bytes[l]);
+        cJSON_AddNumberToObject(o, "geometric_error_max", emax[l]);
+        cJSON_AddNumberToObject(o, "geometric_error_min", emin[l]);
+        cJSON_AddItemToArray(levels, o);
+    }
+    if (w->source_json) cJSON_AddItemToObject(root, "source", cJSON_Parse(w->source_json));
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+terra_status terra_archive_writer_finish(terra_archive_writer *w) {
+    terra_status st = w->failed;
+    if (st) {
+        writer_free(w);
+        return st;
+    }
+    qsort(w->entries, w->count, sizeof *w->entries, cmp_entry);
+    for (size_t i = 1; i < w->count; i++)
+        if (terra_archive_order(w->entries[i].key) == terra_archive_order(w->entries[i - 1].key)) {
+            terra_tile_key k = w->entries[i].key;
+            st = terra_fail(TERRA_E_INVALID, "archive: tile %d/%d/%d was added twice", terra_tile_key_level(k),
+                            terra_tile_key_x(k), terra_tile_key_y(k));
+            writer_free(w);
+            return st;
+        }
+    char *meta = build_metadata(w, w->spill_size);
+    if (!meta) {
+        writer_free(w);
+        return terra_fail(TERRA_E_NOMEM, "archive: out of memory for the metadata");
+    }
+    terra_archive_info info;
+    memset(&info, 0, sizeof info);
+    info.version = TERRA_ARCHIVE_VERSION;
+    info.flags = (uint32_t)w->desc.frame;
+    info.tile_count = w->count;
+    info.metadata_size = (uint32_t)strlen(meta);
+    info.index_offset = TERRA_ARCHIVE_HEADER_SIZE + (uint64_t)info.metadata_size;
+    info.data_offset = info.index_offset + (uint64_t)w->count * TERRA_ARCHIVE_ENTRY_SIZE;
+    info.file_size = info.data_offset + w->spill_size;
+    uint8_t header[TERRA_ARCHIVE_HEADER_SIZE];
+    terra_archive_header_pack(&info, meta, header);
+
+    char *tmp = NULL;
+    void *fv = NULL;
+    FILE *f = NULL;
+    uint8_t *chunk = NULL;
+    uint64_t *spill_off = NULL;
+    st = terra_io_open_temp(w->path, &tmp, &fv);
+    if (st) goto done;
+    f = fv;
+    if (fwrite(header, 1, sizeof header, f) != sizeof header || fwrite(meta, 1, info.metadata_size, f) != info.metadata_size)
+        goto io_error;
+    /* Payloads go in index order, so neighbours sit together on disk too. Pass 1 gives each
+     * entry its final offset and checksum (entry bytes, then payload) and writes the index;
+     * pass 2 copies the payloads. e->offset holds the spill offset until then (kept in spill[]). */
+    size_t chunk_cap = 1 << 16;
+    chunk = terra_alloc(chunk_cap);
+    spill_off = terra_alloc((w->count ? w->count : 1) * sizeof *spill_off);
+    if (!chunk || !spill_off) {
+        st = terra_fail(TERRA_E_NOMEM, "archive: out of memory");
+        goto fail;
+    }
+    uint64_t at = info.data_offset;
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < w->count; i++) {
+            terra_archive_entry *e = &w->entries[i];
+            if (pass == 0) {
+                spill_off[i] = e->offset;
+                e->offset = at;
+                at += e->size;
+            }
+            if (e->size > chunk_cap) {
+                uint8_t *nc = terra_realloc(chunk, e->size);
+                if (!nc) {
+                    st = terra_fail(TERRA_E_NOMEM, "archive: out of memory");
+                    goto fail;
+                }
+                chunk = nc;
+                chunk_cap = e->size;
+            }
+            if (fseeko(w->spill, (off_t)spill_off[i], SEEK_SET) != 0 || fread(chunk, 1, e->size, w->spill) != e->size)
+                goto io_error;
+            if (pass == 0) {
+                e->checksum = terra_archive_entry_checksum(e, chunk);
+                uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
+                terra_archive_entry_pack(e, b);
+                if (fwrite(b, 1, sizeof b, f) != sizeof b) goto io_error;
+            } else if (fwrite(chunk, 1, e->size, f) != e->size) {
+                goto io_error;
+            }
+        }
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) goto io_error;
+    if (fclose(f) != 0) {
+        f = NULL;
+        goto io_error;
+    }
+    f = NULL;
+    st = terra_io_commit(tmp, w->path);
+    tmp = NULL;
+    goto done;
+io_error:
+    st = terra_fail(TERRA_E_IO, "%s: write failed: %s", w->path, strerror(errno));
+fail:
+    if (f) fclose(f);
+    terra_io_abort(tmp);
+    tmp = NULL;
+done:
+    terra_free(chunk);
+    terra_free(spill_off);
+    cJSON_free(meta);
+    writer_free(w);
+    return st;
+}

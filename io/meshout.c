@@ -1,0 +1,212 @@
+/* Triangle meshes out (OBJ, binary PLY, binary STL), written atomically; OBJ in. */
+#include "terra/io.h"
+#include "terra/raster.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { FMT_NONE, FMT_OBJ, FMT_PLY, FMT_STL } mesh_fmt;
+
+static mesh_fmt format_of(const char *path) {
+    const char *dot = path ? strrchr(path, '.') : NULL;
+    if (!dot) return FMT_NONE;
+    char ext[8] = {0};
+    for (int i = 0; i < 7 && dot[1 + i]; i++) ext[i] = (char)(dot[1 + i] | 0x20);
+    if (!strcmp(ext, "obj")) return FMT_OBJ;
+    if (!strcmp(ext, "ply")) return FMT_PLY;
+    if (!strcmp(ext, "stl")) return FMT_STL;
+    return FMT_NONE;
+}
+
+bool terra_io_mesh_format_known(const char *path) { return format_of(path) != FMT_NONE; }
+
+static bool host_little_endian(void) {
+    const uint16_t one = 1;
+    uint8_t b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+static void put_f32(uint8_t *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    p[0] = (uint8_t)u, p[1] = (uint8_t)(u >> 8), p[2] = (uint8_t)(u >> 16), p[3] = (uint8_t)(u >> 24);
+}
+static void put_u32(uint8_t *p, uint32_t u) {
+    p[0] = (uint8_t)u, p[1] = (uint8_t)(u >> 8), p[2] = (uint8_t)(u >> 16), p[3] = (uint8_t)(u >> 24);
+}
+
+static bool write_obj(FILE *f, const terra_mesh_out *m) {
+    if (m->comment) fprintf(f, "# %s\n", m->comment);
+    for (size_t v = 0; v < m->vertex_count; v++)
+        fprintf(f, "v %.9g %.9g %.9g\n", m->xyz[3 * v], m->xyz[3 * v + 1], m->xyz[3 * v + 2]);
+    if (m->normals)
+        for (size_t v = 0; v < m->vertex_count; v++)
+            fprintf(f, "vn %.6g %.6g %.6g\n", m->normals[3 * v], m->normals[3 * v + 1], m->normals[3 * v + 2]);
+    for (size_t t = 0; t < m->triangle_count; t++) {
+        unsigned long a = m->triangles[3 * t] + 1ul, b = m->triangles[3 * t + 1] + 1ul, c = m->triangles[3 * t + 2] + 1ul;
+        if (m->normals)
+            fprintf(f, "f %lu//%lu %lu//%lu %lu//%lu\n", a, a, b, b, c, c);
+        else
+            fprintf(f, "f %lu %lu %lu\n", a, b, c);
+    }
+    return !ferror(f);
+}
+
+static bool write_ply(FILE *f, const terra_mesh_out *m) {
+    fprintf(f, "ply\nformat binary_little_endian 1.0\n");
+    if (m->comment) fprintf(f, "comment %s\n", m->comment);
+    fprintf(f, "element vertex %zu\nproperty double x\nproperty double y\nproperty double z\n", m->vertex_count);
+    if (m->normals) fprintf(f, "property float nx\nproperty float ny\nproperty float nz\n");
+    fprintf(f, "element face %zu\nproperty list uchar uint vertex_indices\nend_header\n", m->triangle_count);
+    uint8_t buf[40];
+    bool le = host_little_endian();
+    for (size_t v = 0; v < m->vertex_count; v++) {
+        for (int i = 0; i < 3; i++) {
+            double d = m->xyz[3 * v + i];
+            uint8_t raw[8];
+            memcpy(raw, &d, 8);
+            for (int k = 0; k < 8; k++) buf[8 * i + k] = le ? raw[k] : raw[7 - k];
+        }
+        size_t n = 24;
+        if (m->normals) {
+            for (int i = 0; i < 3; i++) put_f32(buf + 24 + 4 * i, m->normals[3 * v + i]);
+            n = 36;
+        }
+        fwrite(buf, 1, n, f);
+    }
+    for (size_t t = 0; t < m->triangle_count; t++) {
+        buf[0] = 3;
+        for (int i = 0; i < 3; i++) put_u32(buf + 1 + 4 * i, m->triangles[3 * t + i]);
+        fwrite(buf, 1, 13, f);
+    }
+    return !ferror(f);
+}
+
+static bool write_stl(FILE *f, const terra_mesh_out *m) {
+    uint8_t head[84] = {0};
+    snprintf((char *)head, 80, "terra binary STL%s%s", m->comment ? ": " : "", m->comment ? m->comment : "");
+    put_u32(head + 80, (uint32_t)m->triangle_count);
+    fwrite(head, 1, 84, f);
+    uint8_t rec[50];
+    for (size_t t = 0; t < m->triangle_count; t++) {
+        const double *p[3];
+        for (int i = 0; i < 3; i++) p[i] = m->xyz + 3 * (size_t)m->triangles[3 * t + i];
+        double ux = p[1][0] - p[0][0], uy = p[1][1] - p[0][1], uz = p[1][2] - p[0][2];
+        double vx = p[2][0] - p[0][0], vy = p[2][1] - p[0][1], vz = p[2][2] - p[0][2];
+        double nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
+        double len = sqrt(nx * nx + ny * ny + nz * nz);
+        if (len > 0) nx /= len, ny /= len, nz /= len;
+        put_f32(rec, (float)nx), put_f32(rec + 4, (float)ny), put_f32(rec + 8, (float)nz);
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 3; k++) put_f32(rec + 12 + 12 * i + 4 * k, (float)p[i][k]);
+        rec[48] = rec[49] = 0;
+        fwrite(rec, 1, 50, f);
+    }
+    return !ferror(f);
+}
+
+terra_status terra_io_write_mesh(const terra_mesh_out *m) {
+    if (!m || !m->path || (m->vertex_count && !m->xyz) || (m->triangle_count && !m->triangles))
+        return terra_fail(TERRA_E_INVALID, "mesh output: bad arguments");
+    mesh_fmt fmt = format_of(m->path);
+    if (fmt == FMT_NONE)
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: unknown mesh format (use .obj, .ply or .stl)", m->path);
+    if (fmt == FMT_STL && m->triangle_count > 0xffffffffu)
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: too many triangles for STL", m->path);
+    for (size_t t = 0; t < 3 * m->triangle_count; t++)
+        if (m->triangles[t] >= m->vertex_count)
+            return terra_fail(TERRA_E_INVALID, "%s: triangle index %u past %zu vertices", m->path, m->triangles[t],
+                              m->vertex_count);
+    char *tmp = NULL;
+    void *fv = NULL;
+    terra_status s = terra_io_open_temp(m->path, &tmp, &fv);
+    if (s != TERRA_OK) return s;
+    FILE *f = fv;
+    static char big[1 << 16];
+    setvbuf(f, big, _IOFBF, sizeof big);
+    bool ok = fmt == FMT_OBJ ? write_obj(f, m) : fmt == FMT_PLY ? write_ply(f, m) : write_stl(f, m);
+    int saved = errno;
+    if (fclose(f) != 0) ok = false, saved = errno;
+    if (!ok) {
+        terra_io_abort(tmp);
+        return terra_fail(TERRA_E_IO, "%s: write failed: %s", m->path, strerror(saved));
+    }
+    return terra_io_commit(tmp, m->path);
+}
+
+terra_status terra_io_read_obj(const char *path, double **xyz_out, size_t *nv_out, uint32_t **tri_out,
+                               size_t *nt_out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return terra_fail(TERRA_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t nv = 0, cv = 0, nt = 0, ct = 0;
+    double *xyz = NULL;
+    uint32_t *tri = NULL;
+    char line[4096];
+    terra_status st = TERRA_OK;
+    size_t lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (line[0] == 'v' && line[1] == ' ') {
+            if (nv == cv) {
+                cv = cv ? 2 * cv : 4096;
+                double *n = terra_realloc(xyz, cv * 3 * sizeof(double));
+                if (!n) goto nomem;
+                xyz = n;
+            }
+            double a = 0, b = 0, c = 0;
+            if (sscanf(line + 2, "%lf %lf %lf", &a, &b, &c) < 2) {
+                st = terra_fail(TERRA_E_FORMAT, "%s:%zu: bad vertex line", path, lineno);
+                goto out;
+            }
+            xyz[3 * nv] = a, xyz[3 * nv + 1] = b, xyz[3 * nv + 2] = c;
+            nv++;
+        } else if (line[0] == 'f' && line[1] == ' ') {
+            long idx[64];
+            int k = 0;
+            char *p = line + 2;
+            while (*p && k < 64) {
+                char *end;
+                long v = strtol(p, &end, 10);
+                if (end == p) break;
+                if (v < 0) v = (long)nv + v + 1;
+                if (v < 1 || (size_t)v > nv) {
+                    st = terra_fail(TERRA_E_FORMAT, "%s:%zu: face index %ld out of range", path, lineno, v);
+                    goto out;
+                }
+                idx[k++] = v - 1;
+                while (*end && *end != ' ' && *end != '\t') end++;
+                while (*end == ' ' || *end == '\t') end++;
+                p = end;
+            }
+            for (int i = 2; i < k; i++) {
+                if (nt == ct) {
+                    ct = ct ? 2 * ct : 8192;
+                    uint32_t *n = terra_realloc(tri, ct * 3 * sizeof(uint32_t));
+                    if (!n) goto nomem;
+                    tri = n;
+                }
+                tri[3 * nt] = (uint32_t)idx[0], tri[3 * nt + 1] = (uint32_t)idx[i - 1], tri[3 * nt + 2] = (uint32_t)idx[i];
+                nt++;
+            }
+        }
+    }
+    goto out;
+nomem:
+    st = terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
+out:
+    fclose(f);
+    if (st != TERRA_OK) {
+        terra_free(xyz);
+        terra_free(tri);
+        return st;
+    }
+    *xyz_out = xyz;
+    *nv_out = nv;
+    *tri_out = tri;
+    *nt_out = nt;
+    return TERRA_OK;
+}

@@ -1,0 +1,422 @@
+/* The tile archive reader and the format pieces the writer shares. See terra/archive.h. */
+#include "terra/archive.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct terra_archive {
+    int fd;
+    const uint8_t *map; /* whole file, or NULL when reading with pread */
+    size_t map_size;
+    terra_archive_info info;
+    char *metadata;
+    char path[256];
+};
+
+/* ---- byte order ----------------------------------------------------------------------------- */
+
+static uint32_t rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | ((uint64_t)rd32(p + 4) << 32); }
+static void wr32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void wr64(uint8_t *p, uint64_t v) {
+    wr32(p, (uint32_t)v);
+    wr32(p + 4, (uint32_t)(v >> 32));
+}
+static float rdf32(const uint8_t *p) {
+    uint32_t b = rd32(p);
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+static void wrf32(uint8_t *p, float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    wr32(p, b);
+}
+
+/* ---- CRC-32C, slicing by 8 -------------------------------------------------------------------- */
+
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+uint32_t terra_crc32c(uint32_t crc, const void *data, size_t n) {
+    pthread_once(&crc_once, crc_init);
+    const uint8_t *p = data;
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo = crc ^ rd32(p), hi = rd32(p + 4);
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
+              crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+              crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+    return ~crc;
+}
+
+/* ---- keys ----------------------------------------------------------------------------------------- */
+
+static uint64_t spread28(uint32_t v) { /* bit i of v to bit 2i */
+    uint64_t x = v & 0x0fffffffu;
+    x = (x | (x << 16)) & 0x0000FFFF0000FFFFull;
+    x = (x | (x << 8)) & 0x00FF00FF00FF00FFull;
+    x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full;
+    x = (x | (x << 2)) & 0x3333333333333333ull;
+    x = (x | (x << 1)) & 0x5555555555555555ull;
+    return x;
+}
+static uint32_t gather28(uint64_t x) {
+    x &= 0x5555555555555555ull;
+    x = (x | (x >> 1)) & 0x3333333333333333ull;
+    x = (x | (x >> 2)) & 0x0F0F0F0F0F0F0F0Full;
+    x = (x | (x >> 4)) & 0x00FF00FF00FF00FFull;
+    x = (x | (x >> 8)) & 0x0000FFFF0000FFFFull;
+    x = (x | (x >> 16)) & 0x00000000FFFFFFFFull;
+    return (uint32_t)x & 0x0fffffffu;
+}
+
+uint64_t terra_archive_order(terra_tile_key key) {
+    /* offset binary so that signed coordinates order as numbers */
+    uint32_t ux = ((uint32_t)terra_tile_key_x(key) ^ 0x08000000u) & 0x0fffffffu;
+    uint32_t uy = ((uint32_t)terra_tile_key_y(key) ^ 0x08000000u) & 0x0fffffffu;
+    return ((uint64_t)terra_tile_key_face(key) << 61) | ((uint64_t)terra_tile_key_level(key) << 56) | spread28(ux) |
+           (spread28(uy) << 1);
+}
+
+terra_tile_key terra_archive_key_from_order(uint64_t o) {
+    int32_t x = (int32_t)gather28(o) - 0x08000000, y = (int32_t)gather28(o >> 1) - 0x08000000;
+    return terra_tile_key_make((int)(o >> 61), (int)((o >> 56) & 31), x, y);
+}
+
+/* ---- entries and header ---------------------------------------------------------------------------- */
+
+/* Entry: 0 order(8) 8 offset(8) 16 size(4) 20 raw_size(4) 24 compression(1) 25 flags(1)
+ *        26 reserved(2) 28 geometric_error(f4) 32 longest_edge(f4) 36 min_h(f4) 40 max_h(f4) 44 crc(4) */
+void terra_archive_entry_pack(const terra_archive_entry *e, uint8_t *o) {
+    wr64(o, terra_archive_order(e->key));
+    wr64(o + 8, e->offset);
+    wr32(o + 16, e->size);
+    wr32(o + 20, e->raw_size);
+    o[24] = e->compression;
+    o[25] = e->flags;
+    o[26] = o[27] = 0;
+    wrf32(o + 28, e->geometric_error);
+    wrf32(o + 32, e->longest_edge);
+    wrf32(o + 36, e->min_height);
+    wrf32(o + 40, e->max_height);
+    wr32(o + 44, e->checksum);
+}
+
+void terra_archive_entry_unpack(const uint8_t *in, terra_archive_entry *e) {
+    e->key = terra_archive_key_from_order(rd64(in));
+    e->offset = rd64(in + 8);
+    e->size = rd32(in + 16);
+    e->raw_size = rd32(in + 20);
+    e->compression = in[24];
+    e->flags = in[25];
+    e->geometric_error = rdf32(in + 28);
+    e->longest_edge = rdf32(in + 32);
+    e->min_height = rdf32(in + 36);
+    e->max_height = rdf32(in + 40);
+    e->checksum = rd32(in + 44);
+}
+
+uint32_t terra_archive_entry_checksum(const terra_archive_entry *e, const void *payload) {
+    uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
+    terra_archive_entry_pack(e, b);
+    uint32_t c = terra_crc32c(0, b, 44);
+    /* reserved bytes 26..27 are zero in the packing; the reader checks the stored ones are too */
+    return terra_crc32c(c, payload, e->size);
+}
+
+/* Header: 0 magic(8) 8 version(4) 12 flags(4) 16 tile_count(8) 24 index_offset(8) 32 data_offset(8)
+ *         40 file_size(8) 48 metadata_size(4) 52 entry_size(4) 56 reserved(4) 60 crc(4) */
+void terra_archive_header_pack(const terra_archive_info *info, const char *metadata, uint8_t *o) {
+    memset(o, 0, TERRA_ARCHIVE_HEADER_SIZE);
+    memcpy(o, TERRA_ARCHIVE_MAGIC, 8);
+    wr32(o + 8, info->version);
+    wr32(o + 12, info->flags);
+    wr64(o + 16, info->tile_count);
+    wr64(o + 24, info->index_offset);
+    wr64(o + 32, info->data_offset);
+    wr64(o + 40, info->file_size);
+    wr32(o + 48, info->metadata_size);
+    wr32(o + 52, TERRA_ARCHIVE_ENTRY_SIZE);
+    uint32_t c = terra_crc32c(0, o, 60);
+    c = terra_crc32c(c, metadata, info->metadata_size);
+    wr32(o + 60, c);
+}
+
+const char *terra_compression_name(terra_compression c) {
+    switch (c) {
+    case TERRA_COMPRESS_NONE: return "none";
+    case TERRA_COMPRESS_GZIP: return "gzip";
+    case TERRA_COMPRESS_ZSTD: return "zstd";
+    }
+    return "unknown";
+}
+
+const char *terra_frame_name(terra_frame f) {
+    return f == TERRA_FRAME_GEOGRAPHIC ? "geographic" : f == TERRA_FRAME_LOCAL ? "local" : "unknown";
+}
+
+/* ---- reading ------------------------------------------------------------------------------------ */
+
+static terra_status read_at(const terra_archive *a, uint64_t off, void *buf, size_t n) {
+    if (off > a->info.file_size || n > a->info.file_size - off)
+        return terra_fail(TERRA_E_CORRUPT, "%s: read of %zu bytes at %llu is past the end", a->path, n,
+                          (unsigned long long)off);
+    if (a->map) {
+        memcpy(buf, a->map + off, n);
+        return TERRA_OK;
+    }
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t r = pread(a->fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return terra_fail(TERRA_E_IO, "%s: read failed at %llu: %s", a->path, (unsigned long long)off,
+                              r ? strerror(errno) : "unexpected end of file");
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return TERRA_OK;
+}
+
+terra_status terra_archive_open(const char *path, const terra_archive_open_desc *desc, terra_archive **out) {
+    *out = NULL;
+    terra_archive *a = terra_calloc(1, sizeof *a);
+    if (!a) return terra_fail(TERRA_E_NOMEM, "archive: out of memory");
+    snprintf(a->path, sizeof a->path, "%s", path);
+    a->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (a->fd < 0) {
+        terra_status st = terra_fail(errno == ENOENT ? TERRA_E_NOT_FOUND : TERRA_E_IO, "%s: cannot open: %s", path,
+                                     strerror(errno));
+        terra_free(a);
+        return st;
+    }
+    terra_status st = TERRA_OK;
+    struct stat sb;
+    uint8_t h[TERRA_ARCHIVE_HEADER_SIZE];
+    if (fstat(a->fd, &sb) != 0) {
+        st = terra_fail(TERRA_E_IO, "%s: cannot stat: %s", path, strerror(errno));
+        goto fail;
+    }
+    uint64_t actual = (uint64_t)sb.st_size;
+    a->info.file_size = actual;
+    if (actual < 12 || read_at(a, 0, h, 12) != TERRA_OK || memcmp(h, TERRA_ARCHIVE_MAGIC, 8) != 0) {
+        st = terra_fail(TERRA_E_FORMAT, "%s: not a terra archive (no TERRAARC magic)", path);
+        goto fail;
+    }
+    uint32_t version = rd32(h + 8);
+    if (version != TERRA_ARCHIVE_VERSION) {
+        st = terra_fail(TERRA_E_VERSION,
+                        "%s: archive format version %u, this terra reads version %u; cook (bake) the archive again",
+                        path, version, TERRA_ARCHIVE_VERSION);
+        goto fail;
+    }
+    if (actual < TERRA_ARCHIVE_HEADER_SIZE || read_at(a, 0, h, sizeof h) != TERRA_OK) {
+        st = terra_fail(TERRA_E_CORRUPT, "%s: truncated header (%llu bytes)", path, (unsigned long long)actual);
+        goto fail;
+    }
+    terra_archive_info *I = &a->info;
+    I->version = version;
+    I->flags = rd32(h + 12);
+    I->frame = (terra_frame)(I->flags & 3);
+    I->tile_count = rd64(h + 16);
+    I->index_offset = rd64(h + 24);
+    I->data_offset = rd64(h + 32);
+    uint64_t file_size = rd64(h + 40);
+    I->metadata_size = rd32(h + 48);
+    uint32_t entry_size = rd32(h + 52);
+    if (file_size != actual) {
+        st = terra_fail(TERRA_E_CORRUPT, "%s: the header says %llu bytes, the file has %llu (truncated or damaged)",
+                        path, (unsigned long long)file_size, (unsigned long long)actual);
+        goto fail;
+    }
+    if (I->metadata_size > TERRA_ARCHIVE_MAX_METADATA || I->metadata_size > actual - TERRA_ARCHIVE_HEADER_SIZE) {
+        st = terra_fail(TERRA_E_CORRUPT, "%s: metadata of %u bytes does not fit", path, I->metadata_size);
+        goto fail;
+    }
+    a->metadata = terra_alloc((size_t)I->metadata_size + 1);
+    if (!a->metadata) {
+        st = terra_fail(TERRA_E_NOMEM, "archive: out of memory");
+        goto fail;
+    }
+    if ((st = read_at(a, TERRA_ARCHIVE_HEADER_SIZE, a->metadata, I->metadata_size))) goto fail;
+    a->metadata[I->metadata_size] = 0;
+    uint32_t crc = terra_crc32c(terra_crc32c(0, h, 60), a->metadata, I->metadata_size);
+    if (crc != rd32(h + 60)) {
+        st = terra_fail(TERRA_E_CORRUPT, "%s: header checksum mismatch (damaged header or metadata)", path);
+        goto fail;
+    }
+    if (entry_size != TERRA_ARCHIVE_ENTRY_SIZE || rd32(h + 56) != 0 || (I->flags & ~3u) || I->frame > 1 ||
+        I->index_offset != TERRA_ARCHIVE_HEADER_SIZE + (uint64_t)I->metadata_size ||
+        I->tile_count > (actual - I->index_offset) / TERRA_ARCHIVE_ENTRY_SIZE ||
+        I->data_offset != I->index_offset + I->tile_count * TERRA_ARCHIVE_ENTRY_SIZE) {
+        st = terra_fail(TERRA_E_CORRUPT, "%s: inconsistent header (entry size, offsets or tile count)", path);
+        goto fail;
+    }
+    I->metadata = a->metadata;
+    if (!(desc && desc->use_pread) && actual > 0) {
+        void *m = mmap(NULL, (size_t)actual, PROT_READ, MAP_SHARED, a->fd, 0);
+        if (m != MAP_FAILED) {
+            a->map = m;
+            a->map_size = (size_t)actual;
+        }
+    }
+    *out = a;
+    return TERRA_OK;
+fail:
+    terra_archive_close(a);
+    return st;
+}
+
+void terra_archive_close(terra_archive *a) {
+    if (!a) return;
+    if (a->map) munmap((void *)a->map, a->map_size);
+    if (a->fd >= 0) close(a->fd);
+    terra_free(a->metadata);
+    terra_free(a);
+}
+
+const terra_archive_info *terra_archive_get_info(const terra_archive *a) { return &a->info; }
+
+static terra_status check_entry(const terra_archive *a, const uint8_t *raw, const terra_archive_entry *e, uint64_t i) {
+    if (e->compression > TERRA_COMPRESS_ZSTD || raw[26] || raw[27] || e->offset < a->info.data_offset ||
+        e->offset > a->info.file_size || e->size > a->info.file_size - e->offset)
+        return terra_fail(TERRA_E_CORRUPT,
+                          "%s: index entry %llu (tile %d/%d/%d) is damaged: offset %llu size %u outside the payloads",
+                          a->path, (unsigned long long)i, terra_tile_key_level(e->key), terra_tile_key_x(e->key),
+                          terra_tile_key_y(e->key), (unsigned long long)e->offset, e->size);
+    return TERRA_OK;
+}
+
+static terra_status raw_entry(const terra_archive *a, uint64_t i, uint8_t *b) {
+    return read_at(a, a->info.index_offset + i * TERRA_ARCHIVE_ENTRY_SIZE, b, TERRA_ARCHIVE_ENTRY_SIZE);
+}
+
+terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_archive_entry *out) {
+    if (i >= a->info.tile_count)
+        return terra_fail(TERRA_E_INVALID, "archive: entry %llu of %llu", (unsigned long long)i,
+                          (unsigned long long)a->info.tile_count);
+    uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
+    terra_status st = raw_entry(a, i, b);
+    if (st) return st;
+    terra_archive_entry_unpack(b, out);
+    return check_entry(a, b, out, i);
+}
+
+terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out) {
+    uint64_t want = terra_archive_order(key);
+    uint64_t lo = 0, hi = a->info.tile_count;
+    uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        uint64_t order;
+        if (a->map) {
+            order = rd64(a->map + a->info.index_offset + mid * TERRA_ARCHIVE_ENTRY_SIZE);
+        } else {
+            terra_status st = read_at(a, a->info.index_offset + mid * TERRA_ARCHIVE_ENTRY_SIZE, b, 8);
+            if (st) return st;
+            order = rd64(b);
+        }
+        if (order < want) lo = mid + 1;
+        else if (order > want) hi = mid;
+        else return terra_archive_entry_at(a, mid, out);
+    }
+    return terra_fail(TERRA_E_NOT_FOUND, "%s: no tile %d/%d/%d", a->path, terra_tile_key_level(key),
+                      terra_tile_key_x(key), terra_tile_key_y(key));
+}
+
+static terra_status bad_checksum(const terra_archive *a, const terra_archive_entry *e) {
+    return terra_fail(TERRA_E_CORRUPT, "%s: tile %d/%d/%d is damaged (checksum mismatch)", a->path,
+                      terra_tile_key_level(e->key), terra_tile_key_x(e->key), terra_tile_key_y(e->key));
+}
+
+terra_status terra_archive_read_stored(const terra_archive *a, const terra_archive_entry *e, void *buf, size_t capacity) {
+    if (capacity < e->size)
+        return terra_fail(TERRA_E_CAPACITY, "archive: tile needs %u bytes, %zu given", e->size, capacity);
+    terra_status st = read_at(a, e->offset, buf, e->size);
+    if (st) return st;
+    if (terra_archive_entry_checksum(e, buf) != e->checksum) return bad_checksum(a, e);
+    return TERRA_OK;
+}
+
+terra_status terra_archive_view_stored(const terra_archive *a, const terra_archive_entry *e, const uint8_t **data) {
+    *data = NULL;
+    if (!a->map) return terra_fail(TERRA_E_UNSUPPORTED, "archive: not mapped");
+    if (e->offset > a->info.file_size || e->size > a->info.file_size - e->offset)
+        return terra_fail(TERRA_E_CORRUPT, "%s: tile payload outside the file", a->path);
+    if (terra_archive_entry_checksum(e, a->map + e->offset) != e->checksum) return bad_checksum(a, e);
+    *data = a->map + e->offset;
+    return TERRA_OK;
+}
+
+terra_status terra_archive_verify(const terra_archive *a, uint64_t *bad_out) {
+    uint64_t bad = 0, prev = 0;
+    size_t cap = 0;
+    uint8_t *buf = NULL;
+    terra_status first = TERRA_OK;
+    char first_msg[512] = "";
+    for (uint64_t i = 0; i < a->info.tile_count; i++) {
+        terra_archive_entry e;
+        uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
+        terra_status st = raw_entry(a, i, b);
+        if (st == TERRA_OK) {
+            uint64_t order = rd64(b);
+            terra_archive_entry_unpack(b, &e);
+            st = check_entry(a, b, &e, i);
+            if (st == TERRA_OK && i > 0 && order <= prev)
+                st = terra_fail(TERRA_E_CORRUPT, "%s: index entry %llu is out of order", a->path, (unsigned long long)i);
+            prev = order;
+        }
+        if (st == TERRA_OK) {
+            if (e.size > cap) {
+                uint8_t *nb = terra_realloc(buf, e.size);
+                if (!nb) {
+                    terra_free(buf);
+                    return terra_fail(TERRA_E_NOMEM, "archive verify: out of memory");
+                }
+                buf = nb;
+                cap = e.size;
+            }
+            st = terra_archive_read_stored(a, &e, buf, cap);
+        }
+        if (st != TERRA_OK) {
+            if (!bad) {
+                first = st;
+                snprintf(first_msg, sizeof first_msg, "%s", terra_last_error());
+            }
+            bad++;
+        }
+    }
+    terra_free(buf);
+    if (bad_out) *bad_out = bad;
+    if (bad)
+        return terra_fail(first == TERRA_E_IO ? TERRA_E_IO : TERRA_E_CORRUPT, "%llu damaged tile(s); first: %s",
+                          (unsigned long long)bad, first_msg);
+    return TERRA_OK;
+}

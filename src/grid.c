@@ -1,0 +1,93 @@
+/* terra grid: CDLOD grid tiles from a source, and the shared index buffer. */
+#include "terra/grid.h"
+
+#include <math.h>
+#include <string.h>
+
+terra_status terra_grid_desc_resolve(const terra_grid_desc *in, terra_grid_desc *out) {
+    terra_grid_desc d = in ? *in : (terra_grid_desc){0};
+    if (d.tile0_size == 0) d.tile0_size = 64.0;
+    if (d.cells == 0) d.cells = 64;
+    if (!(d.tile0_size > 0) || !isfinite(d.tile0_size))
+        return terra_fail(TERRA_E_INVALID, "grid: tile0_size must be a positive number of metres (got %g)",
+                          d.tile0_size);
+    if (d.cells < TERRA_GRID_MIN_CELLS || d.cells > TERRA_GRID_MAX_CELLS || (d.cells & (d.cells - 1)))
+        return terra_fail(TERRA_E_INVALID, "grid: cells must be a power of two from %d to %d (got %d)",
+                          TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS, d.cells);
+    *out = d;
+    return TERRA_OK;
+}
+
+double terra_grid_tile_side(const terra_grid_desc *d, int level) { return ldexp(d->tile0_size, level); }
+
+terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d, terra_tile_key key,
+                              terra_grid_vertex *out, float *scratch, terra_grid_info *info) {
+    const int n = d->cells, level = terra_tile_key_level(key), w = n + 3;
+    const double side = terra_grid_tile_side(d, level), spacing = side / n;
+    const int64_t tx = terra_tile_key_x(key), ty = terra_tile_key_y(key);
+    /* heights and surfaces one sample wider on every side: [(j + 1) * w + (i + 1)] is vertex (i, j) */
+    float *h = scratch;
+    terra_surface *surf = (terra_surface *)(scratch + w * w);
+    terra_grid_request req = {.ix0 = tx * n - 1, .iz0 = ty * n - 1, .spacing = spacing, .nx = w, .nz = w};
+    terra_status st = terra_source_sample(src, &req, h, surf);
+    if (st != TERRA_OK) return st;
+
+    const float fs = (float)spacing, inv2s = (float)(0.5 / spacing);
+    float hmin = INFINITY, hmax = -INFINITY;
+    for (int j = 0; j <= n; j++) {
+        const float *row = h + (size_t)(j + 1) * w + 1;
+        const terra_surface *srow = surf + (size_t)(j + 1) * w + 1;
+        const int mj = j & ~1; /* odd indices collapse onto the even vertex below */
+        terra_grid_vertex *v = out + (size_t)j * (n + 1);
+        for (int i = 0; i <= n; i++, v++) {
+            const float y = row[i];
+            const int mi = i & ~1;
+            v->x = (float)i * fs;
+            v->y = y;
+            v->z = (float)j * fs;
+            v->mx = (float)mi * fs;
+            v->my = h[(size_t)(mj + 1) * w + (mi + 1)];
+            v->mz = (float)mj * fs;
+            /* normal from central differences: (-dh/dx, 1, -dh/dz), normalised */
+            float nx = (row[i - 1] - row[i + 1]) * inv2s;
+            float nz = (row[i - w] - row[i + w]) * inv2s;
+            float inv = 1.0f / sqrtf(nx * nx + 1.0f + nz * nz);
+            const float nrm[3] = {nx * inv, inv, nz * inv};
+            terra_oct_encode(nrm, v->normal);
+            v->surface = srow[i];
+            v->level = (uint8_t)level;
+            v->pad_ = 0;
+            hmin = fminf(hmin, y);
+            hmax = fmaxf(hmax, y);
+        }
+    }
+    if (info) {
+        info->min_height = hmin;
+        info->max_height = hmax;
+        info->origin_x = (double)tx * side;
+        info->origin_z = (double)ty * side;
+        info->side = side;
+        info->spacing = spacing;
+    }
+    return TERRA_OK;
+}
+
+/* Cells in column strips of STRIP cells: each row of a strip reuses the row before it, which fits
+ * in a post-transform vertex cache of about 2 × (STRIP + 1) entries. */
+#define STRIP 16
+
+void terra_grid_indices(int cells, uint32_t *out) {
+    const uint32_t stride = (uint32_t)cells + 1;
+    size_t k = 0;
+    for (int c0 = 0; c0 < cells; c0 += STRIP) {
+        int c1 = c0 + STRIP < cells ? c0 + STRIP : cells;
+        for (int j = 0; j < cells; j++)
+            for (int i = c0; i < c1; i++) {
+                uint32_t v00 = (uint32_t)j * stride + (uint32_t)i, v10 = v00 + 1;
+                uint32_t v01 = v00 + stride, v11 = v01 + 1;
+                /* diagonal v00-v11 in every cell; counter-clockwise seen from +y */
+                out[k++] = v00, out[k++] = v01, out[k++] = v11;
+                out[k++] = v00, out[k++] = v11, out[k++] = v10;
+            }
+    }
+}

@@ -1,0 +1,740 @@
+/* Greedy insertion (Garland & Heckbert 1995) over a raster into a Delaunay triangulation.
+ *
+ * Data layout (half-edge arrays, after delatin/hmm):
+ *   tv[3t+i]  vertex i of triangle t (positive orient, see orient())
+ *   he[3t+i]  the opposite half-edge of half-edge 3t+i (vertex i -> i+1), -1 on the hull
+ *   cand[2t]  the triangle's worst sample; its error lives in the queue beside the triangle id
+ *   qi[t]     >= 0: position in the max-queue; -1: nowhere; <= -2: position -2-qi in `pend`
+ * Triangle slots are never freed: a split reuses the old slot and adds two, a flip reuses both,
+ * so every slot in [0, nt) is a live triangle. Triangles whose candidate is stale wait in `pend`
+ * until flush() rasterises them.
+ *
+ * Exactness: coordinates are integers below 2^20, so orient() fits int64 and incircle() int128;
+ * the rasteriser's edge functions are integers (exact in doubles) and each row's span is
+ * computed with integer division, so the set of samples scanned per triangle is exact. */
+#include "terra/tin.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef __int128 tin_i128;
+#else
+#error "terra tin needs a compiler with 128-bit integers (gcc, clang)"
+#endif
+
+typedef struct tin {
+    int w, h;
+    const float *hl, *hu;       /* lower, upper (NULL) */
+    int32_t *xy;                /* 2 per vertex */
+    size_t nv, cap_v;
+    uint32_t *tv;
+    int32_t *he;
+    int32_t *cand;
+    int32_t *qi;
+    size_t nt, cap_t;
+    int32_t *q;                 /* queue of triangles (binary max-heap on qe) */
+    double *qe;
+    size_t nq;
+    int32_t *pend;
+    size_t npend;
+    bool nomem;
+} tin;
+
+/* ---- exact predicates ------------------------------------------------------------------- */
+
+/* (b - c) x (a - c) in the raster's (column, row) frame; > 0 for every live triangle. */
+static inline int64_t orient(int64_t ax, int64_t ay, int64_t bx, int64_t by, int64_t cx, int64_t cy) {
+    return (bx - cx) * (ay - cy) - (by - cy) * (ax - cx);
+}
+
+/* True when p lies strictly inside the circle through a, b, c (a, b, c with positive orient). */
+static bool incircle(int64_t ax, int64_t ay, int64_t bx, int64_t by, int64_t cx, int64_t cy, int64_t px,
+                     int64_t py) {
+    int64_t dx = ax - px, dy = ay - py, ex = bx - px, ey = by - py, fx = cx - px, fy = cy - py;
+    tin_i128 ap = (tin_i128)dx * dx + (tin_i128)dy * dy;
+    tin_i128 bp = (tin_i128)ex * ex + (tin_i128)ey * ey;
+    tin_i128 cp = (tin_i128)fx * fx + (tin_i128)fy * fy;
+    tin_i128 det = dx * (ey * cp - bp * fy) - dy * (ex * cp - bp * fx) + ap * ((tin_i128)ex * fy - (tin_i128)ey * fx);
+    return det < 0;
+}
+
+/* ---- storage ----------------------------------------------------------------------------- */
+
+static bool grow(void **p, size_t elem, size_t n) {
+    void *q = terra_realloc(*p, elem * n);
+    if (!q) return false;
+    *p = q;
+    return true;
+}
+
+static bool reserve_triangles(tin *T, size_t need) {
+    if (need <= T->cap_t) return true;
+    size_t cap = T->cap_t ? T->cap_t + T->cap_t / 2 : 1024;
+    if (cap < need) cap = need;
+    if (!grow((void **)&T->tv, 3 * sizeof(uint32_t), cap) || !grow((void **)&T->he, 3 * sizeof(int32_t), cap) ||
+        !grow((void **)&T->cand, 2 * sizeof(int32_t), cap) || !grow((void **)&T->qi, sizeof(int32_t), cap) ||
+        !grow((void **)&T->q, sizeof(int32_t), cap) || !grow((void **)&T->qe, sizeof(double), cap) ||
+        !grow((void **)&T->pend, sizeof(int32_t), cap)) {
+        T->nomem = true;
+        return false;
+    }
+    T->cap_t = cap;
+    return true;
+}
+
+static bool reserve_vertices(tin *T, size_t need) {
+    if (need <= T->cap_v) return true;
+    size_t cap = T->cap_v ? T->cap_v + T->cap_v / 2 : 1024;
+    if (cap < need) cap = need;
+    if (!grow((void **)&T->xy, 2 * sizeof(int32_t), cap)) {
+        T->nomem = true;
+        return false;
+    }
+    T->cap_v = cap;
+    return true;
+}
+
+static uint32_t add_point(tin *T, int32_t x, int32_t y) {
+    size_t i = T->nv++;
+    T->xy[2 * i] = x;
+    T->xy[2 * i + 1] = y;
+    return (uint32_t)i;
+}
+
+/* ---- the queue (max-heap of triangles by error; errors stored by heap position) ----------- */
+
+static inline bool q_less(const tin *T, size_t i, size_t j) { return T->qe[i] > T->qe[j]; }
+
+static inline void q_swap(tin *T, size_t i, size_t j) {
+    int32_t pi = T->q[i], pj = T->q[j];
+    T->q[i] = pj;
+    T->q[j] = pi;
+    T->qi[pi] = (int32_t)j;
+    T->qi[pj] = (int32_t)i;
+    double e = T->qe[i];
+    T->qe[i] = T->qe[j];
+    T->qe[j] = e;
+}
+
+static void q_up(tin *T, size_t j) {
+    while (j > 0) {
+        size_t i = (j - 1) >> 1;
+        if (!q_less(T, j, i)) break;
+        q_swap(T, i, j);
+        j = i;
+    }
+}
+
+static bool q_down(tin *T, size_t i0, size_t n) {
+    size_t i = i0;
+    for (;;) {
+        size_t j1 = 2 * i + 1;
+        if (j1 >= n) break;
+        size_t j = j1, j2 = j1 + 1;
+        if (j2 < n && q_less(T, j2, j1)) j = j2;
+        if (!q_less(T, j, i)) break;
+        q_swap(T, i, j);
+        i = j;
+    }
+    return i > i0;
+}
+
+static void q_push(tin *T, int32_t t, double err) {
+    size_t i = T->nq++;
+    T->q[i] = t;
+    T->qe[i] = err;
+    T->qi[t] = (int32_t)i;
+    q_up(T, i);
+}
+
+static int32_t q_pop_back(tin *T) {
+    int32_t t = T->q[--T->nq];
+    T->qi[t] = -1;
+    return t;
+}
+
+static int32_t q_pop(tin *T) {
+    size_t n = T->nq - 1;
+    q_swap(T, 0, n);
+    q_down(T, 0, n);
+    return q_pop_back(T);
+}
+
+static void pend_add(tin *T, int32_t t) {
+    T->qi[t] = -2 - (int32_t)T->npend;
+    T->pend[T->npend++] = t;
+}
+
+/* Takes t out of the queue or the pending list. */
+static void q_remove(tin *T, int32_t t) {
+    int32_t i = T->qi[t];
+    if (i < 0) {
+        if (i <= -2) {
+            size_t k = (size_t)(-2 - i);
+            int32_t last = T->pend[--T->npend];
+            T->pend[k] = last;
+            if (last != t) T->qi[last] = -2 - (int32_t)k;
+            T->qi[t] = -1;
+        }
+        return;
+    }
+    size_t n = T->nq - 1;
+    if (n != (size_t)i) {
+        q_swap(T, (size_t)i, n);
+        if (!q_down(T, (size_t)i, n)) q_up(T, (size_t)i);
+    }
+    q_pop_back(T);
+}
+
+/* ---- triangles ----------------------------------------------------------------------------- */
+
+/* Writes triangle (a, b, c) with outer half-edges ab, bc, ca into slot e (or a new one when e < 0)
+ * and marks it pending. Returns its first half-edge. */
+static int32_t add_tri(tin *T, uint32_t a, uint32_t b, uint32_t c, int32_t ab, int32_t bc, int32_t ca, int32_t e) {
+    if (e < 0) e = (int32_t)(3 * T->nt++);
+    int32_t t = e / 3;
+    T->tv[e] = a;
+    T->tv[e + 1] = b;
+    T->tv[e + 2] = c;
+    T->he[e] = ab;
+    T->he[e + 1] = bc;
+    T->he[e + 2] = ca;
+    if (ab >= 0) T->he[ab] = e;
+    if (bc >= 0) T->he[bc] = e + 1;
+    if (ca >= 0) T->he[ca] = e + 2;
+    T->cand[2 * t] = 0;
+    T->cand[2 * t + 1] = 0;
+    pend_add(T, t);
+    return e;
+}
+
+static void legalize(tin *T, int32_t a) {
+    int32_t b = T->he[a];
+    if (b < 0) return;
+    int32_t a0 = a - a % 3, b0 = b - b % 3;
+    int32_t al = a0 + (a + 1) % 3, ar = a0 + (a + 2) % 3;
+    int32_t bl = b0 + (b + 2) % 3, br = b0 + (b + 1) % 3;
+    uint32_t p0 = T->tv[ar], pr = T->tv[a], pl = T->tv[al], p1 = T->tv[bl];
+    const int32_t *c = T->xy;
+    if (!incircle(c[2 * p0], c[2 * p0 + 1], c[2 * pr], c[2 * pr + 1], c[2 * pl], c[2 * pl + 1], c[2 * p1],
+                  c[2 * p1 + 1]))
+        return;
+    int32_t hal = T->he[al], har = T->he[ar], hbl = T->he[bl], hbr = T->he[br];
+    q_remove(T, a0 / 3);
+    q_remove(T, b0 / 3);
+    int32_t t0 = add_tri(T, p0, p1, pl, -1, hbl, hal, a0);
+    int32_t t1 = add_tri(T, p1, p0, pr, t0, har, hbr, b0);
+    legalize(T, t0 + 1);
+    legalize(T, t1 + 2);
+}
+
+/* Inserts vertex pn on half-edge a (pn lies on it, strictly between its ends). */
+static void split_edge(tin *T, uint32_t pn, int32_t a) {
+    int32_t a0 = a - a % 3, al = a0 + (a + 1) % 3, ar = a0 + (a + 2) % 3;
+    uint32_t p0 = T->tv[ar], pr = T->tv[a], pl = T->tv[al];
+    int32_t hal = T->he[al], har = T->he[ar];
+    int32_t b = T->he[a];
+    if (b < 0) {
+        int32_t t0 = add_tri(T, pn, p0, pr, -1, har, -1, a0);
+        int32_t t1 = add_tri(T, p0, pn, pl, t0, -1, hal, -1);
+        legalize(T, t0 + 1);
+        legalize(T, t1 + 2);
+        return;
+    }
+    int32_t b0 = b - b % 3, bl = b0 + (b + 2) % 3, br = b0 + (b + 1) % 3;
+    uint32_t p1 = T->tv[bl];
+    int32_t hbl = T->he[bl], hbr = T->he[br];
+    q_remove(T, b0 / 3);
+    int32_t t0 = add_tri(T, p0, pr, pn, har, -1, -1, a0);
+    int32_t t1 = add_tri(T, pr, p1, pn, hbr, -1, t0 + 1, b0);
+    int32_t t2 = add_tri(T, p1, pl, pn, hbl, -1, t1 + 1, -1);
+    int32_t t3 = add_tri(T, pl, p0, pn, hal, t0 + 2, t2 + 1, -1);
+    legalize(T, t0);
+    legalize(T, t1);
+    legalize(T, t2);
+    legalize(T, t3);
+}
+
+/* Inserts (px, py) into triangle t (already out of the queue). */
+static void insert_in(tin *T, int32_t t, int32_t px, int32_t py) {
+    int32_t e0 = 3 * t, e1 = e0 + 1, e2 = e0 + 2;
+    uint32_t p0 = T->tv[e0], p1 = T->tv[e1], p2 = T->tv[e2];
+    const int32_t *c = T->xy;
+    int64_t ax = c[2 * p0], ay = c[2 * p0 + 1], bx = c[2 * p1], by = c[2 * p1 + 1], cx = c[2 * p2], cy = c[2 * p2 + 1];
+    uint32_t pn = add_point(T, px, py);
+    if (orient(ax, ay, bx, by, px, py) == 0) {
+        split_edge(T, pn, e0);
+    } else if (orient(bx, by, cx, cy, px, py) == 0) {
+        split_edge(T, pn, e1);
+    } else if (orient(cx, cy, ax, ay, px, py) == 0) {
+        split_edge(T, pn, e2);
+    } else {
+        int32_t h0 = T->he[e0], h1 = T->he[e1], h2 = T->he[e2];
+        int32_t t0 = add_tri(T, p0, p1, pn, h0, -1, -1, e0);
+        int32_t t1 = add_tri(T, p1, p2, pn, h1, -1, t0 + 1, -1);
+        int32_t t2 = add_tri(T, p2, p0, pn, h2, t0 + 2, t1 + 1, -1);
+        legalize(T, t0);
+        legalize(T, t1);
+        legalize(T, t2);
+    }
+}
+
+/* ---- candidates: rasterise a triangle, find its worst sample -------------------------------- */
+
+/* Clips the offsets k in [*lo, *hi] to those with w + a*k >= 0. */
+static inline void clip_span(int64_t w, int64_t a, int64_t *lo, int64_t *hi) {
+    if (a == 0) {
+        if (w < 0) *hi = -1, *lo = 0;
+    } else if (a > 0) {
+        if (w < 0) {
+            int64_t k = (-w + a - 1) / a;
+            if (k > *lo) *lo = k;
+        }
+    } else {
+        if (w < 0) {
+            *hi = -1, *lo = 0;
+        } else {
+            int64_t k = w / (-a);
+            if (k < *hi) *hi = k;
+        }
+    }
+}
+
+typedef struct tri_geom {
+    int64_t x[3], y[3];
+    int64_t minx, miny, maxx, maxy;
+    int64_t a01, b01, a12, b12, a20, b20, area;
+    int64_t w00, w01, w02; /* edge functions at (minx, miny) */
+} tri_geom;
+
+static void tri_setup(const tin *T, int32_t t, tri_geom *g) {
+    for (int i = 0; i < 3; i++) {
+        uint32_t v = T->tv[3 * t + i];
+        g->x[i] = T->xy[2 * v];
+        g->y[i] = T->xy[2 * v + 1];
+    }
+    int64_t *x = g->x, *y = g->y;
+    g->minx = x[0] < x[1] ? (x[0] < x[2] ? x[0] : x[2]) : (x[1] < x[2] ? x[1] : x[2]);
+    g->miny = y[0] < y[1] ? (y[0] < y[2] ? y[0] : y[2]) : (y[1] < y[2] ? y[1] : y[2]);
+    g->maxx = x[0] > x[1] ? (x[0] > x[2] ? x[0] : x[2]) : (x[1] > x[2] ? x[1] : x[2]);
+    g->maxy = y[0] > y[1] ? (y[0] > y[2] ? y[0] : y[2]) : (y[1] > y[2] ? y[1] : y[2]);
+    g->a01 = y[1] - y[0], g->b01 = x[0] - x[1];
+    g->a12 = y[2] - y[1], g->b12 = x[1] - x[2];
+    g->a20 = y[0] - y[2], g->b20 = x[2] - x[0];
+    g->area = orient(x[0], y[0], x[1], y[1], x[2], y[2]);
+    g->w00 = orient(x[1], y[1], x[2], y[2], g->minx, g->miny);
+    g->w01 = orient(x[2], y[2], x[0], y[0], g->minx, g->miny);
+    g->w02 = orient(x[0], y[0], x[1], y[1], g->minx, g->miny);
+}
+
+/* Span of row y (offsets from minx) inside the closed triangle; empty when lo > hi. */
+static inline void row_span(const tri_geom *g, int64_t w0, int64_t w1, int64_t w2, int64_t *lo, int64_t *hi) {
+    *lo = 0;
+    *hi = g->maxx - g->minx;
+    clip_span(w0, g->a12, lo, hi);
+    clip_span(w1, g->a20, lo, hi);
+    clip_span(w2, g->a01, lo, hi);
+}
+
+static inline bool is_vertex(const tri_geom *g, int64_t x, int64_t y) {
+    return (x == g->x[0] && y == g->y[0]) || (x == g->x[1] && y == g->y[1]) || (x == g->x[2] && y == g->y[2]);
+}
+
+/* General path: holes and/or two layers. Layers whose triangle would cover an invalid sample or
+ * use an invalid vertex are not drawn; if such a layer has valid samples left inside (besides the
+ * vertices) the triangle must be split: error +inf, candidate the valid sample nearest the centroid. */
+static void find_candidate_general(tin *T, int32_t t, const tri_geom *g) {
+    const int nl = T->hu ? 2 : 1;
+    const float *layer[2] = {T->hl, T->hu};
+    double zv[2][3];
+    bool vert_ok[2];
+    for (int k = 0; k < nl; k++) {
+        vert_ok[k] = true;
+        for (int i = 0; i < 3; i++) {
+            size_t s = (size_t)g->y[i] * (size_t)T->w + (size_t)g->x[i];
+            float hv = layer[k][s];
+            if (k == 1 && T->hl[s] != T->hl[s]) hv = NAN;
+            if (hv != hv) vert_ok[k] = false;
+            zv[k][i] = (double)hv / (double)g->area;
+        }
+    }
+    int64_t invalid[2] = {0, 0}, valid_nv[2] = {0, 0};
+    int64_t near_d[2] = {INT64_MAX, INT64_MAX}, near_x[2] = {0, 0}, near_y[2] = {0, 0};
+    int64_t sx = g->x[0] + g->x[1] + g->x[2], sy = g->y[0] + g->y[1] + g->y[2];
+    double best = 0;
+    int64_t bx = 0, by = 0;
+    int64_t w00 = g->w00, w01 = g->w01, w02 = g->w02;
+    for (int64_t y = g->miny; y <= g->maxy; y++) {
+        int64_t lo, hi;
+        row_span(g, w00, w01, w02, &lo, &hi);
+        double w0 = (double)(w00 + g->a12 * lo), w1 = (double)(w01 + g->a20 * lo), w2 = (double)(w02 + g->a01 * lo);
+        for (int64_t k = lo; k <= hi; k++) {
+            int64_t x = g->minx + k;
+            size_t s = (size_t)y * (size_t)T->w + (size_t)x;
+            bool lower_ok = T->hl[s] == T->hl[s];
+            bool vtx = is_vertex(g, x, y);
+            for (int l = 0; l < nl; l++) {
+                float hv = layer[l][s];
+                bool ok = (hv == hv) && lower_ok;
+                if (!ok) {
+                    invalid[l]++;
+                    continue;
+                }
+                if (vtx) continue;
+                valid_nv[l]++;
+                int64_t dx = 3 * x - sx, dy = 3 * y - sy, d = dx * dx + dy * dy;
+                if (d < near_d[l]) near_d[l] = d, near_x[l] = x, near_y[l] = y;
+                if (vert_ok[l]) {
+                    double z = zv[l][0] * w0 + zv[l][1] * w1 + zv[l][2] * w2;
+                    double dz = fabs(z - (double)hv);
+                    if (dz > best) best = dz, bx = x, by = y;
+                }
+            }
+            w0 += (double)g->a12;
+            w1 += (double)g->a20;
+            w2 += (double)g->a01;
+        }
+        w00 += g->b12;
+        w01 += g->b20;
+        w02 += g->b01;
+    }
+    for (int l = 0; l < nl; l++) {
+        bool drawable = vert_ok[l] && invalid[l] == 0;
+        if (!drawable && valid_nv[l] > 0) {
+            T->cand[2 * t] = (int32_t)near_x[l];
+            T->cand[2 * t + 1] = (int32_t)near_y[l];
+            q_push(T, t, INFINITY);
+            return;
+        }
+    }
+    T->cand[2 * t] = (int32_t)bx;
+    T->cand[2 * t + 1] = (int32_t)by;
+    q_push(T, t, best);
+}
+
+static void find_candidate(tin *T, int32_t t) {
+    tri_geom g;
+    tri_setup(T, t, &g);
+    if (T->hu) {
+        find_candidate_general(T, t, &g);
+        return;
+    }
+    const float *hd = T->hl;
+    const size_t W = (size_t)T->w;
+    float h0 = hd[(size_t)g.y[0] * W + (size_t)g.x[0]], h1 = hd[(size_t)g.y[1] * W + (size_t)g.x[1]],
+          h2 = hd[(size_t)g.y[2] * W + (size_t)g.x[2]];
+    if (h0 != h0 || h1 != h1 || h2 != h2) {
+        find_candidate_general(T, t, &g);
+        return;
+    }
+    const double area = (double)g.area;
+    const double z0 = (double)h0 / area, z1 = (double)h1 / area, z2 = (double)h2 / area;
+    const double a12 = (double)g.a12, a20 = (double)g.a20, a01 = (double)g.a01;
+    double best = 0;
+    int64_t bx = 0, by = 0;
+    bool nan = false;
+    int64_t w00 = g.w00, w01 = g.w01, w02 = g.w02;
+    for (int64_t y = g.miny; y <= g.maxy; y++) {
+        int64_t lo, hi;
+        row_span(&g, w00, w01, w02, &lo, &hi);
+        if (lo <= hi) {
+            const float *row = hd + (size_t)y * W + (size_t)g.minx;
+            double w0 = (double)(w00 + g.a12 * lo), w1 = (double)(w01 + g.a20 * lo), w2 = (double)(w02 + g.a01 * lo);
+            double rbest = best;
+            int64_t rk = -1;
+            for (int64_t k = lo; k <= hi; k++) {
+                double z = z0 * w0 + z1 * w1 + z2 * w2;
+                float hv = row[k];
+                double dz = fabs(z - (double)hv);
+                if (dz > rbest) rbest = dz, rk = k;
+                nan |= hv != hv;
+                w0 += a12;
+                w1 += a20;
+                w2 += a01;
+            }
+            if (rk >= 0) best = rbest, bx = g.minx + rk, by = y;
+        }
+        w00 += g.b12;
+        w01 += g.b20;
+        w02 += g.b01;
+    }
+    if (nan) {
+        find_candidate_general(T, t, &g);
+        return;
+    }
+    if (is_vertex(&g, bx, by)) best = 0;
+    T->cand[2 * t] = (int32_t)bx;
+    T->cand[2 * t + 1] = (int32_t)by;
+    q_push(T, t, best);
+}
+
+static void flush(tin *T) {
+    for (size_t i = 0; i < T->npend; i++) {
+        int32_t t = T->pend[i];
+        T->qi[t] = -1;
+        find_candidate(T, t);
+    }
+    T->npend = 0;
+}
+
+/* Inserts the worst sample of the worst triangle. */
+static void step(tin *T) {
+    int32_t t = q_pop(T);
+    insert_in(T, t, T->cand[2 * t], T->cand[2 * t + 1]);
+    flush(T);
+}
+
+/* Walks from triangle `start` to the one containing (px, py). -1 if outside the raster. */
+static int32_t locate(const tin *T, int32_t start, int64_t px, int64_t py) {
+    int32_t t = start;
+    size_t guard = 0;
+    for (;;) {
+        bool moved = false;
+        for (int i = 0; i < 3 && !moved; i++) {
+            uint32_t a = T->tv[3 * t + i], b = T->tv[3 * t + (i + 1) % 3];
+            if (orient(T->xy[2 * a], T->xy[2 * a + 1], T->xy[2 * b], T->xy[2 * b + 1], px, py) < 0) {
+                int32_t n = T->he[3 * t + i];
+                if (n < 0) return -1;
+                t = n / 3;
+                moved = true;
+            }
+        }
+        if (!moved) return t;
+        if (++guard > 4 * T->nt + 16) return -1;
+    }
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+/* Bit 0: the lower layer may draw triangle t; bit 1: the upper layer may. */
+static unsigned tri_drawable(const tin *T, int32_t t) {
+    tri_geom g;
+    tri_setup(T, t, &g);
+    const int nl = T->hu ? 2 : 1;
+    unsigned ok = nl == 2 ? 3u : 1u;
+    int64_t w00 = g.w00, w01 = g.w01, w02 = g.w02;
+    for (int64_t y = g.miny; y <= g.maxy && ok; y++) {
+        int64_t lo, hi;
+        row_span(&g, w00, w01, w02, &lo, &hi);
+        const size_t base = (size_t)y * (size_t)T->w + (size_t)g.minx;
+        for (int64_t k = lo; k <= hi; k++) {
+            float l = T->hl[base + (size_t)k];
+            if (l != l) return 0;
+            if (nl == 2) {
+                float u = T->hu[base + (size_t)k];
+                if (u != u) ok &= 1u;
+            }
+        }
+        w00 += g.b12;
+        w01 += g.b20;
+        w02 += g.b01;
+    }
+    return ok;
+}
+
+static terra_status take_level(tin *T, terra_tin_level *lv, bool filter) {
+    lv->vertex_count = T->nv;
+    size_t n = T->nt;
+    lv->triangles = terra_alloc(3 * n * sizeof(uint32_t) + 1);
+    if (T->hu) lv->upper_triangles = terra_alloc(3 * n * sizeof(uint32_t) + 1);
+    if (!lv->triangles || (T->hu && !lv->upper_triangles)) return terra_fail(TERRA_E_NOMEM, "tin: out of memory");
+    if (!filter && !T->hu) {
+        memcpy(lv->triangles, T->tv, 3 * n * sizeof(uint32_t));
+        lv->triangle_count = n;
+        return TERRA_OK;
+    }
+    size_t nl = 0, nu = 0;
+    for (size_t t = 0; t < n; t++) {
+        unsigned ok = tri_drawable(T, (int32_t)t);
+        if (ok & 1u) memcpy(lv->triangles + 3 * nl++, T->tv + 3 * t, 3 * sizeof(uint32_t));
+        if (ok & 2u) memcpy(lv->upper_triangles + 3 * nu++, T->tv + 3 * t, 3 * sizeof(uint32_t));
+    }
+    lv->triangle_count = nl;
+    lv->upper_triangle_count = nu;
+    return TERRA_OK;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+void terra_tin_mesh_free(terra_tin_mesh *m) {
+    if (!m) return;
+    terra_free(m->xy);
+    terra_free(m->z);
+    terra_free(m->z_upper);
+    for (int i = 0; i < m->level_count && m->levels; i++) {
+        terra_free(m->levels[i].triangles);
+        terra_free(m->levels[i].upper_triangles);
+    }
+    terra_free(m->levels);
+    memset(m, 0, sizeof *m);
+}
+
+static void tin_release(tin *T) {
+    terra_free(T->xy);
+    terra_free(T->tv);
+    terra_free(T->he);
+    terra_free(T->cand);
+    terra_free(T->qi);
+    terra_free(T->q);
+    terra_free(T->qe);
+    terra_free(T->pend);
+}
+
+terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
+    if (!d || !out) return terra_fail(TERRA_E_INVALID, "tin: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (!d->heights) return terra_fail(TERRA_E_INVALID, "tin: no heights");
+    if (d->width < 2 || d->height < 2)
+        return terra_fail(TERRA_E_INVALID, "tin: raster %dx%d is too small (at least 2x2 samples)", d->width,
+                          d->height);
+    if (d->width > TERRA_TIN_MAX_SIDE || d->height > TERRA_TIN_MAX_SIDE)
+        return terra_fail(TERRA_E_UNSUPPORTED, "tin: raster %dx%d is past the supported size (%d samples a side)",
+                          d->width, d->height, TERRA_TIN_MAX_SIDE);
+    if (!(d->max_error > 0) || !isfinite(d->max_error))
+        return terra_fail(TERRA_E_INVALID, "tin: max error must be a positive number of metres (got %g)",
+                          d->max_error);
+    if (d->level_count < 0 || d->level_count > 64 || (d->level_count && !d->levels))
+        return terra_fail(TERRA_E_INVALID, "tin: bad level list");
+
+    const size_t W = (size_t)d->width, H = (size_t)d->height, N = W * H;
+    bool holes = false, any_valid = false;
+    for (size_t i = 0; i < N; i++) {
+        float v = d->heights[i];
+        if (v != v) {
+            holes = true;
+        } else if (!isfinite(v)) {
+            return terra_fail(TERRA_E_SOURCE, "tin: infinite height at sample (%zu, %zu)", i % W, i / W);
+        } else {
+            any_valid = true;
+        }
+    }
+    if (!any_valid) return terra_fail(TERRA_E_SOURCE, "tin: every sample is no-data");
+    if (d->upper)
+        for (size_t i = 0; i < N; i++)
+            if (isinf(d->upper[i]))
+                return terra_fail(TERRA_E_SOURCE, "tin: infinite upper height at sample (%zu, %zu)", i % W, i / W);
+
+    /* Bounds to stop at: the extra levels (coarser than max_error), descending, then max_error. */
+    double bounds[65];
+    int nb = 0;
+    for (int i = 0; i < d->level_count; i++) {
+        double b = d->levels[i];
+        if (!(b > 0) || !isfinite(b)) return terra_fail(TERRA_E_INVALID, "tin: level bound %g is not positive", b);
+        if (b > d->max_error) bounds[nb++] = b;
+    }
+    qsort(bounds, (size_t)nb, sizeof(double), cmp_desc);
+    int nu = 0;
+    for (int i = 0; i < nb; i++)
+        if (nu == 0 || bounds[nu - 1] != bounds[i]) bounds[nu++] = bounds[i];
+    nb = nu;
+    bounds[nb++] = d->max_error;
+
+    tin T;
+    memset(&T, 0, sizeof T);
+    T.w = d->width;
+    T.h = d->height;
+    T.hl = d->heights;
+    T.hu = d->upper;
+    terra_status st = TERRA_OK;
+    out->levels = terra_calloc((size_t)nb, sizeof(terra_tin_level));
+    if (!out->levels || !reserve_triangles(&T, 1024) || !reserve_vertices(&T, 1024 + d->seed_count)) {
+        st = terra_fail(TERRA_E_NOMEM, "tin: out of memory");
+        goto done;
+    }
+    out->level_count = nb;
+    out->width = d->width;
+    out->height = d->height;
+    out->has_holes = holes;
+
+    int32_t x1 = d->width - 1, y1 = d->height - 1;
+    uint32_t p0 = add_point(&T, 0, 0), p1 = add_point(&T, x1, 0), p2 = add_point(&T, 0, y1), p3 = add_point(&T, x1, y1);
+    int32_t t0 = add_tri(&T, p3, p0, p2, -1, -1, -1, -1);
+    add_tri(&T, p0, p3, p1, t0, -1, -1, -1);
+
+    for (size_t i = 0; i < d->seed_count; i++) {
+        int32_t sx = d->seed_xy[2 * i], sy = d->seed_xy[2 * i + 1];
+        if (sx < 0 || sy < 0 || sx > x1 || sy > y1) {
+            st = terra_fail(TERRA_E_INVALID, "tin: seed point (%d, %d) is outside the raster", sx, sy);
+            goto done;
+        }
+        if (!reserve_triangles(&T, T.nt + 3) || !reserve_vertices(&T, T.nv + 1)) break;
+        int32_t t = locate(&T, (int32_t)T.nt - 1, sx, sy);
+        if (t < 0) {
+            st = terra_fail(TERRA_E_INVALID, "tin: cannot place seed point (%d, %d)", sx, sy);
+            goto done;
+        }
+        bool dup = false;
+        for (int k = 0; k < 3; k++) {
+            uint32_t v = T.tv[3 * t + k];
+            if (T.xy[2 * v] == sx && T.xy[2 * v + 1] == sy) dup = true;
+        }
+        if (dup) continue;
+        q_remove(&T, t);
+        insert_in(&T, t, sx, sy);
+    }
+    flush(&T);
+    if (T.nomem) {
+        st = terra_fail(TERRA_E_NOMEM, "tin: out of memory");
+        goto done;
+    }
+
+    int li = 0;
+    terra_tin_stop stop = TERRA_TIN_STOP_ERROR;
+    for (;;) {
+        double top = T.nq ? T.qe[0] : 0.0;
+        while (li < nb && top <= bounds[li]) {
+            terra_tin_level *lv = &out->levels[li];
+            lv->max_error = bounds[li];
+            lv->reached_error = top;
+            lv->stop = TERRA_TIN_STOP_ERROR;
+            if ((st = take_level(&T, lv, holes)) != TERRA_OK) goto done;
+            li++;
+        }
+        if (li == nb) break;
+        if (d->max_vertices && T.nv >= d->max_vertices) stop = TERRA_TIN_STOP_VERTICES;
+        if (d->max_triangles && T.nt + 2 > d->max_triangles) stop = TERRA_TIN_STOP_TRIANGLES;
+        if (T.nv >= TERRA_TIN_MAX_VERTICES) {
+            st = terra_fail(TERRA_E_CAPACITY, "tin: more than %u vertices", TERRA_TIN_MAX_VERTICES);
+            goto done;
+        }
+        if (stop != TERRA_TIN_STOP_ERROR) {
+            for (; li < nb; li++) {
+                terra_tin_level *lv = &out->levels[li];
+                lv->max_error = bounds[li];
+                lv->reached_error = top;
+                lv->stop = stop;
+                if ((st = take_level(&T, lv, holes)) != TERRA_OK) goto done;
+            }
+            break;
+        }
+        if (!reserve_triangles(&T, T.nt + 2) || !reserve_vertices(&T, T.nv + 1)) {
+            st = terra_fail(TERRA_E_NOMEM, "tin: out of memory at %zu triangles", T.nt);
+            goto done;
+        }
+        step(&T);
+    }
+
+    out->vertex_count = T.nv;
+    out->xy = terra_alloc(2 * T.nv * sizeof(int32_t));
+    out->z = terra_alloc(T.nv * sizeof(float));
+    if (d->upper) out->z_upper = terra_alloc(T.nv * sizeof(float));
+    if (!out->xy || !out->z || (d->upper && !out->z_upper)) {
+        st = terra_fail(TERRA_E_NOMEM, "tin: out of memory");
+        goto done;
+    }
+    memcpy(out->xy, T.xy, 2 * T.nv * sizeof(int32_t));
+    for (size_t v = 0; v < T.nv; v++) {
+        size_t s = (size_t)T.xy[2 * v + 1] * W + (size_t)T.xy[2 * v];
+        out->z[v] = d->heights[s];
+        if (d->upper) out->z_upper[v] = d->heights[s] == d->heights[s] ? d->upper[s] : NAN;
+    }
+done:
+    tin_release(&T);
+    if (st != TERRA_OK) terra_tin_mesh_free(out);
+    return st;
+}
