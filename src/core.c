@@ -196,19 +196,6 @@ double terra_box3_distance(const terra_box3 *b, terra_vec3 p) {
 
 static float sign_nz(float v) { return v >= 0.0f ? 1.0f : -1.0f; }
 
-void terra_oct_encode(const float n[3], int8_t out[2]) {
-    float l1 = fabsf(n[0]) + fabsf(n[1]) + fabsf(n[2]);
-    float x = n[0] / l1, y = n[1] / l1;
-    if (n[2] < 0) {
-        float ox = (1.0f - fabsf(y)) * sign_nz(x);
-        float oy = (1.0f - fabsf(x)) * sign_nz(y);
-        x = ox;
-        y = oy;
-    }
-    out[0] = (int8_t)lrintf(fmaxf(-1.0f, fminf(1.0f, x)) * 127.0f);
-    out[1] = (int8_t)lrintf(fmaxf(-1.0f, fminf(1.0f, y)) * 127.0f);
-}
-
 void terra_oct_decode(const int8_t in[2], float n[3]) {
     float x = fmaxf(-1.0f, in[0] / 127.0f), y = fmaxf(-1.0f, in[1] / 127.0f);
     float z = 1.0f - fabsf(x) - fabsf(y);

@@ -33,32 +33,29 @@ terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d,
     if (st != TERRA_OK) return st;
 
     const float fs = (float)spacing, inv2s = (float)(0.5 / spacing);
+    float col[TERRA_GRID_MAX_CELLS + 1]; /* i * spacing, exact as the lattice asks */
+    for (int i = 0; i <= n; i++) col[i] = (float)i * fs;
     float hmin = INFINITY, hmax = -INFINITY;
     for (int j = 0; j <= n; j++) {
         const float *row = h + (size_t)(j + 1) * w + 1;
         const terra_surface *srow = surf + (size_t)(j + 1) * w + 1;
         const int mj = j & ~1; /* odd indices collapse onto the even vertex below */
+        const float *mrow = h + (size_t)(mj + 1) * w + 1;
+        const float z = col[j], mz = col[mj];
         terra_grid_vertex *v = out + (size_t)j * (n + 1);
         for (int i = 0; i <= n; i++, v++) {
             const float y = row[i];
             const int mi = i & ~1;
-            v->x = (float)i * fs;
-            v->y = y;
-            v->z = (float)j * fs;
-            v->mx = (float)mi * fs;
-            v->my = h[(size_t)(mj + 1) * w + (mi + 1)];
-            v->mz = (float)mj * fs;
-            /* normal from central differences: (-dh/dx, 1, -dh/dz), normalised */
-            float nx = (row[i - 1] - row[i + 1]) * inv2s;
-            float nz = (row[i - w] - row[i + w]) * inv2s;
-            float inv = 1.0f / sqrtf(nx * nx + 1.0f + nz * nz);
-            const float nrm[3] = {nx * inv, inv, nz * inv};
-            terra_oct_encode(nrm, v->normal);
-            v->surface = srow[i];
-            v->level = (uint8_t)level;
-            v->pad_ = 0;
-            hmin = fminf(hmin, y);
-            hmax = fmaxf(hmax, y);
+            /* normal from central differences: (-dh/dx, 1, -dh/dz); the octahedral encoding
+             * divides by the L1 norm itself, so no normalisation is needed. Stored (x, z, y):
+             * +y is the octahedron's pole, so the fold never runs for ground. */
+            const float nrm[3] = {(row[i - 1] - row[i + 1]) * inv2s, (row[i - w] - row[i + w]) * inv2s, 1.0f};
+            int8_t oct[2];
+            terra_oct_encode(nrm, oct);
+            *v = (terra_grid_vertex){.x = col[i], .y = y, .z = z, .mx = col[mi], .my = mrow[mi], .mz = mz,
+                                     .normal = {oct[0], oct[1]}, .surface = srow[i], .level = (uint8_t)level};
+            hmin = y < hmin ? y : hmin;
+            hmax = y > hmax ? y : hmax;
         }
     }
     if (info) {

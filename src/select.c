@@ -4,20 +4,25 @@
 #include <math.h>
 #include <string.h>
 
+/* The height-range cache: one entry holds the ranges of four siblings (they are walked together),
+ * keyed by their parent; 4-way set associative, least recently used entry replaced. */
+#define RANGE_WAYS 4
 typedef struct range_entry {
-    terra_tile_key key; /* ~0 when empty */
-    float lo, hi;
+    terra_tile_key key; /* the parent's; ~0 when empty */
+    float lo[4], hi[4]; /* child i = (x & 1) + 2 (y & 1) */
+    uint32_t stamp;     /* frame of last use */
 } range_entry;
 
 struct terra_select {
     terra_select_desc d;
     const terra_source *src;
-    double range[TERRA_TILE_MAX_LEVEL + 1];
+    double range[TERRA_TILE_MAX_LEVEL + 1], range2[TERRA_TILE_MAX_LEVEL + 1];
     double side[TERRA_TILE_MAX_LEVEL + 1];
     float morph_start[TERRA_TILE_MAX_LEVEL + 1], morph_end[TERRA_TILE_MAX_LEVEL + 1];
     double allowance2[TERRA_TILE_MAX_LEVEL + 1]; /* squared 3-D box diagonal a subdivided tile may have */
     range_entry *cache;
-    uint32_t cache_mask;
+    uint32_t set_mask;  /* sets - 1 */
+    uint32_t frame;
     terra_selected_tile *out;
     int count;
     terra_select_stats stats;
@@ -35,7 +40,7 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
     if (d.range_ratio == 0) d.range_ratio = 2.0;
     if (d.morph_start_ratio == 0) d.morph_start_ratio = 0.5;
     if (d.max_tiles == 0) d.max_tiles = 4096;
-    if (d.range_cache_size == 0) d.range_cache_size = 16384;
+    if (d.range_cache_size == 0) d.range_cache_size = 4096;
     if (d.levels < 1 || d.levels > 24)
         return terra_fail(TERRA_E_INVALID, "select: levels must be from 1 to 24 (got %d)", d.levels);
     if (!(d.range_ratio > 1.0) || !isfinite(d.range_ratio))
@@ -44,8 +49,8 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
         return terra_fail(TERRA_E_INVALID, "select: morph_start_ratio must lie strictly between 0 and 1 (got %g)",
                           d.morph_start_ratio);
     if (d.max_tiles < 1) return terra_fail(TERRA_E_INVALID, "select: max_tiles must be positive (got %d)", d.max_tiles);
-    if (d.range_cache_size < 1 || (d.range_cache_size & (d.range_cache_size - 1)))
-        return terra_fail(TERRA_E_INVALID, "select: range_cache_size must be a power of two (got %d)",
+    if (d.range_cache_size < 4 || (d.range_cache_size & (d.range_cache_size - 1)))
+        return terra_fail(TERRA_E_INVALID, "select: range_cache_size must be a power of two, at least 4 (got %d)",
                           d.range_cache_size);
     const double diag0 = d.grid.tile0_size * sqrt(2.0);
     const double min_range0 = 2.0 * diag0 / (d.morph_start_ratio * (d.range_ratio - 1.0));
@@ -76,10 +81,11 @@ terra_status terra_select_create(const terra_select_desc *desc, const terra_sour
         terra_select_destroy(s);
         return terra_fail(TERRA_E_NOMEM, "select: out of memory");
     }
-    for (int i = 0; i < d.range_cache_size; i++) s->cache[i].key = ~(terra_tile_key)0;
-    s->cache_mask = (uint32_t)d.range_cache_size - 1;
+    for (int i = 0; i < d.range_cache_size; i++) s->cache[i] = (range_entry){.key = ~(terra_tile_key)0};
+    s->set_mask = (uint32_t)(d.range_cache_size / RANGE_WAYS) - 1;
     for (int l = 0; l < d.levels; l++) {
         s->range[l] = d.range0 * pow(d.range_ratio, l);
+        s->range2[l] = s->range[l] * s->range[l];
         s->side[l] = terra_grid_tile_side(&d.grid, l);
         double band_lo = l ? s->range[l - 1] : 0.0;
         s->morph_start[l] = (float)(band_lo + (s->range[l] - band_lo) * d.morph_start_ratio);
@@ -121,19 +127,30 @@ static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box
     const double side = s->side[level];
     b->min.x = x * side, b->max.x = (x + 1) * side;
     b->min.z = y * side, b->max.z = (y + 1) * side;
-    terra_tile_key key = terra_tile_key_make(0, level, x, y);
-    range_entry *e = &s->cache[key_hash(key) & s->cache_mask];
-    if (e->key != key) {
-        float lo, hi;
-        terra_status st = terra_source_height_range(s->src, b->min.x, b->min.z, b->max.x, b->max.z, &lo, &hi);
-        if (st != TERRA_OK) {
-            s->error = st;
-            return false;
+    const int32_t px = x >> 1, py = y >> 1; /* arithmetic shift: floor division by 2 */
+    const terra_tile_key parent = terra_tile_key_make(0, level + 1, px, py);
+    range_entry *set = &s->cache[(size_t)(key_hash(parent) & s->set_mask) * RANGE_WAYS], *e = NULL;
+    for (int w = 0; w < RANGE_WAYS; w++)
+        if (set[w].key == parent) e = &set[w];
+    if (!e) {
+        e = &set[0];
+        for (int w = 1; w < RANGE_WAYS; w++)
+            if (set[w].stamp < e->stamp) e = &set[w];
+        for (int c = 0; c < 4; c++) {
+            const double x0 = (px * 2 + (c & 1)) * side, z0 = (py * 2 + (c >> 1)) * side;
+            terra_status st = terra_source_height_range(s->src, x0, z0, x0 + side, z0 + side, &e->lo[c], &e->hi[c]);
+            if (st != TERRA_OK) {
+                e->key = ~(terra_tile_key)0;
+                s->error = st;
+                return false;
+            }
         }
-        e->key = key, e->lo = lo, e->hi = hi;
+        e->key = parent;
         s->stats.range_misses++;
     }
-    b->min.y = e->lo, b->max.y = e->hi;
+    e->stamp = s->frame;
+    const int c = (x & 1) + 2 * (y & 1);
+    b->min.y = e->lo[c], b->max.y = e->hi[c];
     return true;
 }
 
@@ -154,40 +171,58 @@ static void emit(terra_select *s, int level, int32_t x, int32_t y, const terra_b
     s->stats.per_level[level]++;
 }
 
+/* Tests a box against the frustum planes in `mask`: -1 when it is outside one of them, else the
+ * mask of planes it still straddles (0: wholly inside, so its subtree skips further tests). */
+static int cull_box(const terra_frustum *f, const terra_box3 *b, int mask) {
+    int straddles = 0;
+    for (int i = 0; i < 6; i++) {
+        if (!(mask & (1 << i))) continue;
+        const terra_plane *p = &f->planes[i];
+        const double px = p->a >= 0 ? b->max.x : b->min.x, nx = p->a >= 0 ? b->min.x : b->max.x;
+        const double py = p->b >= 0 ? b->max.y : b->min.y, ny = p->b >= 0 ? b->min.y : b->max.y;
+        const double pz = p->c >= 0 ? b->max.z : b->min.z, nz = p->c >= 0 ? b->min.z : b->max.z;
+        if (p->a * px + p->b * py + p->c * pz + p->d < 0) return -1;
+        if (p->a * nx + p->b * ny + p->c * nz + p->d < 0) straddles |= 1 << i;
+    }
+    return straddles;
+}
+
 enum { NODE_OUT_OF_RANGE = 0, NODE_HANDLED = 1 };
 
-/* Walks one tile. Returns NODE_OUT_OF_RANGE when the tile is visible but beyond its level's range,
- * so its parent draws it (fully morphed); NODE_HANDLED otherwise. */
-static int select_node(terra_select *s, int level, int32_t x, int32_t y, bool inside) {
-    terra_box3 box;
-    if (!tile_box(s, level, x, y, &box)) return NODE_HANDLED;
+/* Walks one tile; `planes` are the frustum planes its parent straddles. Returns NODE_OUT_OF_RANGE
+ * when the tile is visible but beyond its level's range, with its box in *box, so its parent draws
+ * it (fully morphed); NODE_HANDLED otherwise. */
+static int select_node(terra_select *s, int level, int32_t x, int32_t y, int planes, terra_box3 *box) {
+    if (!tile_box(s, level, x, y, box)) return NODE_HANDLED;
     s->stats.visited++;
-    if (!inside && s->frustum) {
-        terra_cull c = terra_frustum_test_box(s->frustum, &box);
-        if (c == TERRA_CULL_OUTSIDE) {
+    if (planes) {
+        planes = cull_box(s->frustum, box, planes);
+        if (planes < 0) {
             s->stats.culled++;
             return NODE_HANDLED;
         }
-        inside = c == TERRA_CULL_INSIDE;
     }
-    const double dist = terra_box3_distance(&box, s->eye);
-    if (dist > s->range[level]) return NODE_OUT_OF_RANGE;
-    if (level == 0 || dist > s->range[level - 1]) {
-        emit(s, level, x, y, &box);
+    const double dx0 = box->min.x - s->eye.x, dx1 = s->eye.x - box->max.x;
+    const double dy0 = box->min.y - s->eye.y, dy1 = s->eye.y - box->max.y;
+    const double dz0 = box->min.z - s->eye.z, dz1 = s->eye.z - box->max.z;
+    const double ex = dx0 > 0 ? dx0 : (dx1 > 0 ? dx1 : 0), ey = dy0 > 0 ? dy0 : (dy1 > 0 ? dy1 : 0);
+    const double ez = dz0 > 0 ? dz0 : (dz1 > 0 ? dz1 : 0);
+    const double dist2 = ex * ex + ey * ey + ez * ez; /* squared distance from the eye to the box */
+    if (dist2 > s->range2[level]) return NODE_OUT_OF_RANGE;
+    if (level == 0 || dist2 > s->range2[level - 1]) {
+        emit(s, level, x, y, box);
         return NODE_HANDLED;
     }
     /* The crack rule with heights: this tile's whole box must fit in the part of the next coarser
      * band before its morph starts, or a coarser neighbour of its children may already be morphing
      * where they meet it. Options guarantee it for flat ground; steeper boxes are counted (the box's
      * height range is conservative, so a count is a risk, not a crack). */
-    const double dx = box.max.x - box.min.x, dy = box.max.y - box.min.y, dz = box.max.z - box.min.z;
-    if (dx * dx + dy * dy + dz * dz > s->allowance2[level]) s->stats.crack_risk++;
+    const double sx = box->max.x - box->min.x, sy = box->max.y - box->min.y, sz = box->max.z - box->min.z;
+    if (sx * sx + sy * sy + sz * sz > s->allowance2[level]) s->stats.crack_risk++;
     for (int c = 0; c < 4; c++) {
         int32_t cx = x * 2 + (c & 1), cy = y * 2 + (c >> 1);
-        if (select_node(s, level - 1, cx, cy, inside) == NODE_OUT_OF_RANGE) {
-            terra_box3 cb;
-            if (tile_box(s, level - 1, cx, cy, &cb)) emit(s, level - 1, cx, cy, &cb);
-        }
+        terra_box3 cb;
+        if (select_node(s, level - 1, cx, cy, planes, &cb) == NODE_OUT_OF_RANGE) emit(s, level - 1, cx, cy, &cb);
     }
     return NODE_HANDLED;
 }
@@ -198,6 +233,7 @@ terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frust
         return terra_fail(TERRA_E_INVALID, "select: eye is not finite (%g, %g, %g)", eye.x, eye.y, eye.z);
     memset(&s->stats, 0, sizeof s->stats);
     s->count = 0;
+    s->frame++;
     s->eye = eye;
     s->frustum = frustum;
     s->error = TERRA_OK;
@@ -209,8 +245,16 @@ terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frust
                           lim);
     const int32_t x0 = (int32_t)floor((eye.x - r) / side), x1 = (int32_t)floor((eye.x + r) / side);
     const int32_t y0 = (int32_t)floor((eye.z - r) / side), y1 = (int32_t)floor((eye.z + r) / side);
+    /* planes to test: all six, less a far plane that never culls (terra_camera_frustum's far_m = 0) */
+    int planes = 0;
+    if (frustum) {
+        planes = 0x3f;
+        const terra_plane *far = &frustum->planes[5];
+        if (far->a == 0 && far->b == 0 && far->c == 0 && far->d >= 0) planes = 0x1f;
+    }
+    terra_box3 box;
     for (int32_t y = y0; y <= y1 && s->error == TERRA_OK; y++)
-        for (int32_t x = x0; x <= x1 && s->error == TERRA_OK; x++) select_node(s, top, x, y, false);
+        for (int32_t x = x0; x <= x1 && s->error == TERRA_OK; x++) select_node(s, top, x, y, planes, &box);
     if (s->error != TERRA_OK) return s->error;
     *tiles = s->out;
     *count = s->count;

@@ -3,7 +3,9 @@
  * Data layout (half-edge arrays, after delatin/hmm):
  *   tv[3t+i]  vertex i of triangle t (positive orient, see orient())
  *   he[3t+i]  the opposite half-edge of half-edge 3t+i (vertex i -> i+1), -1 on the hull
- *   cand[2t]  the triangle's worst sample; its error lives in the queue beside the triangle id
+ *   cand[t]   the triangle's worst sample (x | y << 16); its error lives in the queue beside the id.
+ *             Only triangles whose error is over the finest bound enter the queue: the rest can never
+ *             be refined, and leaving them out keeps the queue small.
  *   qi[t]     >= 0: position in the max-queue; -1: nowhere; <= -2: position -2-qi in `pend`
  * Triangle slots are never freed: a split reuses the old slot and adds two, a flip reuses both,
  * so every slot in [0, nt) is a live triangle. Triangles whose candidate is stale wait in `pend`
@@ -31,14 +33,16 @@ typedef struct tin {
     size_t nv, cap_v;
     uint32_t *tv;
     int32_t *he;
-    int32_t *cand;
+    uint32_t *cand;             /* worst sample, x | y << 16 */
     int32_t *qi;
     size_t nt, cap_t;
     int32_t *q;                 /* queue of triangles (binary max-heap on qe) */
     double *qe;
     size_t nq;
+    size_t cap_q;
     int32_t *pend;
     size_t npend;
+    double bound;               /* finest bound: triangles at or under it stay out of the queue */
     bool nomem;
 } tin;
 
@@ -74,8 +78,7 @@ static bool reserve_triangles(tin *T, size_t need) {
     size_t cap = T->cap_t ? T->cap_t + T->cap_t / 2 : 1024;
     if (cap < need) cap = need;
     if (!grow((void **)&T->tv, 3 * sizeof(uint32_t), cap) || !grow((void **)&T->he, 3 * sizeof(int32_t), cap) ||
-        !grow((void **)&T->cand, 2 * sizeof(int32_t), cap) || !grow((void **)&T->qi, sizeof(int32_t), cap) ||
-        !grow((void **)&T->q, sizeof(int32_t), cap) || !grow((void **)&T->qe, sizeof(double), cap) ||
+        !grow((void **)&T->cand, sizeof(uint32_t), cap) || !grow((void **)&T->qi, sizeof(int32_t), cap) ||
         !grow((void **)&T->pend, sizeof(int32_t), cap)) {
         T->nomem = true;
         return false;
@@ -142,6 +145,15 @@ static bool q_down(tin *T, size_t i0, size_t n) {
 }
 
 static void q_push(tin *T, int32_t t, double err) {
+    if (!(err > T->bound)) return; /* never refined: stays out of the queue (qi = -1) */
+    if (T->nq == T->cap_q) {
+        size_t cap = T->cap_q ? T->cap_q * 2 : 1024;
+        if (!grow((void **)&T->q, sizeof(int32_t), cap) || !grow((void **)&T->qe, sizeof(double), cap)) {
+            T->nomem = true;
+            return;
+        }
+        T->cap_q = cap;
+    }
     size_t i = T->nq++;
     T->q[i] = t;
     T->qe[i] = err;
@@ -204,8 +216,7 @@ static int32_t add_tri(tin *T, uint32_t a, uint32_t b, uint32_t c, int32_t ab, i
     if (ab >= 0) T->he[ab] = e;
     if (bc >= 0) T->he[bc] = e + 1;
     if (ca >= 0) T->he[ca] = e + 2;
-    T->cand[2 * t] = 0;
-    T->cand[2 * t + 1] = 0;
+    T->cand[t] = 0;
     pend_add(T, t);
     return e;
 }
@@ -283,22 +294,48 @@ static void insert_in(tin *T, int32_t t, int32_t px, int32_t py) {
 
 /* ---- candidates: rasterise a triangle, find its worst sample -------------------------------- */
 
-/* Clips the offsets k in [*lo, *hi] to those with w + a*k >= 0. */
-static inline void clip_span(int64_t w, int64_t a, int64_t *lo, int64_t *hi) {
-    if (a == 0) {
-        if (w < 0) *hi = -1, *lo = 0;
-    } else if (a > 0) {
-        if (w < 0) {
-            int64_t k = (-w + a - 1) / a;
-            if (k > *lo) *lo = k;
-        }
-    } else {
-        if (w < 0) {
-            *hi = -1, *lo = 0;
-        } else {
-            int64_t k = w / (-a);
-            if (k < *hi) *hi = k;
-        }
+/* Exact scanline spans. For each edge, w(k) = w + a*k is the edge function along the current row
+ * (k = offset from minx); the samples inside are those where all three are >= 0. Each edge keeps
+ * its crossing offset (first k with w(k) >= 0 for a > 0, last for a < 0) and walks it from row to
+ * row, so a row costs a few additions instead of divisions. */
+typedef struct edge_walk {
+    int64_t w, a, b;            /* w at (minx, row); per-column a, per-row b */
+    int64_t k;                  /* crossing offset (unclamped) */
+} edge_walk;
+
+static inline int64_t floor_div(int64_t n, int64_t d) { /* d > 0 */
+    int64_t q = n / d;
+    return (n % d != 0 && n < 0) ? q - 1 : q;
+}
+
+static inline void edge_init(edge_walk *e, int64_t w, int64_t a, int64_t b) {
+    e->w = w, e->a = a, e->b = b;
+    if (a > 0) e->k = -floor_div(w, a);        /* ceil(-w / a) */
+    else if (a < 0) e->k = floor_div(w, -a);   /* floor(w / -a) */
+    else e->k = 0;
+}
+
+static inline void edge_next_row(edge_walk *e) {
+    e->w += e->b;
+    int64_t a = e->a;
+    if (a > 0) {
+        int64_t v = e->w + a * e->k;
+        while (v < 0) e->k++, v += a;
+        while (v - a >= 0) e->k--, v -= a;
+    } else if (a < 0) {
+        int64_t v = e->w + a * e->k;
+        while (v < 0) e->k--, v -= a;
+        while (v + a >= 0) e->k++, v += a;
+    }
+}
+
+static inline void edge_clip(const edge_walk *e, int64_t *lo, int64_t *hi) {
+    if (e->a > 0) {
+        if (e->k > *lo) *lo = e->k;
+    } else if (e->a < 0) {
+        if (e->k < *hi) *hi = e->k;
+    } else if (e->w < 0) {
+        *lo = 1, *hi = 0;
     }
 }
 
@@ -306,7 +343,7 @@ typedef struct tri_geom {
     int64_t x[3], y[3];
     int64_t minx, miny, maxx, maxy;
     int64_t a01, b01, a12, b12, a20, b20, area;
-    int64_t w00, w01, w02; /* edge functions at (minx, miny) */
+    edge_walk e0, e1, e2;       /* edges opposite vertex 0, 1, 2 (barycentric weights times area) */
 } tri_geom;
 
 static void tri_setup(const tin *T, int32_t t, tri_geom *g) {
@@ -324,18 +361,24 @@ static void tri_setup(const tin *T, int32_t t, tri_geom *g) {
     g->a12 = y[2] - y[1], g->b12 = x[1] - x[2];
     g->a20 = y[0] - y[2], g->b20 = x[2] - x[0];
     g->area = orient(x[0], y[0], x[1], y[1], x[2], y[2]);
-    g->w00 = orient(x[1], y[1], x[2], y[2], g->minx, g->miny);
-    g->w01 = orient(x[2], y[2], x[0], y[0], g->minx, g->miny);
-    g->w02 = orient(x[0], y[0], x[1], y[1], g->minx, g->miny);
+    edge_init(&g->e0, orient(x[1], y[1], x[2], y[2], g->minx, g->miny), g->a12, g->b12);
+    edge_init(&g->e1, orient(x[2], y[2], x[0], y[0], g->minx, g->miny), g->a20, g->b20);
+    edge_init(&g->e2, orient(x[0], y[0], x[1], y[1], g->minx, g->miny), g->a01, g->b01);
 }
 
-/* Span of row y (offsets from minx) inside the closed triangle; empty when lo > hi. */
-static inline void row_span(const tri_geom *g, int64_t w0, int64_t w1, int64_t w2, int64_t *lo, int64_t *hi) {
+/* Span of the current row (offsets from minx) inside the closed triangle; empty when lo > hi. */
+static inline void row_span(const tri_geom *g, int64_t *lo, int64_t *hi) {
     *lo = 0;
     *hi = g->maxx - g->minx;
-    clip_span(w0, g->a12, lo, hi);
-    clip_span(w1, g->a20, lo, hi);
-    clip_span(w2, g->a01, lo, hi);
+    edge_clip(&g->e0, lo, hi);
+    edge_clip(&g->e1, lo, hi);
+    edge_clip(&g->e2, lo, hi);
+}
+
+static inline void next_row(tri_geom *g) {
+    edge_next_row(&g->e0);
+    edge_next_row(&g->e1);
+    edge_next_row(&g->e2);
 }
 
 static inline bool is_vertex(const tri_geom *g, int64_t x, int64_t y) {
@@ -365,11 +408,11 @@ static void find_candidate_general(tin *T, int32_t t, const tri_geom *g) {
     int64_t sx = g->x[0] + g->x[1] + g->x[2], sy = g->y[0] + g->y[1] + g->y[2];
     double best = 0;
     int64_t bx = 0, by = 0;
-    int64_t w00 = g->w00, w01 = g->w01, w02 = g->w02;
-    for (int64_t y = g->miny; y <= g->maxy; y++) {
+    tri_geom G = *g;
+    for (int64_t y = G.miny; y <= G.maxy; y++, next_row(&G)) {
         int64_t lo, hi;
-        row_span(g, w00, w01, w02, &lo, &hi);
-        double w0 = (double)(w00 + g->a12 * lo), w1 = (double)(w01 + g->a20 * lo), w2 = (double)(w02 + g->a01 * lo);
+        row_span(&G, &lo, &hi);
+        double w0 = (double)(G.e0.w + g->a12 * lo), w1 = (double)(G.e1.w + g->a20 * lo), w2 = (double)(G.e2.w + g->a01 * lo);
         for (int64_t k = lo; k <= hi; k++) {
             int64_t x = g->minx + k;
             size_t s = (size_t)y * (size_t)T->w + (size_t)x;
@@ -396,21 +439,16 @@ static void find_candidate_general(tin *T, int32_t t, const tri_geom *g) {
             w1 += (double)g->a20;
             w2 += (double)g->a01;
         }
-        w00 += g->b12;
-        w01 += g->b20;
-        w02 += g->b01;
     }
     for (int l = 0; l < nl; l++) {
         bool drawable = vert_ok[l] && invalid[l] == 0;
         if (!drawable && valid_nv[l] > 0) {
-            T->cand[2 * t] = (int32_t)near_x[l];
-            T->cand[2 * t + 1] = (int32_t)near_y[l];
+            T->cand[t] = (uint32_t)near_x[l] | (uint32_t)near_y[l] << 16;
             q_push(T, t, INFINITY);
             return;
         }
     }
-    T->cand[2 * t] = (int32_t)bx;
-    T->cand[2 * t + 1] = (int32_t)by;
+    T->cand[t] = (uint32_t)bx | (uint32_t)by << 16;
     q_push(T, t, best);
 }
 
@@ -435,13 +473,21 @@ static void find_candidate(tin *T, int32_t t) {
     double best = 0;
     int64_t bx = 0, by = 0;
     bool nan = false;
-    int64_t w00 = g.w00, w01 = g.w01, w02 = g.w02;
-    for (int64_t y = g.miny; y <= g.maxy; y++) {
+    tri_geom G = g;
+    /* Rows are far apart in memory and each is a likely cache miss: ask for the next ones early. */
+    for (int64_t y = g.miny; y <= g.maxy && y < g.miny + 3; y++)
+        __builtin_prefetch(hd + (size_t)y * W + (size_t)g.minx);
+    for (int64_t y = g.miny; y <= g.maxy; y++, next_row(&G)) {
         int64_t lo, hi;
-        row_span(&g, w00, w01, w02, &lo, &hi);
+        row_span(&G, &lo, &hi);
+        if (y + 3 <= g.maxy) {
+            const float *pf = hd + (size_t)(y + 3) * W + (size_t)(g.minx + lo);
+            __builtin_prefetch(pf);
+            __builtin_prefetch(pf + 16);
+        }
         if (lo <= hi) {
             const float *row = hd + (size_t)y * W + (size_t)g.minx;
-            double w0 = (double)(w00 + g.a12 * lo), w1 = (double)(w01 + g.a20 * lo), w2 = (double)(w02 + g.a01 * lo);
+            double w0 = (double)(G.e0.w + g.a12 * lo), w1 = (double)(G.e1.w + g.a20 * lo), w2 = (double)(G.e2.w + g.a01 * lo);
             double rbest = best;
             int64_t rk = -1;
             for (int64_t k = lo; k <= hi; k++) {
@@ -456,17 +502,13 @@ static void find_candidate(tin *T, int32_t t) {
             }
             if (rk >= 0) best = rbest, bx = g.minx + rk, by = y;
         }
-        w00 += g.b12;
-        w01 += g.b20;
-        w02 += g.b01;
     }
     if (nan) {
         find_candidate_general(T, t, &g);
         return;
     }
     if (is_vertex(&g, bx, by)) best = 0;
-    T->cand[2 * t] = (int32_t)bx;
-    T->cand[2 * t + 1] = (int32_t)by;
+    T->cand[t] = (uint32_t)bx | (uint32_t)by << 16;
     q_push(T, t, best);
 }
 
@@ -482,7 +524,7 @@ static void flush(tin *T) {
 /* Inserts the worst sample of the worst triangle. */
 static void step(tin *T) {
     int32_t t = q_pop(T);
-    insert_in(T, t, T->cand[2 * t], T->cand[2 * t + 1]);
+    insert_in(T, t, (int32_t)(T->cand[t] & 0xffffu), (int32_t)(T->cand[t] >> 16));
     flush(T);
 }
 
@@ -514,10 +556,9 @@ static unsigned tri_drawable(const tin *T, int32_t t) {
     tri_setup(T, t, &g);
     const int nl = T->hu ? 2 : 1;
     unsigned ok = nl == 2 ? 3u : 1u;
-    int64_t w00 = g.w00, w01 = g.w01, w02 = g.w02;
-    for (int64_t y = g.miny; y <= g.maxy && ok; y++) {
+    for (int64_t y = g.miny; y <= g.maxy && ok; y++, next_row(&g)) {
         int64_t lo, hi;
-        row_span(&g, w00, w01, w02, &lo, &hi);
+        row_span(&g, &lo, &hi);
         const size_t base = (size_t)y * (size_t)T->w + (size_t)g.minx;
         for (int64_t k = lo; k <= hi; k++) {
             float l = T->hl[base + (size_t)k];
@@ -527,9 +568,6 @@ static unsigned tri_drawable(const tin *T, int32_t t) {
                 if (u != u) ok &= 1u;
             }
         }
-        w00 += g.b12;
-        w01 += g.b20;
-        w02 += g.b01;
     }
     return ok;
 }
@@ -640,6 +678,7 @@ terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
     T.h = d->height;
     T.hl = d->heights;
     T.hu = d->upper;
+    T.bound = d->max_error;
     terra_status st = TERRA_OK;
     out->levels = terra_calloc((size_t)nb, sizeof(terra_tin_level));
     if (!out->levels || !reserve_triangles(&T, 1024) || !reserve_vertices(&T, 1024 + d->seed_count)) {
@@ -717,6 +756,10 @@ terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
             goto done;
         }
         step(&T);
+        if (T.nomem) {
+            st = terra_fail(TERRA_E_NOMEM, "tin: out of memory at %zu triangles", T.nt);
+            goto done;
+        }
     }
 
     out->vertex_count = T.nv;

@@ -333,7 +333,7 @@ static void neighbour_edges_identical(void) {
     for (int k = 0; k < nv; k++) {
         float nn[3];
         terra_oct_decode(a[k].normal, nn);
-        CHECK(nn[1] > 0, "normal points down");
+        CHECK(nn[2] > 0, "normal points down"); /* decoded as (x, z, y) */
         CHECK(a[k].surface >= TERRA_SURFACE_GRASS && a[k].surface <= TERRA_SURFACE_SAND);
     }
     terra_free(a);

@@ -79,6 +79,31 @@ terra_status terra_archive_writer_finish(terra_archive_writer *w);
 /* Drops everything written; the target path is untouched. Frees the writer. */
 void terra_archive_writer_abort(terra_archive_writer *w);
 
+/* ---- Cesium's view of an archive: z/x/y (TMS) and layer.json ------------------------------- */
+
+/* How archive keys map to Cesium's z/x/y. Geographic archives: z = level, x, y as stored. Local
+ * archives (level 0 finest, signed x, y): z = top - level, x' = x - x0 * 2^(top - level) (same for
+ * y) where top is the coarsest level and (x0, y0) its smallest tile, so the coarsest level's tiles
+ * become the roots. */
+typedef struct terra_tms_map {
+    terra_frame frame;
+    int min_level, max_level;
+    int32_t x0, y0;
+} terra_tms_map;
+
+terra_status terra_archive_tms_map(const terra_archive *a, terra_tms_map *out);
+/* false when the key has no place in the z/x/y tree (outside the coarsest level's tiles). */
+bool terra_tms_from_key(const terra_tms_map *m, terra_tile_key key, int *z, int64_t *x, int64_t *y);
+bool terra_tms_to_key(const terra_tms_map *m, int z, int64_t x, int64_t y, terra_tile_key *key);
+
+/* A layer.json CesiumJS accepts: tms scheme, available ranges per zoom, the extensions the
+ * tiles carry (never "metadata" together with "available": without metadataAvailability that
+ * combination crashes CesiumJS 1.140). *out is NUL-terminated JSON (terra_free). */
+terra_status terra_archive_layer_json(const terra_archive *a, const terra_tms_map *m, char **out);
+
+/* The Content-Type of the archive's tiles, e.g. "application/vnd.quantized-mesh;extensions=octvertexnormals". */
+const char *terra_archive_content_type(const terra_archive *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <math.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -133,8 +134,24 @@ bool terra_frustum_contains_point(const terra_frustum *f, terra_vec3 p);
 /* Euclidean distance from p to the nearest point of box b (0 inside). */
 double terra_box3_distance(const terra_box3 *b, terra_vec3 p);
 
-/* Octahedral encoding of a unit normal into two signed bytes, and back. */
-void terra_oct_encode(const float n[3], int8_t out[2]);
+/* Octahedral encoding of a unit normal into two signed bytes (nearest of 255 steps per axis),
+ * and back. Inline: grid tiles encode one per vertex. */
+static inline int8_t terra_snorm8_(float v) {
+    v = v < -1.0f ? -1.0f : (v > 1.0f ? 1.0f : v);
+    return (int8_t)lrintf(v * 127.0f);
+}
+static inline void terra_oct_encode(const float n[3], int8_t out[2]) {
+    float ax = n[0] < 0 ? -n[0] : n[0], ay = n[1] < 0 ? -n[1] : n[1], az = n[2] < 0 ? -n[2] : n[2];
+    float inv = 1.0f / (ax + ay + az);
+    float x = n[0] * inv, y = n[1] * inv;
+    if (n[2] < 0) {
+        float ox = (1.0f - (y < 0 ? -y : y)) * (x >= 0 ? 1.0f : -1.0f);
+        float oy = (1.0f - (x < 0 ? -x : x)) * (y >= 0 ? 1.0f : -1.0f);
+        x = ox, y = oy;
+    }
+    out[0] = terra_snorm8_(x);
+    out[1] = terra_snorm8_(y);
+}
 void terra_oct_decode(const int8_t in[2], float n[3]);
 
 /* Monotonic clock in seconds. */

@@ -32,7 +32,8 @@ typedef struct terra_grid_desc {
 typedef struct terra_grid_vertex {
     float x, y, z;         /* position: x, z in [0, side], y the height in metres */
     float mx, my, mz;      /* morph target on the parent grid */
-    int8_t normal[2];      /* octahedron-encoded unit normal (terra_oct_decode) */
+    int8_t normal[2];      /* unit normal, octahedron-encoded with +y as the pole: terra_oct_decode
+                              gives (nx, nz, ny) */
     terra_surface surface; /* surface id of this sample */
     uint8_t level;
     uint32_t pad_;

@@ -29,7 +29,8 @@ typedef struct terra_select_desc {
     double morph_start_ratio;  /* fraction of each level's band [previous range, range] before its
                                   morph starts, in (0, 1); 0 = 0.5 */
     int max_tiles;             /* capacity of a frame's output; 0 = 4096 */
-    int range_cache_size;      /* tile height ranges remembered (power of two); 0 = 16384 */
+    int range_cache_size;      /* sibling groups whose height ranges are remembered (power of two,
+                                  at least 4; 4-way associative); 0 = 4096 */
 } terra_select_desc;
 
 /* One tile to draw. */
@@ -44,7 +45,7 @@ typedef struct terra_select_stats {
     int visited;                  /* tiles whose box was tested */
     int drawn;                    /* tiles output */
     int culled;                   /* subtrees dropped by the frustum */
-    int range_misses;             /* height ranges asked of the source this frame */
+    int range_misses;             /* sibling groups whose ranges were asked of the source */
     int crack_risk;               /* subdivided tiles too steep for the morph margin (see below) */
     int per_level[TERRA_TILE_MAX_LEVEL + 1];
 } terra_select_stats;

@@ -28,9 +28,10 @@
 extern "C" {
 #endif
 
-/* Largest raster side, in samples. Predicates stay exact far beyond it (2^30); the limit keeps
- * barycentric weights exact in doubles (< 2^53) and is at least the 65,536 the issue asks for. */
-#define TERRA_TIN_MAX_SIDE 1048576
+/* Largest raster side, in samples (65,536: a sample's column and row pack into 32 bits). The
+ * predicates stay exact far beyond it: orient needs |coordinates| < 2^31 in 64-bit integers,
+ * in-circle < 2^30 in 128-bit ones; rasterising weights stay exact integers in doubles (< 2^53). */
+#define TERRA_TIN_MAX_SIDE 65536
 /* Largest number of vertices in one mesh (indices are 32-bit). */
 #define TERRA_TIN_MAX_VERTICES 0x7ffffff0u
 

@@ -1,0 +1,140 @@
+/* Benchmarks of the foundation: selection per visited tile, grid meshing per vertex, source sampling. */
+#include "bench.h"
+#include "terra/select.h"
+
+#include <math.h>
+#include <string.h>
+
+#define RUNS 9
+
+static long allocs;
+static void *count_alloc(size_t n, void *u) { (void)u; allocs++; return malloc(n); }
+static void *count_realloc(void *p, size_t n, void *u) { (void)u; allocs++; return realloc(p, n); }
+static void count_free(void *p, void *u) { (void)u; free(p); }
+
+static void bench_selection(const terra_source *src) {
+    static const struct { const char *name; double x, above; } cases[] = {
+        {"ground_origin", 0, 2}, {"ground_50km", 50e3, 2}, {"ground_5000km", 5e6, 2},
+        {"air_origin", 0, 2000}, {"air_50km", 50e3, 2000}, {"air_5000km", 5e6, 2000},
+    };
+    terra_select *sel;
+    if (terra_select_create(&(terra_select_desc){0}, src, &sel) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    double origin_ns = 0, far_ns = 0;
+    long frames_allocs = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        terra_camera cam = {.eye = {cases[c].x, 0, cases[c].x * 0.3}, .yaw_rad = 0.7, .pitch_rad = -0.15};
+        float g;
+        terra_source_height(src, cam.eye.x, cam.eye.z, &g);
+        cam.eye.y = g + cases[c].above;
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_selected_tile *tiles;
+        int count;
+        terra_select_run(sel, cam.eye, &fr, &tiles, &count); /* warm the height-range cache */
+        const terra_select_stats *st = terra_select_get_stats(sel);
+        double per_visit[RUNS], per_drawn[RUNS];
+        const int frames = 400;
+        for (int r = 0; r < RUNS; r++) {
+            double t0 = bench_now();
+            for (int f = 0; f < frames; f++) terra_select_run(sel, cam.eye, &fr, &tiles, &count);
+            double ns = (bench_now() - t0) * 1e9 / frames;
+            per_visit[r] = ns / st->visited;
+            per_drawn[r] = ns / st->drawn;
+        }
+        char name[128];
+        double v = bench_median(per_visit, RUNS);
+        snprintf(name, sizeof name, "select.ns_per_visited.%s", cases[c].name);
+        bench_record(name, v, "ns", RUNS, "median");
+        snprintf(name, sizeof name, "select.ns_per_drawn.%s", cases[c].name);
+        bench_record(name, bench_median(per_drawn, RUNS), "ns", RUNS, "median");
+        snprintf(name, sizeof name, "select.visited.%s", cases[c].name);
+        bench_record(name, st->visited, "tiles", 1, "value");
+        snprintf(name, sizeof name, "select.drawn.%s", cases[c].name);
+        bench_record(name, st->drawn, "tiles", 1, "value");
+        if (c == 0) origin_ns = v;
+        if (c == 2) far_ns = v;
+        /* allocations over 100 frames of a moving camera, after the warm-up above */
+        terra_set_allocator(&(terra_allocator){count_alloc, count_realloc, count_free, NULL});
+        allocs = 0;
+        for (int f = 0; f < 100; f++) {
+            cam.eye.x += 3;
+            terra_camera_frustum(&cam, &fr);
+            terra_select_run(sel, cam.eye, &fr, &tiles, &count);
+        }
+        frames_allocs += allocs;
+        terra_set_allocator(NULL);
+    }
+    bench_record("select.allocs_per_frame", (double)frames_allocs / (100.0 * 6), "allocs", 600, "mean");
+    bench_record("select.cost_ratio.5000km_vs_origin", far_ns / origin_ns, "x", RUNS, "median");
+    terra_select_destroy(sel);
+}
+
+/* A source that hands back a grid sampled once: what remains of a tile build is the meshing. */
+typedef struct cached { float *h; terra_surface *s; int n; } cached;
+static terra_status cached_grid(void *u, const terra_grid_request *r, float *h, terra_surface *s) {
+    const cached *c = u;
+    memcpy(h, c->h, sizeof(float) * (size_t)r->nx * (size_t)r->nz);
+    if (s) memcpy(s, c->s, (size_t)r->nx * (size_t)r->nz);
+    return TERRA_OK;
+}
+
+static void bench_grid(const terra_source *world) {
+    const int n = 64, w = n + 3, nv = terra_grid_vertex_count(n);
+    terra_grid_desc g = {.tile0_size = 64, .cells = n};
+    cached c = {malloc(sizeof(float) * w * w), malloc((size_t)w * w), n};
+    terra_grid_request req = {.ix0 = 1000 * n - 1, .iz0 = -300 * n - 1, .spacing = 1, .nx = w, .nz = w};
+    /* source sampling: heights and surfaces over the tile's (n+3)^2 grid */
+    double per_sample[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        const int reps = 20;
+        double t0 = bench_now();
+        for (int k = 0; k < reps; k++) terra_source_sample(world, &req, c.h, c.s);
+        per_sample[r] = (bench_now() - t0) * 1e9 / (reps * (double)w * w);
+    }
+    bench_record("source.ns_per_sample", bench_median(per_sample, RUNS), "ns", RUNS, "median");
+    for (int r = 0; r < RUNS; r++) {
+        const int reps = 20;
+        double t0 = bench_now();
+        for (int k = 0; k < reps; k++) terra_source_sample(world, &req, c.h, NULL);
+        per_sample[r] = (bench_now() - t0) * 1e9 / (reps * (double)w * w);
+    }
+    bench_record("source.ns_per_sample.heights_only", bench_median(per_sample, RUNS), "ns", RUNS, "median");
+
+    terra_source *src;
+    terra_source_create(&(terra_source_desc){.sample_grid = cached_grid, .user = &c, .min_height = -1e4f,
+                                             .max_height = 1e4f, .name = "cached"},
+                        &src);
+    terra_grid_vertex *v = malloc(sizeof *v * (size_t)nv);
+    float *scratch = malloc(sizeof(float) * (size_t)terra_grid_scratch_floats(n));
+    /* A build is the source's sampling (here a copy and the finiteness check) plus the meshing:
+     * time both, and report the meshing alone as their difference. */
+    double per_vertex[RUNS], with_sampling[RUNS];
+    terra_tile_key key = terra_tile_key_make(0, 0, 1000, -300);
+    for (int r = 0; r < RUNS; r++) {
+        const int reps = 500;
+        double t0 = bench_now();
+        for (int k = 0; k < reps; k++) terra_grid_build(src, &g, key, v, scratch, NULL);
+        double build = bench_now() - t0;
+        t0 = bench_now();
+        for (int k = 0; k < reps; k++) terra_source_sample(src, &req, scratch, (terra_surface *)(scratch + w * w));
+        double sample = bench_now() - t0;
+        per_vertex[r] = (build - sample) * 1e9 / (reps * (double)nv);
+        with_sampling[r] = build * 1e9 / (reps * (double)nv);
+    }
+    bench_record("grid.ns_per_vertex", bench_median(per_vertex, RUNS), "ns", RUNS, "median");
+    bench_record("grid.ns_per_vertex.with_copy_and_check", bench_median(with_sampling, RUNS), "ns", RUNS, "median");
+    terra_source_destroy(src);
+    free(v), free(scratch), free(c.h), free(c.s);
+}
+
+int main(void) {
+    terra_source *world;
+    if (terra_world_create(&(terra_world_desc){.seed = 1}, &world) != TERRA_OK) return 1;
+    bench_selection(world);
+    bench_grid(world);
+    terra_source_destroy(world);
+    return 0;
+}
