@@ -21,6 +21,7 @@ struct terra_select {
     float morph_start[TERRA_TILE_MAX_LEVEL + 1], morph_end[TERRA_TILE_MAX_LEVEL + 1];
     double allowance2[TERRA_TILE_MAX_LEVEL + 1]; /* squared 3-D box diagonal a subdivided tile may have */
     range_entry *cache;
+    range_entry *recent[TERRA_TILE_MAX_LEVEL + 1]; /* entry last used at each level */
     uint32_t set_mask;  /* sets - 1 */
     uint32_t frame;
     terra_selected_tile *out;
@@ -122,6 +123,28 @@ static inline uint32_t key_hash(terra_tile_key k) {
     return (uint32_t)k;
 }
 
+/* Asks the source for the ranges of the four children of `parent` into the set's least recently
+ * used entry; NULL (and s->error set) when the source fails. */
+static range_entry *fill_entry(terra_select *s, range_entry *set, int level, terra_tile_key parent, int32_t px,
+                               int32_t py) {
+    range_entry *e = &set[0];
+    for (int w = 1; w < RANGE_WAYS; w++)
+        if (set[w].stamp < e->stamp) e = &set[w];
+    const double side = s->side[level];
+    for (int c = 0; c < 4; c++) {
+        const double x0 = (px * 2 + (c & 1)) * side, z0 = (py * 2 + (c >> 1)) * side;
+        terra_status st = terra_source_height_range(s->src, x0, z0, x0 + side, z0 + side, &e->lo[c], &e->hi[c]);
+        if (st != TERRA_OK) {
+            e->key = ~(terra_tile_key)0;
+            s->error = st;
+            return NULL;
+        }
+    }
+    e->key = parent;
+    s->stats.range_misses++;
+    return e;
+}
+
 /* A tile's world bounding box, its height range from the cache or the source. */
 static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box3 *b) {
     const double side = s->side[level];
@@ -129,24 +152,16 @@ static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box
     b->min.z = y * side, b->max.z = (y + 1) * side;
     const int32_t px = x >> 1, py = y >> 1; /* arithmetic shift: floor division by 2 */
     const terra_tile_key parent = terra_tile_key_make(0, level + 1, px, py);
-    range_entry *set = &s->cache[(size_t)(key_hash(parent) & s->set_mask) * RANGE_WAYS], *e = NULL;
-    for (int w = 0; w < RANGE_WAYS; w++)
-        if (set[w].key == parent) e = &set[w];
-    if (!e) {
-        e = &set[0];
-        for (int w = 1; w < RANGE_WAYS; w++)
-            if (set[w].stamp < e->stamp) e = &set[w];
-        for (int c = 0; c < 4; c++) {
-            const double x0 = (px * 2 + (c & 1)) * side, z0 = (py * 2 + (c >> 1)) * side;
-            terra_status st = terra_source_height_range(s->src, x0, z0, x0 + side, z0 + side, &e->lo[c], &e->hi[c]);
-            if (st != TERRA_OK) {
-                e->key = ~(terra_tile_key)0;
-                s->error = st;
-                return false;
-            }
-        }
-        e->key = parent;
-        s->stats.range_misses++;
+    /* siblings are walked one after another: the entry the last sibling used is usually it */
+    range_entry *e = s->recent[level];
+    if (!e || e->key != parent) {
+        range_entry *set = &s->cache[(size_t)(key_hash(parent) & s->set_mask) * RANGE_WAYS];
+        e = NULL;
+        for (int w = 0; w < RANGE_WAYS; w++)
+            if (set[w].key == parent) e = &set[w];
+        if (!e) e = fill_entry(s, set, level, parent, px, py);
+        if (!e) return false;
+        s->recent[level] = e;
     }
     e->stamp = s->frame;
     const int c = (x & 1) + 2 * (y & 1);

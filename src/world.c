@@ -46,10 +46,16 @@ static inline uint64_t mix64(uint64_t h) {
     return h;
 }
 
-/* The lattice value at (ix, iz), in [-1, 1). */
+/* The lattice value at (ix, iz), in [-1, 1): a 32-bit hash of the cell (the lattice repeats
+ * every 2^32 cells, over 47,000 km for the finest octave). */
 static inline float lattice(uint64_t seed, int64_t ix, int64_t iz) {
-    uint64_t h = mix64(seed ^ ((uint64_t)ix * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)iz * 0xC2B2AE3D27D4EB4Full));
-    return (float)(int32_t)(uint32_t)h * (1.0f / 2147483648.0f);
+    uint32_t h = ((uint32_t)ix * 0x8da6b343u) ^ ((uint32_t)iz * 0xd8163841u) ^ (uint32_t)seed;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    return (float)(int32_t)h * (1.0f / 2147483648.0f);
 }
 
 static inline float fade(float t) { return t * t * t * (t * (t * 6.0f - 15.0f) + 10.0f); }
