@@ -150,7 +150,7 @@ static terra_status draw_panel(const terra_source *src, const terra_selected_til
 /* Writes DIR/map_FFFF.png: three panels around the eye, out to the range of level 2, of level 5
  * and the whole selection, with a legend strip of the level colours (0 first) beneath. */
 static int write_map(const char *dir, int frame, const terra_source *src, const terra_select *sel,
-                     const terra_selected_tile *tiles, int count, const terra_camera *cam, int px) {
+                     const terra_selected_tile *tiles, int count, const terra_camera *cam, int px, bool quiet) {
     const int legend = 24, w = 3 * px + 16, h = px + legend;
     uint8_t *img = calloc((size_t)w * h * 3, 1);
     float *heights = malloc(sizeof(float) * (size_t)(px + 1) * (px + 1));
@@ -189,7 +189,7 @@ static int write_map(const char *dir, int frame, const terra_source *src, const 
         rc = cli_error("fly", "%s", terra_last_error());
         goto done;
     }
-    printf("wrote %s\n", path);
+    if (!quiet) printf("wrote %s\n", path);
 done:
     free(img);
     free(heights);
@@ -330,7 +330,7 @@ int cmd_fly(int argc, char **argv) {
         if (o.maps > 0) {
             int next = o.maps == 1 ? 0 : (int)((long)maps_written * (o.frames - 1) / (o.maps - 1));
             if (maps_written < o.maps && f == next) {
-                rc = write_map(o.out, f, src, sel, tiles, count, &cam, o.map_size);
+                rc = write_map(o.out, f, src, sel, tiles, count, &cam, o.map_size, o.quiet);
                 if (rc != EXIT_OK) goto done;
                 maps_written++;
             }

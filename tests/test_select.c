@@ -531,7 +531,8 @@ static void bad_options_refused(void) {
     int count;
     CHECK(terra_select_run(sel, (terra_vec3){NAN, 0, 0}, NULL, &tiles, &count) == TERRA_E_INVALID);
     CHECK(terra_select_run(sel, (terra_vec3){1e300, 0, 0}, NULL, &tiles, &count) == TERRA_E_INVALID);
-    CHECK(terra_select_create(&(terra_select_desc){0}, NULL, &sel) == TERRA_E_INVALID);
+    terra_select *none;
+    CHECK(terra_select_create(&(terra_select_desc){0}, NULL, &none) == TERRA_E_INVALID && none == NULL);
     terra_select_destroy(sel);
     terra_source_destroy(src);
 }
