@@ -31,6 +31,7 @@ struct terra_select {
     terra_vec3 eye;
     const terra_frustum *frustum;
     terra_status error;
+    bool bounded;
 };
 
 terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out) {
@@ -53,6 +54,10 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
     if (d.range_cache_size < 4 || (d.range_cache_size & (d.range_cache_size - 1)))
         return terra_fail(TERRA_E_INVALID, "select: range_cache_size must be a power of two, at least 4 (got %d)",
                           d.range_cache_size);
+    const bool bounded = d.bounds[0] != 0 || d.bounds[1] != 0 || d.bounds[2] != 0 || d.bounds[3] != 0;
+    if (bounded && !(d.bounds[0] < d.bounds[2] && d.bounds[1] < d.bounds[3]))
+        return terra_fail(TERRA_E_INVALID, "select: bounds must have min < max (got x %g..%g, z %g..%g)", d.bounds[0],
+                          d.bounds[2], d.bounds[1], d.bounds[3]);
     const double diag0 = d.grid.tile0_size * sqrt(2.0);
     const double min_range0 = 2.0 * diag0 / (d.morph_start_ratio * (d.range_ratio - 1.0));
     if (d.range0 == 0) d.range0 = 1.5 * min_range0;
@@ -76,6 +81,7 @@ terra_status terra_select_create(const terra_select_desc *desc, const terra_sour
     if (!s) return terra_fail(TERRA_E_NOMEM, "select: out of memory");
     s->d = d;
     s->src = src;
+    s->bounded = d.bounds[0] != 0 || d.bounds[1] != 0 || d.bounds[2] != 0 || d.bounds[3] != 0;
     s->cache = terra_alloc((size_t)d.range_cache_size * sizeof *s->cache);
     s->out = terra_alloc((size_t)d.max_tiles * sizeof *s->out);
     if (!s->cache || !s->out) {
@@ -208,6 +214,12 @@ enum { NODE_OUT_OF_RANGE = 0, NODE_HANDLED = 1 };
  * when the tile is visible but beyond its level's range, with its box in *box, so its parent draws
  * it (fully morphed); NODE_HANDLED otherwise. */
 static int select_node(terra_select *s, int level, int32_t x, int32_t y, int planes, terra_box3 *box) {
+    if (s->bounded) {
+        const double side = s->side[level];
+        if ((x + 1) * side <= s->d.bounds[0] || x * side >= s->d.bounds[2] || (y + 1) * side <= s->d.bounds[1] ||
+            y * side >= s->d.bounds[3])
+            return NODE_HANDLED; /* off the world */
+    }
     if (!tile_box(s, level, x, y, box)) return NODE_HANDLED;
     s->stats.visited++;
     if (planes) {

@@ -29,6 +29,8 @@ typedef struct terra_select_desc {
     double morph_start_ratio;  /* fraction of each level's band [previous range, range] before its
                                   morph starts, in (0, 1); 0 = 0.5 */
     int max_tiles;             /* capacity of a frame's output; 0 = 4096 */
+    double bounds[4];          /* world rectangle min x, min z, max x, max z; all zero = no edge.
+                                  Tiles wholly outside are never selected. */
     int range_cache_size;      /* sibling groups whose height ranges are remembered (power of two,
                                   at least 4; 4-way associative); 0 = 4096 */
 } terra_select_desc;

@@ -1,0 +1,63 @@
+/* terra pool: worker threads that run jobs off the main thread.
+ *
+ * A job is caller-owned memory (no allocation per job): fill in `run` and whatever the job needs,
+ * submit it, and take it back from the completion queue when done. A job still queued can be
+ * cancelled; a running one finishes. The job's buffers belong to the worker while it runs and
+ * come back with the job: nothing is copied.
+ *
+ * Jobs of every kind share the pool: meshing a tile from a source, reading and decoding a tile
+ * from an archive. Threads meet only at the two queues.
+ */
+#ifndef TERRA_POOL_H
+#define TERRA_POOL_H
+
+#include "terra/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct terra_job terra_job;
+typedef struct terra_job_queue terra_job_queue;
+struct terra_job {
+    /* Runs on a worker. Sets job->status. */
+    void (*run)(terra_job *job);
+    terra_status status;
+    void *user;
+    /* Where the job goes when it has run: a completion queue of its owner's, or NULL for the
+     * pool's own (terra_pool_poll). Owners sharing a pool each keep their own queue. */
+    terra_job_queue *queue;
+    terra_job *next_; /* the pool's, while submitted */
+};
+
+/* A completion queue: finished jobs wait here until their owner takes them. */
+terra_status terra_job_queue_create(terra_job_queue **out);
+void terra_job_queue_destroy(terra_job_queue *q);
+/* Takes up to `max` finished jobs; returns how many. Never blocks. */
+int terra_job_queue_poll(terra_job_queue *q, terra_job **done, int max);
+
+typedef struct terra_pool_desc {
+    int threads; /* worker threads; 0 = cores - 1, at least 1 */
+} terra_pool_desc;
+
+typedef struct terra_pool terra_pool;
+
+terra_status terra_pool_create(const terra_pool_desc *desc, terra_pool **out);
+/* Stops the workers: queued jobs are dropped (they never run and are not returned), running ones
+ * finish first and go to their queues. Job memory is always the caller's. */
+void terra_pool_destroy(terra_pool *pool);
+int terra_pool_threads(const terra_pool *pool);
+
+/* Queues a job (first in, first out). */
+void terra_pool_submit(terra_pool *pool, terra_job *job);
+/* Removes a job that has not started; true if it was removed (it will not run or complete). */
+bool terra_pool_cancel(terra_pool *pool, terra_job *job);
+/* Takes up to `max` finished jobs that had no queue of their own; returns how many. */
+int terra_pool_poll(terra_pool *pool, terra_job **done, int max);
+/* Blocks until every submitted job has finished (or was cancelled). */
+void terra_pool_wait_idle(terra_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,150 @@
+/* terra stream: tiles made off the main thread, held in a capped cache, drawn without holes.
+ *
+ * Each frame (terra_stream_update):
+ *  1. Every focus point selects the tiles it wants (cameras with their frustum, entities and fixed
+ *     points all around), within the load radius (focus to the tile's nearest edge). The coarsest
+ *     tiles within the load radius (or the selection's range) plus one coarsest tile more are
+ *     always wanted: every wanted tile has an ancestor standing to fall back on, so after they
+ *     first arrive the ground never shows a hole, even after a jump shorter than a coarsest tile.
+ *  2. Results that came back are taken in and uploaded, within the frame budget.
+ *  3. Requests no longer wanted are cancelled if they have not started; missing tiles are asked
+ *     for coarsest first, then nearest, at most max_in_flight at once.
+ *  4. Held tiles past the unload radius of every focus are let go of; when the cache is full the
+ *     tile wanted longest ago goes first, never one wanted or drawn this frame.
+ *  5. Each camera's draws are resolved: a wanted tile not yet held is replaced by its nearest held
+ *     ancestor and every other wanted tile under that ancestor is dropped, so the ground is
+ *     covered exactly once, coarser for a moment where it is still streaming.
+ *
+ * Memory: tile buffers are allocated once at creation, min(capacity_tiles, capacity_bytes /
+ * tile_bytes) of them; tiles held plus tiles in flight never exceed either cap, and a frame
+ * allocates nothing.
+ */
+#ifndef TERRA_STREAM_H
+#define TERRA_STREAM_H
+
+#include "terra/pool.h"
+#include "terra/select.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- how tiles are made ----------------------------------------------------------------------
+ * A loader makes a tile into a buffer the streamer owns, off the main thread or however it likes.
+ * The default loader meshes grid tiles from the source on a worker pool; an archive loader reads
+ * and decodes tiles; a test loader can model latency. */
+typedef struct terra_stream_loader {
+    /* Starts making tile `key` into buffer[capacity]; `ticket` names the request. */
+    bool (*start)(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity);
+    /* Drops a request that has not started; true if it will never complete. */
+    bool (*cancel)(void *user, uint64_t ticket);
+    /* Takes at most one finished request: true with its ticket, status and bytes used. */
+    bool (*poll)(void *user, uint64_t *ticket, terra_status *status, size_t *bytes);
+    size_t tile_bytes; /* buffer each tile needs (the largest tile) */
+    void *user;
+} terra_stream_loader;
+
+/* Kinds of main-thread work the budget governs. */
+typedef enum terra_stream_work { TERRA_WORK_TAKE_IN = 0, TERRA_WORK_UPLOAD = 1, TERRA_WORK_KINDS = 2 } terra_stream_work;
+
+typedef struct terra_stream_desc {
+    terra_select_desc select;     /* tiles and levels (see select.h) */
+    const terra_source *source;   /* for selection's height ranges and the default loader */
+    int capacity_tiles;           /* 0 = 1024 */
+    size_t capacity_bytes;        /* 0 = capacity_tiles × tile bytes */
+    int max_in_flight;            /* 0 = 16 */
+    double load_radius;           /* metres from a focus to a tile's nearest edge (horizontal), for
+                                     foci that do not name their own; 0 = unlimited */
+    double unload_radius;         /* 0 = 1.25 × load_radius; a tile past the unload radius of every
+                                     focus is let go of (a focus with no radius keeps all) */
+    double budget_ms;             /* main-thread work per frame; 0 = 4 */
+    int max_foci;                 /* 0 = 16 */
+    int max_cameras;              /* cameras with a draw list; 0 = 4 */
+    terra_stream_loader loader;   /* zero: mesh grid tiles from `source` on `pool` */
+    terra_pool *pool;             /* for the default loader; NULL: the streamer starts its own */
+    /* Main-thread upload of a tile that came in (a renderer's copy to the GPU); NULL: none. */
+    void (*upload)(void *user, terra_tile_key key, const void *data, size_t bytes);
+    void *upload_user;
+    /* Clock for budget accounting, in seconds; NULL: the monotonic clock. */
+    double (*clock)(void *user);
+    void *clock_user;
+} terra_stream_desc;
+
+typedef enum terra_focus_kind {
+    TERRA_FOCUS_CAMERA = 0, /* draws: selects with its frustum; has a draw list */
+    TERRA_FOCUS_ENTITY = 1, /* a body: wants the ground all around it */
+    TERRA_FOCUS_FIXED = 2   /* a place: wants the ground all around it */
+} terra_focus_kind;
+
+typedef struct terra_focus_desc {
+    terra_focus_kind kind;
+    terra_camera camera;  /* cameras: the whole camera; others: camera.eye is the position */
+    bool collision;       /* entities: needs collider blocks (see ground.h) */
+    double load_radius;   /* this focus's load radius; 0: the stream's. Unload radius: 1.25 x. */
+} terra_focus_desc;
+
+typedef uint32_t terra_focus; /* a handle; 0 is never a valid one */
+
+typedef struct terra_stream_stats {
+    uint64_t frame;
+    int foci, wanted, standing, ready, in_flight, drawn, fallbacks, uncovered;
+    int requested, arrived, cancelled, evicted, unloaded, failed; /* this frame */
+    size_t bytes_held, bytes_cap, peak_bytes;                    /* held + ready + in flight */
+    double work_ms, worst_work_ms;                               /* budgeted work this frame, worst so far */
+    double update_ms;                                            /* the whole update this frame */
+    double cost_ms[TERRA_WORK_KINDS];                            /* mean cost of one piece of each kind */
+    int pieces[TERRA_WORK_KINDS];                                /* pieces of each kind this frame */
+    uint64_t total_requested, total_arrived;
+} terra_stream_stats;
+
+typedef struct terra_stream terra_stream;
+
+terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **out);
+/* Cancels what has not started and waits for what has; frees every buffer. */
+void terra_stream_destroy(terra_stream *s);
+size_t terra_stream_tile_bytes(const terra_stream *s);
+int terra_stream_slots(const terra_stream *s);
+
+terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *desc, terra_focus *out);
+terra_status terra_stream_update_focus(terra_stream *s, terra_focus f, const terra_camera *camera);
+terra_status terra_stream_remove_focus(terra_stream *s, terra_focus f);
+
+typedef struct terra_focus_info {
+    terra_focus handle;
+    terra_focus_kind kind;
+    terra_vec3 position;
+    bool collision;
+} terra_focus_info;
+/* This frame's focus points; returns how many (at most max written). */
+int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max);
+
+/* Runs one frame. */
+terra_status terra_stream_update(terra_stream *s);
+
+/* One tile to draw: held data for `key`, drawn at `level` with the camera's morph range. */
+typedef struct terra_stream_draw {
+    terra_tile_key key;
+    int level;
+    float morph_start, morph_end;
+    const void *data;
+    size_t bytes;
+    bool fallback; /* an ancestor drawn in place of finer tiles still streaming */
+} terra_stream_draw;
+
+/* The camera's draws this frame (valid until the next update). */
+terra_status terra_stream_draws(const terra_stream *s, terra_focus camera, const terra_stream_draw **draws, int *count);
+/* The tiles the camera wanted this frame (its selection within the load radius). */
+terra_status terra_stream_wanted(const terra_stream *s, terra_focus camera, const terra_selected_tile **tiles,
+                                 int *count);
+
+const terra_stream_stats *terra_stream_get_stats(const terra_stream *s);
+/* The standing (held and uploaded) tiles: keys, at most max; returns how many there are. */
+int terra_stream_standing(const terra_stream *s, terra_tile_key *keys, int max);
+/* Whether a tile is standing; whether some focus wanted it this frame. */
+bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key);
+bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,924 @@
+/* terra stream: the tile cache, requests, ancestor fallback, focus points and the frame budget. */
+#include "terra/stream.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SLOT_FREE = 0, SLOT_LOADING, SLOT_READY, SLOT_STANDING };
+
+typedef struct slot {
+    terra_tile_key key;
+    uint8_t state;
+    uint8_t level;
+    bool drawn_ever;
+    uint32_t generation; /* bumped each time the slot is reused: tickets name (slot, generation) */
+    uint64_t last_wanted, last_drawn;
+    size_t bytes;        /* bytes of data the loader wrote */
+    void *data;          /* tile_bytes, allocated at creation */
+} slot;
+
+/* ---- a key -> int map and a frame-stamped key set, both open addressing -------------------------- */
+
+typedef struct key_map {
+    terra_tile_key *keys;
+    int32_t *vals; /* -1: empty */
+    uint32_t mask;
+} key_map;
+
+static inline uint32_t hash_key(terra_tile_key k) {
+    k ^= k >> 31;
+    k *= 0x7fb5d329728ea185ull;
+    k ^= k >> 27;
+    k *= 0x81dadef4bc2dd44dull;
+    k ^= k >> 33;
+    return (uint32_t)k;
+}
+
+static bool map_init(key_map *m, int capacity) {
+    uint32_t n = 16;
+    while (n < (uint32_t)capacity * 2u) n <<= 1;
+    m->keys = terra_alloc(sizeof *m->keys * n);
+    m->vals = terra_alloc(sizeof *m->vals * n);
+    m->mask = n - 1;
+    if (!m->keys || !m->vals) return false;
+    for (uint32_t i = 0; i < n; i++) m->vals[i] = -1;
+    return true;
+}
+
+static void map_free(key_map *m) {
+    terra_free(m->keys);
+    terra_free(m->vals);
+}
+
+static int32_t map_get(const key_map *m, terra_tile_key k) {
+    for (uint32_t i = hash_key(k) & m->mask;; i = (i + 1) & m->mask) {
+        if (m->vals[i] < 0) return -1;
+        if (m->keys[i] == k) return m->vals[i];
+    }
+}
+
+static void map_put(key_map *m, terra_tile_key k, int32_t v) {
+    uint32_t i = hash_key(k) & m->mask;
+    while (m->vals[i] >= 0 && m->keys[i] != k) i = (i + 1) & m->mask;
+    m->keys[i] = k;
+    m->vals[i] = v;
+}
+
+/* Removes k, shifting later entries of its run back so lookups stay correct without tombstones. */
+static void map_del(key_map *m, terra_tile_key k) {
+    uint32_t i = hash_key(k) & m->mask;
+    while (m->vals[i] >= 0 && m->keys[i] != k) i = (i + 1) & m->mask;
+    if (m->vals[i] < 0) return;
+    for (uint32_t j = (i + 1) & m->mask;; j = (j + 1) & m->mask) {
+        if (m->vals[j] < 0) break;
+        uint32_t home = hash_key(m->keys[j]) & m->mask;
+        /* move j back to i if its home is not in (i, j] (cyclically) */
+        bool stays = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+        if (!stays) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            i = j;
+        }
+    }
+    m->vals[i] = -1;
+}
+
+typedef struct key_set {
+    terra_tile_key *keys;
+    uint32_t *stamps; /* an entry belongs to the set while its stamp is the current one */
+    uint32_t mask, stamp;
+    int count, capacity;
+} key_set;
+
+static bool set_init(key_set *s, int capacity) {
+    uint32_t n = 16;
+    while (n < (uint32_t)capacity * 2u) n <<= 1;
+    s->keys = terra_alloc(sizeof *s->keys * n);
+    s->stamps = terra_calloc(n, sizeof *s->stamps);
+    s->mask = n - 1;
+    s->stamp = 1;
+    s->capacity = capacity;
+    return s->keys && s->stamps;
+}
+
+static void set_free(key_set *s) {
+    terra_free(s->keys);
+    terra_free(s->stamps);
+}
+
+static void set_clear(key_set *s) {
+    if (++s->stamp == 0) { /* wrapped: forget every old stamp */
+        memset(s->stamps, 0, sizeof *s->stamps * (s->mask + 1));
+        s->stamp = 1;
+    }
+    s->count = 0;
+}
+
+static bool set_has(const key_set *s, terra_tile_key k) {
+    for (uint32_t i = hash_key(k) & s->mask;; i = (i + 1) & s->mask) {
+        if (s->stamps[i] != s->stamp) return false;
+        if (s->keys[i] == k) return true;
+    }
+}
+
+/* Adds k; false if it was there already or the set is full. */
+static bool set_add(key_set *s, terra_tile_key k) {
+    if (s->count >= s->capacity) return false;
+    uint32_t i = hash_key(k) & s->mask;
+    for (; s->stamps[i] == s->stamp; i = (i + 1) & s->mask)
+        if (s->keys[i] == k) return false;
+    s->stamps[i] = s->stamp;
+    s->keys[i] = k;
+    s->count++;
+    return true;
+}
+
+/* ---- the default loader: grid tiles meshed from the source on a pool ---------------------------- */
+
+typedef struct mesh_job {
+    terra_job job;
+    uint64_t ticket;
+    terra_tile_key key;
+    void *buffer;
+    float *scratch;
+    bool busy;
+    struct mesh_loader *loader;
+} mesh_job;
+
+typedef struct mesh_loader {
+    terra_pool *pool;
+    bool own_pool;
+    terra_job_queue *queue;
+    const terra_source *src;
+    terra_grid_desc grid;
+    mesh_job *jobs;
+    int njobs;
+    int outstanding; /* submitted and not yet polled */
+} mesh_loader;
+
+static void mesh_run(terra_job *j) {
+    mesh_job *m = (mesh_job *)j;
+    j->status = terra_grid_build(m->loader->src, &m->loader->grid, m->key, m->buffer, m->scratch, NULL);
+}
+
+static bool mesh_start(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity) {
+    mesh_loader *l = user;
+    (void)capacity;
+    for (int i = 0; i < l->njobs; i++) {
+        mesh_job *m = &l->jobs[i];
+        if (m->busy) continue;
+        m->busy = true;
+        m->ticket = ticket;
+        m->key = key;
+        m->buffer = buffer;
+        m->job.run = mesh_run;
+        m->job.queue = l->queue;
+        m->job.status = TERRA_OK;
+        l->outstanding++;
+        terra_pool_submit(l->pool, &m->job);
+        return true;
+    }
+    return false;
+}
+
+static bool mesh_cancel(void *user, uint64_t ticket) {
+    mesh_loader *l = user;
+    for (int i = 0; i < l->njobs; i++) {
+        mesh_job *m = &l->jobs[i];
+        if (!m->busy || m->ticket != ticket) continue;
+        if (!terra_pool_cancel(l->pool, &m->job)) return false;
+        m->busy = false;
+        l->outstanding--;
+        return true;
+    }
+    return false;
+}
+
+static bool mesh_poll(void *user, uint64_t *ticket, terra_status *status, size_t *bytes) {
+    mesh_loader *l = user;
+    terra_job *j;
+    if (terra_job_queue_poll(l->queue, &j, 1) == 0) return false;
+    mesh_job *m = (mesh_job *)j;
+    *ticket = m->ticket;
+    *status = j->status;
+    *bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(l->grid.cells);
+    m->busy = false;
+    l->outstanding--;
+    return true;
+}
+
+static void mesh_loader_destroy(mesh_loader *l) {
+    if (!l) return;
+    if (l->jobs) {
+        /* nothing of ours may still run when the buffers go: cancel what waits, drain the rest */
+        for (int i = 0; i < l->njobs; i++)
+            if (l->jobs[i].busy && terra_pool_cancel(l->pool, &l->jobs[i].job)) {
+                l->jobs[i].busy = false;
+                l->outstanding--;
+            }
+        while (l->outstanding > 0) {
+            terra_pool_wait_idle(l->pool);
+            uint64_t t;
+            terra_status st;
+            size_t b;
+            while (mesh_poll(l, &t, &st, &b)) {
+            }
+        }
+        for (int i = 0; i < l->njobs; i++) terra_free(l->jobs[i].scratch);
+    }
+    if (l->own_pool) terra_pool_destroy(l->pool);
+    terra_job_queue_destroy(l->queue);
+    terra_free(l->jobs);
+    terra_free(l);
+}
+
+static terra_status mesh_loader_create(const terra_stream_desc *d, const terra_grid_desc *grid, int njobs,
+                                       mesh_loader **out) {
+    mesh_loader *l = terra_calloc(1, sizeof *l);
+    if (!l) return terra_fail(TERRA_E_NOMEM, "stream: out of memory");
+    l->src = d->source;
+    l->grid = *grid;
+    l->pool = d->pool;
+    terra_status st = TERRA_OK;
+    if (!l->pool) {
+        st = terra_pool_create(NULL, &l->pool);
+        l->own_pool = st == TERRA_OK;
+    }
+    if (st == TERRA_OK) st = terra_job_queue_create(&l->queue);
+    if (st == TERRA_OK) {
+        l->jobs = terra_calloc((size_t)njobs, sizeof *l->jobs);
+        l->njobs = njobs;
+        if (!l->jobs) st = terra_fail(TERRA_E_NOMEM, "stream: out of memory");
+    }
+    for (int i = 0; st == TERRA_OK && i < njobs; i++) {
+        l->jobs[i].loader = l;
+        l->jobs[i].scratch = terra_alloc(sizeof(float) * (size_t)terra_grid_scratch_floats(grid->cells));
+        if (!l->jobs[i].scratch) st = terra_fail(TERRA_E_NOMEM, "stream: out of memory");
+    }
+    if (st != TERRA_OK) {
+        mesh_loader_destroy(l);
+        return st;
+    }
+    *out = l;
+    return TERRA_OK;
+}
+
+/* ---- the streamer ------------------------------------------------------------------------------ */
+
+typedef struct focus {
+    terra_focus handle; /* 0: unused */
+    terra_focus_kind kind;
+    terra_camera camera;
+    bool collision;
+    double load_radius, unload_radius; /* 0: unlimited */
+    int camera_index; /* cameras: which draw list; -1 otherwise */
+} focus;
+
+typedef struct wanted_tile {
+    terra_tile_key key;
+    int level;
+    double dist; /* to the nearest focus, metres */
+} wanted_tile;
+
+typedef struct camera_lists {
+    terra_selected_tile *wanted;
+    int nwanted;
+    terra_stream_draw *draws;
+    int ndraws;
+    terra_focus handle;
+} camera_lists;
+
+struct terra_stream {
+    terra_stream_desc d;
+    terra_select *sel;
+    const terra_select_desc *sd;
+    terra_stream_loader loader;
+    mesh_loader *mesh; /* the default loader, if used */
+    size_t tile_bytes;
+
+    slot *slots;
+    int nslots;
+    int *free_slots;
+    int nfree;
+    key_map index; /* key -> slot */
+
+    focus *foci;
+    uint32_t next_handle;
+    camera_lists *cams;
+
+    key_set wanted_set; /* this frame's wanted keys */
+    wanted_tile *wanted, *missing; /* this frame's wanted tiles; scratch for those not held */
+    int nwanted, max_wanted;
+    key_set fallback_set; /* ancestors drawn this frame (per camera) */
+    int *order;           /* scratch: slot indices */
+
+    /* budget */
+    double spent_ms;
+    double cost_sum[TERRA_WORK_KINDS];
+    long cost_n[TERRA_WORK_KINDS];
+    int ran[TERRA_WORK_KINDS];
+    bool deferred[TERRA_WORK_KINDS], starved[TERRA_WORK_KINDS];
+
+    uint64_t frame;
+    terra_stream_stats stats;
+};
+
+static double clock_ms(const terra_stream *s) {
+    return (s->d.clock ? s->d.clock(s->d.clock_user) : terra_now_s()) * 1e3;
+}
+
+size_t terra_stream_tile_bytes(const terra_stream *s) { return s->tile_bytes; }
+int terra_stream_slots(const terra_stream *s) { return s->nslots; }
+const terra_stream_stats *terra_stream_get_stats(const terra_stream *s) { return &s->stats; }
+
+void terra_stream_destroy(terra_stream *s) {
+    if (!s) return;
+    /* stop every load before any buffer goes */
+    if (s->mesh) {
+        mesh_loader_destroy(s->mesh);
+    } else if (s->slots) {
+        for (int i = 0; i < s->nslots; i++)
+            if (s->slots[i].state == SLOT_LOADING)
+                s->loader.cancel(s->loader.user, ((uint64_t)s->slots[i].generation << 32) | (uint32_t)i);
+    }
+    if (s->slots)
+        for (int i = 0; i < s->nslots; i++) terra_free(s->slots[i].data);
+    terra_free(s->slots);
+    terra_free(s->free_slots);
+    map_free(&s->index);
+    if (s->cams)
+        for (int c = 0; c < s->d.max_cameras; c++) {
+            terra_free(s->cams[c].wanted);
+            terra_free(s->cams[c].draws);
+        }
+    terra_free(s->cams);
+    terra_free(s->foci);
+    set_free(&s->wanted_set);
+    set_free(&s->fallback_set);
+    terra_free(s->wanted);
+    terra_free(s->missing);
+    terra_free(s->order);
+    terra_select_destroy(s->sel);
+    terra_free(s);
+}
+
+terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **out) {
+    *out = NULL;
+    if (!desc || !desc->source) return terra_fail(TERRA_E_INVALID, "stream: a source is required");
+    terra_stream_desc d = *desc;
+    if (d.capacity_tiles == 0) d.capacity_tiles = 1024;
+    if (d.max_in_flight == 0) d.max_in_flight = 16;
+    if (d.budget_ms == 0) d.budget_ms = 4.0;
+    if (d.max_foci == 0) d.max_foci = 16;
+    if (d.max_cameras == 0) d.max_cameras = 4;
+    if (d.unload_radius == 0) d.unload_radius = 1.25 * d.load_radius;
+    if (d.capacity_tiles < 1) return terra_fail(TERRA_E_INVALID, "stream: capacity_tiles must be positive");
+    if (d.max_in_flight < 1) return terra_fail(TERRA_E_INVALID, "stream: max_in_flight must be positive");
+    if (!(d.budget_ms > 0)) return terra_fail(TERRA_E_INVALID, "stream: budget_ms must be positive (got %g)", d.budget_ms);
+    if (d.load_radius < 0 || !(d.unload_radius >= d.load_radius))
+        return terra_fail(TERRA_E_INVALID, "stream: radii must satisfy 0 <= load_radius <= unload_radius (got %g, %g)",
+                          d.load_radius, d.unload_radius);
+    if (d.max_foci < 1 || d.max_cameras < 1 || d.max_cameras > d.max_foci)
+        return terra_fail(TERRA_E_INVALID, "stream: need 1 <= max_cameras <= max_foci");
+    if (d.loader.start && (!d.loader.cancel || !d.loader.poll || d.loader.tile_bytes == 0))
+        return terra_fail(TERRA_E_INVALID, "stream: a loader needs start, cancel, poll and tile_bytes");
+
+    terra_stream *s = terra_calloc(1, sizeof *s);
+    if (!s) return terra_fail(TERRA_E_NOMEM, "stream: out of memory");
+    s->d = d;
+    terra_status st = terra_select_create(&d.select, d.source, &s->sel);
+    if (st != TERRA_OK) {
+        terra_free(s);
+        return st;
+    }
+    s->sd = terra_select_get_desc(s->sel);
+    if (d.loader.start) {
+        s->loader = d.loader;
+    } else {
+        st = mesh_loader_create(&d, &s->sd->grid, d.max_in_flight, &s->mesh);
+        if (st != TERRA_OK) {
+            terra_stream_destroy(s);
+            return st;
+        }
+        s->loader = (terra_stream_loader){mesh_start, mesh_cancel, mesh_poll,
+                                          sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(s->sd->grid.cells),
+                                          s->mesh};
+    }
+    s->tile_bytes = s->loader.tile_bytes;
+    if (s->d.capacity_bytes == 0) s->d.capacity_bytes = (size_t)d.capacity_tiles * s->tile_bytes;
+    size_t by_bytes = s->d.capacity_bytes / s->tile_bytes;
+    s->nslots = by_bytes < (size_t)d.capacity_tiles ? (int)by_bytes : d.capacity_tiles;
+    if (s->nslots < 1) {
+        terra_stream_destroy(s);
+        return terra_fail(TERRA_E_INVALID, "stream: capacity_bytes %zu holds not one tile of %zu bytes",
+                          d.capacity_bytes, s->tile_bytes);
+    }
+    const int max_tiles = s->sd->max_tiles;
+    /* per focus: its selection and the coarsest tiles it pins (a disc of at most (2r/side + 3)^2) */
+    const double pin_r = terra_select_range(s->sel, s->sd->levels - 1) / terra_select_tile_side(s->sel, s->sd->levels - 1);
+    const int pinned = (int)((2 * pin_r + 3) * (2 * pin_r + 3)) + 9;
+    s->max_wanted = d.max_foci * (max_tiles + pinned);
+    bool ok = (s->slots = terra_calloc((size_t)s->nslots, sizeof *s->slots)) != NULL;
+    ok = ok && (s->free_slots = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
+    ok = ok && map_init(&s->index, s->nslots);
+    ok = ok && (s->foci = terra_calloc((size_t)d.max_foci, sizeof *s->foci)) != NULL;
+    ok = ok && (s->cams = terra_calloc((size_t)d.max_cameras, sizeof *s->cams)) != NULL;
+    for (int c = 0; ok && c < d.max_cameras; c++) {
+        ok = (s->cams[c].wanted = terra_alloc(sizeof(terra_selected_tile) * (size_t)max_tiles)) != NULL;
+        ok = ok && (s->cams[c].draws = terra_alloc(sizeof(terra_stream_draw) * (size_t)max_tiles)) != NULL;
+    }
+    ok = ok && set_init(&s->wanted_set, s->max_wanted);
+    ok = ok && set_init(&s->fallback_set, max_tiles);
+    ok = ok && (s->wanted = terra_alloc(sizeof *s->wanted * (size_t)s->max_wanted)) != NULL;
+    ok = ok && (s->missing = terra_alloc(sizeof *s->missing * (size_t)s->max_wanted)) != NULL;
+    ok = ok && (s->order = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
+    for (int i = 0; ok && i < s->nslots; i++) ok = (s->slots[i].data = terra_alloc(s->tile_bytes)) != NULL;
+    if (!ok) {
+        terra_stream_destroy(s);
+        return terra_fail(TERRA_E_NOMEM, "stream: out of memory for %d tiles of %zu bytes", s->nslots, s->tile_bytes);
+    }
+    for (int i = 0; i < s->nslots; i++) s->free_slots[s->nfree++] = s->nslots - 1 - i;
+    s->next_handle = 1;
+    s->stats.bytes_cap = s->d.capacity_bytes;
+    *out = s;
+    return TERRA_OK;
+}
+
+/* ---- focus points ------------------------------------------------------------------------------- */
+
+static focus *find_focus(terra_stream *s, terra_focus h) {
+    if (h == 0) return NULL;
+    for (int i = 0; i < s->d.max_foci; i++)
+        if (s->foci[i].handle == h) return &s->foci[i];
+    return NULL;
+}
+
+static bool camera_ok(const terra_camera *c) {
+    return isfinite(c->eye.x) && isfinite(c->eye.y) && isfinite(c->eye.z) && isfinite(c->yaw_rad) &&
+           isfinite(c->pitch_rad);
+}
+
+terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *desc, terra_focus *out) {
+    if (desc->kind != TERRA_FOCUS_CAMERA && desc->kind != TERRA_FOCUS_ENTITY && desc->kind != TERRA_FOCUS_FIXED)
+        return terra_fail(TERRA_E_INVALID, "stream: unknown focus kind %d", (int)desc->kind);
+    if (!camera_ok(&desc->camera)) return terra_fail(TERRA_E_INVALID, "stream: focus position is not finite");
+    focus *f = NULL;
+    for (int i = 0; i < s->d.max_foci && !f; i++)
+        if (s->foci[i].handle == 0) f = &s->foci[i];
+    if (!f) return terra_fail(TERRA_E_CAPACITY, "stream: more than max_foci (%d) focus points", s->d.max_foci);
+    int cam = -1;
+    if (desc->kind == TERRA_FOCUS_CAMERA) {
+        for (int c = 0; c < s->d.max_cameras && cam < 0; c++)
+            if (s->cams[c].handle == 0) cam = c;
+        if (cam < 0) return terra_fail(TERRA_E_CAPACITY, "stream: more than max_cameras (%d) cameras", s->d.max_cameras);
+    }
+    if (desc->load_radius < 0 || !isfinite(desc->load_radius))
+        return terra_fail(TERRA_E_INVALID, "stream: focus load_radius must be >= 0 (got %g)", desc->load_radius);
+    *f = (focus){.handle = s->next_handle++, .kind = desc->kind, .camera = desc->camera,
+                 .collision = desc->collision, .camera_index = cam};
+    if (desc->load_radius > 0) {
+        f->load_radius = desc->load_radius;
+        f->unload_radius = 1.25 * desc->load_radius;
+    } else {
+        f->load_radius = s->d.load_radius;
+        f->unload_radius = s->d.unload_radius;
+    }
+    if (s->next_handle == 0) s->next_handle = 1;
+    if (cam >= 0) s->cams[cam] = (camera_lists){s->cams[cam].wanted, 0, s->cams[cam].draws, 0, f->handle};
+    *out = f->handle;
+    return TERRA_OK;
+}
+
+terra_status terra_stream_update_focus(terra_stream *s, terra_focus h, const terra_camera *camera) {
+    focus *f = find_focus(s, h);
+    if (!f) return terra_fail(TERRA_E_NOT_FOUND, "stream: no focus %u", h);
+    if (!camera_ok(camera)) return terra_fail(TERRA_E_INVALID, "stream: focus %u moved to a non-finite place", h);
+    f->camera = *camera;
+    return TERRA_OK;
+}
+
+terra_status terra_stream_remove_focus(terra_stream *s, terra_focus h) {
+    focus *f = find_focus(s, h);
+    if (!f) return terra_fail(TERRA_E_NOT_FOUND, "stream: no focus %u", h);
+    if (f->camera_index >= 0) s->cams[f->camera_index].handle = 0;
+    f->handle = 0;
+    return TERRA_OK;
+}
+
+int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max) {
+    int n = 0;
+    for (int i = 0; i < s->d.max_foci; i++) {
+        const focus *f = &s->foci[i];
+        if (!f->handle) continue;
+        if (n < max) out[n] = (terra_focus_info){f->handle, f->kind, f->camera.eye, f->collision};
+        n++;
+    }
+    return n;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+
+/* Horizontal distance from a point to a tile's rectangle. */
+static double rect_distance(const terra_stream *s, terra_tile_key k, terra_vec3 p) {
+    const double side = terra_select_tile_side(s->sel, terra_tile_key_level(k));
+    const double x0 = terra_tile_key_x(k) * side, z0 = terra_tile_key_y(k) * side;
+    const double dx = p.x < x0 ? x0 - p.x : (p.x > x0 + side ? p.x - x0 - side : 0);
+    const double dz = p.z < z0 ? z0 - p.z : (p.z > z0 + side ? p.z - z0 - side : 0);
+    return sqrt(dx * dx + dz * dz);
+}
+
+static double nearest_focus_distance(const terra_stream *s, terra_tile_key k) {
+    double best = INFINITY;
+    for (int i = 0; i < s->d.max_foci; i++)
+        if (s->foci[i].handle) {
+            double d = rect_distance(s, k, s->foci[i].camera.eye);
+            if (d < best) best = d;
+        }
+    return best;
+}
+
+static slot *slot_of(const terra_stream *s, terra_tile_key k) {
+    int32_t i = map_get(&s->index, k);
+    return i < 0 ? NULL : &s->slots[i];
+}
+
+static void release_slot(terra_stream *s, int i) {
+    slot *sl = &s->slots[i];
+    map_del(&s->index, sl->key);
+    sl->state = SLOT_FREE;
+    sl->generation++;
+    s->free_slots[s->nfree++] = i;
+}
+
+static uint64_t ticket_of(const terra_stream *s, int i) {
+    return ((uint64_t)s->slots[i].generation << 32) | (uint32_t)i;
+}
+
+static void add_wanted(terra_stream *s, terra_tile_key k, int level) {
+    if (s->nwanted >= s->max_wanted || !set_add(&s->wanted_set, k)) return;
+    s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k)};
+    slot *sl = slot_of(s, k);
+    if (sl) sl->last_wanted = s->frame;
+}
+
+/* ---- the budget --------------------------------------------------------------------------------- */
+
+/* A piece of `kind` starts when its mean cost so far fits in what is left of the frame, or when
+ * the last frame ran none of it for want of budget and this frame has run none yet. */
+static bool may_start(terra_stream *s, int kind) {
+    double mean = s->cost_n[kind] ? s->cost_sum[kind] / (double)s->cost_n[kind] : 0.0;
+    if (s->spent_ms + mean <= s->d.budget_ms) return true;
+    if (s->starved[kind] && s->ran[kind] == 0) return true;
+    s->deferred[kind] = true;
+    return false;
+}
+
+static void spent(terra_stream *s, int kind, double ms) {
+    s->spent_ms += ms;
+    s->cost_sum[kind] += ms;
+    s->cost_n[kind]++;
+    s->ran[kind]++;
+}
+
+static void upload(terra_stream *s, int i) {
+    slot *sl = &s->slots[i];
+    double t0 = clock_ms(s);
+    s->d.upload(s->d.upload_user, sl->key, sl->data, sl->bytes);
+    sl->state = SLOT_STANDING;
+    spent(s, TERRA_WORK_UPLOAD, clock_ms(s) - t0);
+}
+
+/* Sorts slot indices coarsest first, by insertion: n is a handful per frame. */
+static void sort_slots_by_level(terra_stream *s, int *idx, int n) {
+    for (int a = 1; a < n; a++) {
+        int v = idx[a], b = a;
+        while (b > 0 && s->slots[idx[b - 1]].level < s->slots[v].level) {
+            idx[b] = idx[b - 1];
+            b--;
+        }
+        idx[b] = v;
+    }
+}
+
+/* Takes results in and uploads them while the budget allows. */
+static void take_in(terra_stream *s) {
+    /* tiles that came in earlier and wait for their upload, coarsest first */
+    if (s->d.upload) {
+        int n = 0;
+        for (int i = 0; i < s->nslots; i++)
+            if (s->slots[i].state == SLOT_READY) s->order[n++] = i;
+        sort_slots_by_level(s, s->order, n);
+        for (int k = 0; k < n && may_start(s, TERRA_WORK_UPLOAD); k++) upload(s, s->order[k]);
+    }
+    while (may_start(s, TERRA_WORK_TAKE_IN)) {
+        double t0 = clock_ms(s);
+        uint64_t ticket;
+        terra_status st;
+        size_t bytes;
+        if (!s->loader.poll(s->loader.user, &ticket, &st, &bytes)) break;
+        int i = (int)(uint32_t)ticket;
+        if (i < 0 || i >= s->nslots || s->slots[i].generation != (uint32_t)(ticket >> 32) ||
+            s->slots[i].state != SLOT_LOADING) {
+            spent(s, TERRA_WORK_TAKE_IN, clock_ms(s) - t0);
+            continue; /* a loader answering for a request it no longer had: ignore */
+        }
+        slot *sl = &s->slots[i];
+        if (st != TERRA_OK || bytes > s->tile_bytes) {
+            terra_log(TERRA_LOG_WARN, "stream: tile (level %d, %d, %d) failed: %s", terra_tile_key_level(sl->key),
+                      terra_tile_key_x(sl->key), terra_tile_key_y(sl->key),
+                      st != TERRA_OK ? terra_error_string(st) : "larger than its buffer");
+            release_slot(s, i);
+            s->stats.failed++;
+        } else {
+            sl->bytes = bytes;
+            sl->state = s->d.upload ? SLOT_READY : SLOT_STANDING;
+            s->stats.arrived++;
+            s->stats.total_arrived++;
+        }
+        spent(s, TERRA_WORK_TAKE_IN, clock_ms(s) - t0);
+        if (sl->state == SLOT_READY && may_start(s, TERRA_WORK_UPLOAD)) upload(s, i);
+    }
+}
+
+/* ---- selection of what is wanted ---------------------------------------------------------------- */
+
+static terra_status gather_wanted(terra_stream *s) {
+    set_clear(&s->wanted_set);
+    s->nwanted = 0;
+    const int top = s->sd->levels - 1;
+    const double top_side = terra_select_tile_side(s->sel, top);
+    for (int i = 0; i < s->d.max_foci; i++) {
+        focus *f = &s->foci[i];
+        if (!f->handle) continue;
+        terra_frustum fr;
+        if (f->kind == TERRA_FOCUS_CAMERA) terra_camera_frustum(&f->camera, &fr);
+        const terra_selected_tile *tiles;
+        int n;
+        terra_status st = terra_select_run(s->sel, f->camera.eye, f->kind == TERRA_FOCUS_CAMERA ? &fr : NULL, &tiles, &n);
+        if (st != TERRA_OK) return st;
+        camera_lists *cl = f->camera_index >= 0 ? &s->cams[f->camera_index] : NULL;
+        if (cl) cl->nwanted = 0;
+        for (int k = 0; k < n; k++) {
+            if (f->load_radius > 0 && rect_distance(s, tiles[k].key, f->camera.eye) > f->load_radius) continue;
+            if (cl) cl->wanted[cl->nwanted++] = tiles[k];
+            add_wanted(s, tiles[k].key, tiles[k].level);
+        }
+        /* The coarsest tiles within the focus's reach plus one tile more, always: every wanted tile
+         * then has a standing ancestor to fall back on, even just after a jump of less than a
+         * coarsest tile or a turn toward ground never seen. */
+        const double reach = (f->load_radius > 0 ? f->load_radius : terra_select_range(s->sel, top)) + top_side;
+        const double ex = f->camera.eye.x, ez = f->camera.eye.z;
+        const int32_t x0 = (int32_t)floor((ex - reach) / top_side), x1 = (int32_t)floor((ex + reach) / top_side);
+        const int32_t z0 = (int32_t)floor((ez - reach) / top_side), z1 = (int32_t)floor((ez + reach) / top_side);
+        const double *b = s->sd->bounds;
+        const bool bounded = b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 0;
+        for (int32_t tz = z0; tz <= z1; tz++)
+            for (int32_t tx = x0; tx <= x1; tx++) {
+                if (bounded && ((tx + 1) * top_side <= b[0] || tx * top_side >= b[2] ||
+                                (tz + 1) * top_side <= b[1] || tz * top_side >= b[3]))
+                    continue;
+                const terra_tile_key k = terra_tile_key_make(0, top, tx, tz);
+                if (rect_distance(s, k, f->camera.eye) <= reach) add_wanted(s, k, top);
+            }
+    }
+    return TERRA_OK;
+}
+
+/* ---- draws ------------------------------------------------------------------------------------------ */
+
+static bool has_ancestor_in(const key_set *set, terra_tile_key k, int top) {
+    for (int l = terra_tile_key_level(k); l < top; l++) {
+        k = terra_tile_key_parent(k);
+        if (set_has(set, k)) return true;
+    }
+    return false;
+}
+
+static void push_draw(terra_stream *s, camera_lists *cl, slot *sl, bool fallback) {
+    float ms, me;
+    terra_select_morph(s->sel, sl->level, &ms, &me);
+    cl->draws[cl->ndraws++] = (terra_stream_draw){sl->key, sl->level, ms, me, sl->data, sl->bytes, fallback};
+    sl->last_drawn = s->frame;
+    sl->drawn_ever = true;
+}
+
+/* Replaces each wanted tile not standing by its nearest standing ancestor, dropping whatever an
+ * ancestor covers: the camera's wanted ground is covered exactly once. */
+static void resolve_draws(terra_stream *s, camera_lists *cl) {
+    const int top = s->sd->levels - 1;
+    key_set *anc = &s->fallback_set;
+    set_clear(anc);
+    cl->ndraws = 0;
+    for (int k = 0; k < cl->nwanted; k++) {
+        slot *sl = slot_of(s, cl->wanted[k].key);
+        if (sl && sl->state == SLOT_STANDING) continue;
+        terra_tile_key a = cl->wanted[k].key;
+        bool found = false;
+        for (int l = cl->wanted[k].level; l < top && !found; l++) {
+            a = terra_tile_key_parent(a);
+            slot *as = slot_of(s, a);
+            found = as && as->state == SLOT_STANDING;
+        }
+        if (found) set_add(anc, a);
+        else s->stats.uncovered++;
+    }
+    /* standing wanted tiles not under a fallback ancestor */
+    for (int k = 0; k < cl->nwanted; k++) {
+        slot *sl = slot_of(s, cl->wanted[k].key);
+        if (!sl || sl->state != SLOT_STANDING) continue;
+        if (anc->count && has_ancestor_in(anc, sl->key, top)) continue;
+        push_draw(s, cl, sl, false);
+    }
+    /* fallback ancestors not under another */
+    for (uint32_t i = 0; anc->count && i <= anc->mask; i++) {
+        if (anc->stamps[i] != anc->stamp) continue;
+        if (has_ancestor_in(anc, anc->keys[i], top)) continue;
+        push_draw(s, cl, slot_of(s, anc->keys[i]), true);
+        s->stats.fallbacks++;
+    }
+}
+
+/* ---- requests, cancels, eviction ----------------------------------------------------------------- */
+
+/* The held tile wanted longest ago that is neither wanted nor drawn this frame; -1 if none. */
+static int eviction_victim(const terra_stream *s) {
+    int best = -1;
+    for (int i = 0; i < s->nslots; i++) {
+        const slot *sl = &s->slots[i];
+        if ((sl->state != SLOT_STANDING && sl->state != SLOT_READY) || sl->last_wanted == s->frame ||
+            sl->last_drawn == s->frame)
+            continue;
+        if (best < 0 || sl->last_wanted < s->slots[best].last_wanted) best = i;
+    }
+    return best;
+}
+
+static int cmp_request(const void *a, const void *b) {
+    const wanted_tile *x = a, *y = b;
+    if (x->level != y->level) return y->level - x->level; /* coarsest first */
+    if (x->dist != y->dist) return x->dist < y->dist ? -1 : 1; /* then nearest */
+    return x->key < y->key ? -1 : (x->key > y->key); /* deterministic */
+}
+
+static int in_flight(const terra_stream *s) {
+    int n = 0;
+    for (int i = 0; i < s->nslots; i++) n += s->slots[i].state == SLOT_LOADING;
+    return n;
+}
+
+static void request_missing(terra_stream *s) {
+    /* cancel requests nobody wants any more, if they have not started */
+    for (int i = 0; i < s->nslots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->state == SLOT_LOADING && sl->last_wanted < s->frame && s->loader.cancel(s->loader.user, ticket_of(s, i))) {
+            release_slot(s, i);
+            s->stats.cancelled++;
+        }
+    }
+    int flying = in_flight(s);
+    if (flying >= s->d.max_in_flight) return;
+    int n = 0;
+    for (int k = 0; k < s->nwanted; k++)
+        if (!slot_of(s, s->wanted[k].key)) s->missing[n++] = s->wanted[k];
+    qsort(s->missing, (size_t)n, sizeof *s->missing, cmp_request);
+    for (int k = 0; k < n && flying < s->d.max_in_flight; k++) {
+        const wanted_tile *w = &s->missing[k];
+        if (s->nfree == 0) {
+            int v = eviction_victim(s);
+            if (v < 0) break; /* everything held is needed now */
+            release_slot(s, v);
+            s->stats.evicted++;
+        }
+        int i = s->free_slots[--s->nfree];
+        slot *sl = &s->slots[i];
+        sl->key = w->key;
+        sl->level = (uint8_t)w->level;
+        sl->state = SLOT_LOADING;
+        sl->last_wanted = s->frame;
+        sl->last_drawn = 0;
+        sl->drawn_ever = false;
+        sl->bytes = 0;
+        if (!s->loader.start(s->loader.user, ticket_of(s, i), w->key, sl->data, s->tile_bytes)) {
+            sl->state = SLOT_FREE;
+            sl->generation++;
+            s->free_slots[s->nfree++] = i;
+            break; /* the loader is busy: try again next frame */
+        }
+        map_put(&s->index, w->key, i);
+        flying++;
+        s->stats.requested++;
+        s->stats.total_requested++;
+    }
+}
+
+/* Whether a tile lies past the unload radius of every focus (a focus without one keeps all). */
+static bool beyond_every_focus(const terra_stream *s, terra_tile_key k) {
+    for (int i = 0; i < s->d.max_foci; i++) {
+        const focus *f = &s->foci[i];
+        if (!f->handle) continue;
+        if (!(f->unload_radius > 0) || rect_distance(s, k, f->camera.eye) <= f->unload_radius) return false;
+    }
+    return true;
+}
+
+/* Lets go of held tiles past the unload radius of every focus. */
+static void unload_far(terra_stream *s) {
+    for (int i = 0; i < s->nslots; i++) {
+        slot *sl = &s->slots[i];
+        if ((sl->state != SLOT_STANDING && sl->state != SLOT_READY) || sl->last_wanted == s->frame) continue;
+        if (beyond_every_focus(s, sl->key)) {
+            release_slot(s, i);
+            s->stats.unloaded++;
+        }
+    }
+}
+
+/* ---- the frame ------------------------------------------------------------------------------------ */
+
+terra_status terra_stream_update(terra_stream *s) {
+    const double t_start = clock_ms(s);
+    s->frame++;
+    terra_stream_stats *st = &s->stats;
+    const size_t peak = st->peak_bytes;
+    const double worst = st->worst_work_ms;
+    const uint64_t total_req = st->total_requested, total_arr = st->total_arrived;
+    memset(st, 0, sizeof *st);
+    st->peak_bytes = peak, st->worst_work_ms = worst, st->total_requested = total_req, st->total_arrived = total_arr;
+    st->frame = s->frame;
+    st->bytes_cap = s->d.capacity_bytes;
+    s->spent_ms = 0;
+    for (int k = 0; k < TERRA_WORK_KINDS; k++) s->ran[k] = 0, s->deferred[k] = false;
+
+    terra_status status = gather_wanted(s);
+    if (status != TERRA_OK) return status;
+    take_in(s);
+    for (int c = 0; c < s->d.max_cameras; c++)
+        if (s->cams[c].handle) resolve_draws(s, &s->cams[c]);
+    request_missing(s);
+    unload_far(s);
+
+    for (int k = 0; k < TERRA_WORK_KINDS; k++) {
+        s->starved[k] = s->deferred[k] && s->ran[k] == 0;
+        st->cost_ms[k] = s->cost_n[k] ? s->cost_sum[k] / (double)s->cost_n[k] : 0;
+        st->pieces[k] = s->ran[k];
+    }
+    int used = 0;
+    for (int i = 0; i < s->nslots; i++) {
+        const slot *sl = &s->slots[i];
+        used += sl->state != SLOT_FREE;
+        st->standing += sl->state == SLOT_STANDING;
+        st->ready += sl->state == SLOT_READY;
+        st->in_flight += sl->state == SLOT_LOADING;
+    }
+    st->bytes_held = (size_t)used * s->tile_bytes;
+    if (st->bytes_held > st->peak_bytes) st->peak_bytes = st->bytes_held;
+    st->wanted = s->nwanted;
+    for (int c = 0; c < s->d.max_cameras; c++)
+        if (s->cams[c].handle) st->drawn += s->cams[c].ndraws;
+    for (int i = 0; i < s->d.max_foci; i++) st->foci += s->foci[i].handle != 0;
+    st->work_ms = s->spent_ms;
+    if (st->work_ms > st->worst_work_ms) st->worst_work_ms = st->work_ms;
+    st->update_ms = clock_ms(s) - t_start;
+    return TERRA_OK;
+}
+
+static const camera_lists *camera_of(const terra_stream *s, terra_focus h) {
+    for (int c = 0; c < s->d.max_cameras; c++)
+        if (h && s->cams[c].handle == h) return &s->cams[c];
+    return NULL;
+}
+
+terra_status terra_stream_draws(const terra_stream *s, terra_focus camera, const terra_stream_draw **draws, int *count) {
+    const camera_lists *cl = camera_of(s, camera);
+    if (!cl) return terra_fail(TERRA_E_NOT_FOUND, "stream: focus %u is not a camera", camera);
+    *draws = cl->draws;
+    *count = cl->ndraws;
+    return TERRA_OK;
+}
+
+terra_status terra_stream_wanted(const terra_stream *s, terra_focus camera, const terra_selected_tile **tiles,
+                                 int *count) {
+    const camera_lists *cl = camera_of(s, camera);
+    if (!cl) return terra_fail(TERRA_E_NOT_FOUND, "stream: focus %u is not a camera", camera);
+    *tiles = cl->wanted;
+    *count = cl->nwanted;
+    return TERRA_OK;
+}
+
+int terra_stream_standing(const terra_stream *s, terra_tile_key *keys, int max) {
+    int n = 0;
+    for (int i = 0; i < s->nslots; i++)
+        if (s->slots[i].state == SLOT_STANDING) {
+            if (n < max) keys[n] = s->slots[i].key;
+            n++;
+        }
+    return n;
+}
+
+bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key) {
+    const slot *sl = slot_of(s, key);
+    return sl && sl->state == SLOT_STANDING;
+}
+
+bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key) { return set_has(&s->wanted_set, key); }

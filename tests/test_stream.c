@@ -1,0 +1,398 @@
+/* The streamer: cache rules as unit tests, then every simulator scenario frame by frame. */
+#include "check.h"
+#include "stream_sim.h"
+#include "terra/stream.h"
+
+/* ---- a hand-driven loader: requests wait until the test completes them ------------------------------ */
+
+typedef struct manual {
+    uint64_t tickets[256];
+    terra_tile_key keys[256];
+    int n;
+    uint64_t done[256];
+    int ndone;
+    bool started[256];
+} manual;
+
+static bool man_start(void *u, uint64_t t, terra_tile_key k, void *b, size_t c) {
+    (void)b, (void)c;
+    manual *m = u;
+    if (m->n == 256) return false;
+    m->started[m->n] = false;
+    m->keys[m->n] = k;
+    m->tickets[m->n++] = t;
+    return true;
+}
+static bool man_cancel(void *u, uint64_t t) {
+    manual *m = u;
+    for (int i = 0; i < m->n; i++)
+        if (m->tickets[i] == t && !m->started[i]) {
+            m->tickets[i] = m->tickets[--m->n];
+            m->keys[i] = m->keys[m->n];
+            m->started[i] = m->started[m->n];
+            return true;
+        }
+    return false;
+}
+static bool man_poll(void *u, uint64_t *t, terra_status *s, size_t *b) {
+    manual *m = u;
+    if (m->ndone == 0) return false;
+    *t = m->done[--m->ndone];
+    *s = TERRA_OK;
+    *b = 16;
+    return true;
+}
+/* Completes every outstanding request. */
+static void man_finish_all(manual *m) {
+    for (int i = 0; i < m->n; i++) m->done[m->ndone++] = m->tickets[i];
+    m->n = 0;
+}
+
+static terra_source *world(void) {
+    terra_source *src;
+    terra_world_create(&(terra_world_desc){.seed = 3}, &src);
+    return src;
+}
+
+static terra_stream *make(terra_source *src, manual *m, int capacity, int in_flight, double radius) {
+    terra_stream_desc d = {.source = src, .capacity_tiles = capacity, .max_in_flight = in_flight,
+                           .load_radius = radius, .loader = {man_start, man_cancel, man_poll, 1024, m}};
+    d.select.grid.cells = 16;
+    d.select.levels = 6;
+    terra_stream *s = NULL;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    return s;
+}
+
+static void requests_coarsest_first_and_limited(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream *s = make(src, &m, 512, 5, 0);
+    terra_focus f;
+    CHECK(terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = {.eye = {10, 300, 10}}},
+                                 &f) == TERRA_OK);
+    CHECK(terra_stream_update(s) == TERRA_OK);
+    CHECK(m.n == 5, "in-flight limit: %d requests", m.n);
+    for (int i = 0; i < m.n; i++) CHECK(terra_tile_key_level(m.keys[i]) == 5, "first requests are the coarsest");
+    /* nothing held yet: everything is uncovered, nothing drawn */
+    const terra_stream_stats *st = terra_stream_get_stats(s);
+    CHECK(st->drawn == 0 && st->uncovered > 0);
+    int prev_level = 5;
+    for (int round = 0; round < 40; round++) {
+        man_finish_all(&m);
+        CHECK(terra_stream_update(s) == TERRA_OK);
+        CHECK(m.n <= 5);
+        int lo = 99, hi = -1;
+        for (int i = 0; i < m.n; i++) {
+            int l = terra_tile_key_level(m.keys[i]);
+            lo = l < lo ? l : lo, hi = l > hi ? l : hi;
+        }
+        /* coarsest first: a round never asks for a coarser tile than one asked before it */
+        if (m.n) CHECK(hi <= prev_level, "round %d asked level %d after level %d", round, hi, prev_level);
+        if (m.n) prev_level = lo;
+    }
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+static void never_evicts_wanted_or_drawn_and_caps_hold(void) {
+    terra_source *src = world();
+    manual m = {0};
+    const int cap = 60;
+    terra_stream *s = make(src, &m, cap, 8, 0);
+    terra_focus f;
+    terra_camera cam = {.eye = {0, 400, 0}, .pitch_rad = -0.3};
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = cam}, &f);
+    int violations = 0;
+    for (int frame = 0; frame < 400; frame++) {
+        cam.eye.x += 40; /* keep moving so there is always something new to want */
+        cam.yaw_rad += 0.05;
+        terra_stream_update_focus(s, f, &cam);
+        /* the tiles drawn last frame, to check none was evicted before being drawn again */
+        man_finish_all(&m);
+        CHECK(terra_stream_update(s) == TERRA_OK);
+        const terra_stream_stats *st = terra_stream_get_stats(s);
+        CHECK(st->standing + st->ready + st->in_flight <= cap, "tiles over the cap");
+        CHECK(st->bytes_held <= st->bytes_cap && st->peak_bytes <= st->bytes_cap, "bytes over the cap");
+        /* every drawn tile is standing; every wanted tile that was standing still is */
+        const terra_stream_draw *d;
+        int nd;
+        terra_stream_draws(s, f, &d, &nd);
+        for (int i = 0; i < nd; i++) violations += !terra_stream_is_standing(s, d[i].key);
+    }
+    CHECK(violations == 0, "%d drawn tiles not standing", violations);
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+/* Late arrivals go first: tiles asked for, then abandoned while already running, arrive late;
+ * when room is needed they are evicted before any tile in view. */
+static void late_arrivals_evicted_before_tiles_in_view(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream *s = make(src, &m, 700, 64, 0);
+    terra_focus f;
+    terra_camera here = {.eye = {0, 300, 0}}, there = {.eye = {900000, 300, 0}};
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = here}, &f);
+    for (int i = 0; i < 30; i++) {
+        man_finish_all(&m);
+        terra_stream_update(s);
+    }
+    CHECK(terra_stream_get_stats(s)->evicted == 0);
+    /* ask for tiles far away, start them all, move back before they arrive */
+    terra_stream_update_focus(s, f, &there);
+    terra_stream_update(s);
+    for (int i = 0; i < m.n; i++) m.started[i] = true; /* running: cannot be cancelled */
+    const int late = m.n;
+    terra_tile_key late_keys[256];
+    memcpy(late_keys, m.keys, sizeof(terra_tile_key) * (size_t)late);
+    terra_stream_update_focus(s, f, &here);
+    man_finish_all(&m);
+    terra_stream_update(s); /* they arrive now, unwanted */
+    CHECK(late > 0 && terra_stream_get_stats(s)->arrived >= late);
+    /* fly on: the cache fills and evicts; no tile in view may go while a late arrival stands */
+    terra_camera cam = here;
+    int violations = 0, late_left = late;
+    for (int step = 0; step < 300 && late_left > 0; step++) {
+        cam.eye.z += 60;
+        terra_stream_update_focus(s, f, &cam);
+        const terra_stream_draw *d;
+        int nd;
+        terra_stream_draws(s, f, &d, &nd);
+        terra_tile_key view[4096];
+        int nview = nd < 4096 ? nd : 4096;
+        for (int i = 0; i < nview; i++) view[i] = d[i].key;
+        man_finish_all(&m);
+        terra_stream_update(s);
+        int late_before = late_left;
+        late_left = 0;
+        for (int i = 0; i < late; i++) late_left += terra_stream_is_standing(s, late_keys[i]);
+        /* a tile drawn last frame and still wanted, gone while late arrivals stood at the start */
+        for (int i = 0; i < nview; i++)
+            if (!terra_stream_is_standing(s, view[i]) && terra_stream_is_wanted(s, view[i]) && late_before > 0)
+                violations++;
+    }
+    CHECK(late_left == 0, "late arrivals never evicted (%d left)", late_left);
+    CHECK(violations == 0, "%d tiles in view evicted before stale late arrivals", violations);
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+static void cancels_requests_no_longer_wanted(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream *s = make(src, &m, 256, 16, 0);
+    terra_focus f;
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_FIXED, .camera = {.eye = {0, 100, 0}}}, &f);
+    terra_stream_update(s);
+    int first = m.n;
+    CHECK(first > 0);
+    terra_stream_update_focus(s, f, &(terra_camera){.eye = {5e6, 100, 5e6}});
+    terra_stream_update(s);
+    CHECK(terra_stream_get_stats(s)->cancelled == first, "cancelled %d of %d", terra_stream_get_stats(s)->cancelled, first);
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+static void unload_radius_has_hysteresis(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream *s = make(src, &m, 512, 64, 400);
+    terra_focus f;
+    /* a focus resting on a tile edge, nudged back and forth across it every frame */
+    terra_camera c = {.eye = {256, 50, 100}};
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_ENTITY, .camera = c}, &f);
+    long unloaded = 0, requested = 0;
+    for (int i = 0; i < 200; i++) {
+        c.eye.x = 256 + (i % 2 ? 0.5 : -0.5);
+        terra_stream_update_focus(s, f, &c);
+        man_finish_all(&m);
+        terra_stream_update(s);
+        if (i >= 50) {
+            unloaded += terra_stream_get_stats(s)->unloaded;
+            requested += terra_stream_get_stats(s)->requested;
+        }
+    }
+    CHECK(unloaded == 0 && requested == 0, "a resting focus churns: %ld unloaded, %ld requested", unloaded, requested);
+    /* moving far away lets everything near the old place go */
+    c.eye.x = 1e5;
+    terra_stream_update_focus(s, f, &c);
+    for (int i = 0; i < 3; i++) {
+        man_finish_all(&m);
+        terra_stream_update(s);
+    }
+    terra_tile_key keys[1024];
+    int n = terra_stream_standing(s, keys, 1024);
+    int near_old = 0;
+    for (int i = 0; i < n && i < 1024; i++) {
+        double side0 = 64.0 * (double)(1 << terra_tile_key_level(keys[i]));
+        double x1 = (terra_tile_key_x(keys[i]) + 1) * side0;
+        if (x1 < 1e5 - 5000 && terra_tile_key_level(keys[i]) < 5) near_old++;
+    }
+    CHECK(near_old == 0, "%d fine tiles left standing at the old place", near_old);
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+static void foci_are_listed(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream *s = make(src, &m, 128, 4, 0);
+    terra_focus a, b, c;
+    CHECK(terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA}, &a) == TERRA_OK);
+    CHECK(terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_ENTITY, .collision = true,
+                                                        .camera = {.eye = {5, 0, 5}}},
+                                 &b) == TERRA_OK);
+    CHECK(terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_FIXED}, &c) == TERRA_OK);
+    terra_focus_info info[8];
+    CHECK(terra_stream_foci(s, info, 8) == 3);
+    CHECK(info[1].kind == TERRA_FOCUS_ENTITY && info[1].collision && info[1].position.x == 5);
+    CHECK(terra_stream_remove_focus(s, b) == TERRA_OK);
+    CHECK(terra_stream_foci(s, info, 8) == 2);
+    CHECK(terra_stream_remove_focus(s, b) == TERRA_E_NOT_FOUND);
+    CHECK(terra_stream_update_focus(s, a, &(terra_camera){.eye = {NAN, 0, 0}}) == TERRA_E_INVALID);
+    const terra_stream_draw *d;
+    int n;
+    CHECK(terra_stream_draws(s, c, &d, &n) == TERRA_E_NOT_FOUND, "a fixed point has no draws");
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+static void bad_options_refused(void) {
+    terra_source *src = world();
+    terra_stream *s;
+    CHECK(terra_stream_create(&(terra_stream_desc){0}, &s) == TERRA_E_INVALID);
+    CHECK(terra_stream_create(&(terra_stream_desc){.source = src, .load_radius = 100, .unload_radius = 50}, &s) ==
+          TERRA_E_INVALID);
+    CHECK(strstr(terra_last_error(), "radii"), "%s", terra_last_error());
+    CHECK(terra_stream_create(&(terra_stream_desc){.source = src, .budget_ms = -1}, &s) == TERRA_E_INVALID);
+    CHECK(terra_stream_create(&(terra_stream_desc){.source = src, .capacity_bytes = 10}, &s) == TERRA_E_INVALID);
+    CHECK(strstr(terra_last_error(), "not one tile"), "%s", terra_last_error());
+    terra_source_destroy(src);
+}
+
+/* ---- the real loader: meshing on a pool ------------------------------------------------------------- */
+
+static void real_pool_streams_and_shuts_down_cleanly(void) {
+    terra_source *src = world();
+    terra_pool *pool;
+    CHECK(terra_pool_create(&(terra_pool_desc){.threads = 2}, &pool) == TERRA_OK);
+    terra_stream_desc d = {.source = src, .pool = pool, .capacity_tiles = 300, .max_in_flight = 8};
+    d.select.grid.cells = 16;
+    d.select.levels = 8;
+    terra_stream *s;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    terra_focus f;
+    terra_camera cam = {.eye = {0, 200, 0}, .pitch_rad = -0.2};
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = cam}, &f);
+    int standing = 0;
+    for (int i = 0; i < 300 && standing < 20; i++) {
+        terra_stream_update(s);
+        standing = terra_stream_get_stats(s)->standing;
+    }
+    CHECK(standing >= 20, "only %d tiles arrived", standing);
+    /* the data is a real tile: vertex heights match the source */
+    const terra_stream_draw *dr;
+    int nd;
+    terra_stream_draws(s, f, &dr, &nd);
+    CHECK(nd > 0);
+    if (nd > 0) {
+        const terra_grid_vertex *v = dr[0].data;
+        terra_grid_vertex ref[17 * 17];
+        float scratch[2048];
+        CHECK(terra_grid_build(src, &(terra_grid_desc){.tile0_size = 64, .cells = 16}, dr[0].key, ref, scratch, NULL) ==
+              TERRA_OK);
+        CHECK(memcmp(v, ref, sizeof ref) == 0, "streamed tile differs from a tile built directly");
+    }
+    /* shut down with jobs in flight: move far away so requests are queued, then destroy */
+    cam.eye.x = 3e6;
+    terra_stream_update_focus(s, f, &cam);
+    terra_stream_update(s);
+    terra_stream_destroy(s);
+    terra_pool_destroy(pool);
+    terra_source_destroy(src);
+}
+
+/* ---- the pool alone ----------------------------------------------------------------------------------- */
+
+typedef struct count_job {
+    terra_job job;
+    int *counter;
+} count_job;
+static void count_run(terra_job *j) { __atomic_fetch_add(((count_job *)j)->counter, 1, __ATOMIC_RELAXED); }
+
+static void pool_runs_cancels_and_queues(void) {
+    terra_pool *p;
+    CHECK(terra_pool_create(&(terra_pool_desc){.threads = 3}, &p) == TERRA_OK);
+    terra_job_queue *q;
+    CHECK(terra_job_queue_create(&q) == TERRA_OK);
+    static count_job jobs[2000];
+    int counter = 0;
+    for (int i = 0; i < 2000; i++) {
+        jobs[i] = (count_job){.job = {.run = count_run, .queue = i % 2 ? q : NULL}, .counter = &counter};
+        terra_pool_submit(p, &jobs[i].job);
+    }
+    int cancelled = 0;
+    for (int i = 1999; i >= 1000; i--) cancelled += terra_pool_cancel(p, &jobs[i].job);
+    terra_pool_wait_idle(p);
+    terra_job *done[2000];
+    int a = terra_pool_poll(p, done, 2000), b = terra_job_queue_poll(q, done, 2000);
+    CHECK(a + b + cancelled == 2000, "%d + %d + %d", a, b, cancelled);
+    CHECK(__atomic_load_n(&counter, __ATOMIC_RELAXED) == 2000 - cancelled);
+    for (int i = 0; i < b; i++) CHECK(done[i]->queue == q);
+    /* destroy with jobs queued */
+    for (int i = 0; i < 500; i++) terra_pool_submit(p, &jobs[i].job);
+    terra_pool_destroy(p);
+    terra_job_queue_destroy(q);
+    CHECK(terra_pool_create(&(terra_pool_desc){.threads = -1}, &p) == TERRA_E_INVALID);
+}
+
+/* ---- scenarios ---------------------------------------------------------------------------------------- */
+
+static void scenarios_cover_every_frame(void) {
+    terra_source *src;
+    terra_world_create(&(terra_world_desc){.seed = 1}, &src);
+    for (int k = 0; k < SIM_SCENARIOS; k++) {
+        sim_result r;
+        CHECK(sim_run(src, &sim_scenarios[k], &sim_default_config, &r) == 0);
+        printf("  %-13s frames %5d: uncovered %d (first covered %d), coverage errors %d, full detail %d frames, "
+               "wasted %ld/%ld, reloads %ld, peak %.1f/%.1f MB, work ms p99 %.2f max %.2f, allocs/frame %.2f, "
+               "wanted max %d\n",
+               sim_scenarios[k].name, r.frames, r.uncovered_frames, r.first_covered_frame, r.coverage_errors,
+               r.frames_to_full_detail, r.wasted_loads, r.arrivals, r.reloads, r.peak_bytes / 1e6, r.cap_bytes / 1e6,
+               r.main_ms_p99, r.main_ms_max, r.allocs_per_frame, r.max_wanted);
+        CHECK(r.coverage_errors == 0, "%s: %d frames with overlapping or stray draws", sim_scenarios[k].name,
+              r.coverage_errors);
+        CHECK(r.uncovered_frames == 0, "%s: %d frames with uncovered ground", sim_scenarios[k].name, r.uncovered_frames);
+        CHECK(r.first_covered_frame >= 0 && r.first_covered_frame < r.frames / 4, "%s: coarsest tiles took %d frames",
+              sim_scenarios[k].name, r.first_covered_frame);
+        CHECK(r.peak_bytes <= r.cap_bytes);
+        CHECK(r.allocs_per_frame == 0, "%s: %.2f allocations per frame", sim_scenarios[k].name, r.allocs_per_frame);
+    }
+    /* memory follows the radius, not the map */
+    sim_scenario small = {"world_8km", SIM_FLYOVER, 100, 20, 4000}, big = {"world_8000km", SIM_FLYOVER, 100, 20, 4e6};
+    sim_result rs, rb;
+    sim_config cfg = sim_default_config;
+    cfg.load_radius = 1500;
+    CHECK(sim_run(src, &small, &cfg, &rs) == 0 && sim_run(src, &big, &cfg, &rb) == 0);
+    double ratio = (double)rb.peak_bytes / (double)rs.peak_bytes;
+    printf("  peak bytes: 8 km world %.2f MB, 8000 km world %.2f MB (ratio %.3f)\n", rs.peak_bytes / 1e6,
+           rb.peak_bytes / 1e6, ratio);
+    CHECK(ratio > 0.95 && ratio < 1.05, "peak bytes differ by world size: ratio %.3f", ratio);
+    CHECK(rs.uncovered_frames == 0 && rb.uncovered_frames == 0 && rs.coverage_errors == 0 && rb.coverage_errors == 0);
+    terra_source_destroy(src);
+}
+
+int main(void) {
+    RUN(pool_runs_cancels_and_queues);
+    RUN(bad_options_refused);
+    RUN(foci_are_listed);
+    RUN(requests_coarsest_first_and_limited);
+    RUN(never_evicts_wanted_or_drawn_and_caps_hold);
+    RUN(late_arrivals_evicted_before_tiles_in_view);
+    RUN(cancels_requests_no_longer_wanted);
+    RUN(unload_radius_has_hysteresis);
+    RUN(real_pool_streams_and_shuts_down_cleanly);
+    RUN(scenarios_cover_every_frame);
+    return finish();
+}
