@@ -410,9 +410,10 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     size_t by_bytes = s->d.capacity_bytes / s->tile_bytes;
     s->nslots = by_bytes < (size_t)d.capacity_tiles ? (int)by_bytes : d.capacity_tiles;
     if (s->nslots < 1) {
+        st = terra_fail(TERRA_E_INVALID, "stream: capacity_bytes %zu holds not one tile of %zu bytes",
+                        d.capacity_bytes, s->tile_bytes);
         terra_stream_destroy(s);
-        return terra_fail(TERRA_E_INVALID, "stream: capacity_bytes %zu holds not one tile of %zu bytes",
-                          d.capacity_bytes, s->tile_bytes);
+        return st;
     }
     const int max_tiles = s->sd->max_tiles;
     /* per focus: its selection and the coarsest tiles it pins (a disc of at most (2r/side + 3)^2) */
