@@ -46,12 +46,12 @@ terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d,
         for (int i = 0; i <= n; i++, v++) {
             const float y = row[i];
             const int mi = i & ~1;
-            /* normal from central differences: (-dh/dx, 1, -dh/dz); the octahedral encoding
-             * divides by the L1 norm itself, so no normalisation is needed. Stored (x, z, y):
-             * +y is the octahedron's pole, so the fold never runs for ground. */
-            const float nrm[3] = {(row[i - 1] - row[i + 1]) * inv2s, (row[i - w] - row[i + w]) * inv2s, 1.0f};
-            int8_t oct[2];
-            terra_oct_encode(nrm, oct);
+            /* Normal from central differences: (-dh/dx, 1, -dh/dz), octahedron-encoded with +y as
+             * the pole. The encoding divides by the L1 norm itself (no normalisation needed), and
+             * with y > 0 there is no fold: the same as terra_oct_encode on (nx, nz, 1), branch-free. */
+            const float nx = (row[i - 1] - row[i + 1]) * inv2s, nz = (row[i - w] - row[i + w]) * inv2s;
+            const float l1 = 127.0f / (fabsf(nx) + fabsf(nz) + 1.0f);
+            const int8_t oct[2] = {(int8_t)lrintf(nx * l1), (int8_t)lrintf(nz * l1)};
             *v = (terra_grid_vertex){.x = col[i], .y = y, .z = z, .mx = col[mi], .my = mrow[mi], .mz = mz,
                                      .normal = {oct[0], oct[1]}, .surface = srow[i], .level = (uint8_t)level};
             hmin = y < hmin ? y : hmin;

@@ -329,13 +329,22 @@ static void neighbour_edges_identical(void) {
         }
     }
     CHECK(diffs == 0, "%d differences along shared edges", diffs);
-    /* normals are unit and point up; surfaces are set */
+    /* normals point up and match the central differences of the heights; surfaces are set */
+    int off = 0;
     for (int k = 0; k < nv; k++) {
         float nn[3];
         terra_oct_decode(a[k].normal, nn);
         CHECK(nn[2] > 0, "normal points down"); /* decoded as (x, z, y) */
         CHECK(a[k].surface >= TERRA_SURFACE_GRASS && a[k].surface <= TERRA_SURFACE_SAND);
+        int i = k % (n + 1), j = k / (n + 1);
+        if (i == 0 || j == 0 || i == n || j == n) continue;
+        double s2 = 2.0 * (a[1].x - a[0].x);
+        double gx = (a[k - 1].y - a[k + 1].y) / s2, gz = (a[k - n - 1].y - a[k + n + 1].y) / s2;
+        double len = sqrt(gx * gx + 1 + gz * gz);
+        double dot = (gx * nn[0] + gz * nn[1] + nn[2]) / len;
+        if (dot < 0.9995) off++;
     }
+    CHECK(off == 0, "%d normals off their central difference by more than 1.8 degrees", off);
     terra_free(a);
     terra_free(b);
     terra_free(scratch);
