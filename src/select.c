@@ -114,6 +114,12 @@ void terra_select_destroy(terra_select *s) {
 }
 
 const terra_select_desc *terra_select_get_desc(const terra_select *s) { return &s->d; }
+
+void terra_select_set_source(terra_select *s, const terra_source *src) {
+    s->src = src;
+    for (int i = 0; i < s->d.range_cache_size; i++) s->cache[i] = (range_entry){.key = ~(terra_tile_key)0};
+    memset(s->recent, 0, sizeof s->recent);
+}
 const terra_select_stats *terra_select_get_stats(const terra_select *s) { return &s->stats; }
 double terra_select_range(const terra_select *s, int level) { return s->range[level]; }
 double terra_select_tile_side(const terra_select *s, int level) { return s->side[level]; }

@@ -1,6 +1,8 @@
 /* terra stream: the tile cache, requests, ancestor fallback, focus points and the frame budget. */
 #include "terra/stream.h"
 
+#include "keymap.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,132 +14,20 @@ typedef struct slot {
     uint8_t state;
     uint8_t level;
     bool drawn_ever;
+    bool stale;          /* made from a source since replaced: drawn until its replacement arrives */
+    int32_t replacement; /* the slot loading its replacement, or -1 */
+    int32_t replaces;    /* for a replacement: the stale slot it replaces, or -1 */
     uint32_t generation; /* bumped each time the slot is reused: tickets name (slot, generation) */
     uint64_t last_wanted, last_drawn;
     size_t bytes;        /* bytes of data the loader wrote */
     void *data;          /* tile_bytes, allocated at creation */
 } slot;
 
-/* ---- a key -> int map and a frame-stamped key set, both open addressing -------------------------- */
-
-typedef struct key_map {
-    terra_tile_key *keys;
-    int32_t *vals; /* -1: empty */
-    uint32_t mask;
-} key_map;
-
-static inline uint32_t hash_key(terra_tile_key k) {
-    k ^= k >> 31;
-    k *= 0x7fb5d329728ea185ull;
-    k ^= k >> 27;
-    k *= 0x81dadef4bc2dd44dull;
-    k ^= k >> 33;
-    return (uint32_t)k;
-}
-
-static bool map_init(key_map *m, int capacity) {
-    uint32_t n = 16;
-    while (n < (uint32_t)capacity * 2u) n <<= 1;
-    m->keys = terra_alloc(sizeof *m->keys * n);
-    m->vals = terra_alloc(sizeof *m->vals * n);
-    m->mask = n - 1;
-    if (!m->keys || !m->vals) return false;
-    for (uint32_t i = 0; i < n; i++) m->vals[i] = -1;
-    return true;
-}
-
-static void map_free(key_map *m) {
-    terra_free(m->keys);
-    terra_free(m->vals);
-}
-
-static int32_t map_get(const key_map *m, terra_tile_key k) {
-    for (uint32_t i = hash_key(k) & m->mask;; i = (i + 1) & m->mask) {
-        if (m->vals[i] < 0) return -1;
-        if (m->keys[i] == k) return m->vals[i];
-    }
-}
-
-static void map_put(key_map *m, terra_tile_key k, int32_t v) {
-    uint32_t i = hash_key(k) & m->mask;
-    while (m->vals[i] >= 0 && m->keys[i] != k) i = (i + 1) & m->mask;
-    m->keys[i] = k;
-    m->vals[i] = v;
-}
-
-/* Removes k, shifting later entries of its run back so lookups stay correct without tombstones. */
-static void map_del(key_map *m, terra_tile_key k) {
-    uint32_t i = hash_key(k) & m->mask;
-    while (m->vals[i] >= 0 && m->keys[i] != k) i = (i + 1) & m->mask;
-    if (m->vals[i] < 0) return;
-    for (uint32_t j = (i + 1) & m->mask;; j = (j + 1) & m->mask) {
-        if (m->vals[j] < 0) break;
-        uint32_t home = hash_key(m->keys[j]) & m->mask;
-        /* move j back to i if its home is not in (i, j] (cyclically) */
-        bool stays = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
-        if (!stays) {
-            m->keys[i] = m->keys[j];
-            m->vals[i] = m->vals[j];
-            i = j;
-        }
-    }
-    m->vals[i] = -1;
-}
-
-typedef struct key_set {
-    terra_tile_key *keys;
-    uint32_t *stamps; /* an entry belongs to the set while its stamp is the current one */
-    uint32_t mask, stamp;
-    int count, capacity;
-} key_set;
-
-static bool set_init(key_set *s, int capacity) {
-    uint32_t n = 16;
-    while (n < (uint32_t)capacity * 2u) n <<= 1;
-    s->keys = terra_alloc(sizeof *s->keys * n);
-    s->stamps = terra_calloc(n, sizeof *s->stamps);
-    s->mask = n - 1;
-    s->stamp = 1;
-    s->capacity = capacity;
-    return s->keys && s->stamps;
-}
-
-static void set_free(key_set *s) {
-    terra_free(s->keys);
-    terra_free(s->stamps);
-}
-
-static void set_clear(key_set *s) {
-    if (++s->stamp == 0) { /* wrapped: forget every old stamp */
-        memset(s->stamps, 0, sizeof *s->stamps * (s->mask + 1));
-        s->stamp = 1;
-    }
-    s->count = 0;
-}
-
-static bool set_has(const key_set *s, terra_tile_key k) {
-    for (uint32_t i = hash_key(k) & s->mask;; i = (i + 1) & s->mask) {
-        if (s->stamps[i] != s->stamp) return false;
-        if (s->keys[i] == k) return true;
-    }
-}
-
-/* Adds k; false if it was there already or the set is full. */
-static bool set_add(key_set *s, terra_tile_key k) {
-    if (s->count >= s->capacity) return false;
-    uint32_t i = hash_key(k) & s->mask;
-    for (; s->stamps[i] == s->stamp; i = (i + 1) & s->mask)
-        if (s->keys[i] == k) return false;
-    s->stamps[i] = s->stamp;
-    s->keys[i] = k;
-    s->count++;
-    return true;
-}
-
 /* ---- the default loader: grid tiles meshed from the source on a pool ---------------------------- */
 
 typedef struct mesh_job {
     terra_job job;
+    const terra_source *src; /* the source when the job started (it may be replaced meanwhile) */
     uint64_t ticket;
     terra_tile_key key;
     void *buffer;
@@ -159,7 +49,7 @@ typedef struct mesh_loader {
 
 static void mesh_run(terra_job *j) {
     mesh_job *m = (mesh_job *)j;
-    j->status = terra_grid_build(m->loader->src, &m->loader->grid, m->key, m->buffer, m->scratch, NULL);
+    j->status = terra_grid_build(m->src, &m->loader->grid, m->key, m->buffer, m->scratch, NULL);
 }
 
 static bool mesh_start(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity) {
@@ -169,6 +59,7 @@ static bool mesh_start(void *user, uint64_t ticket, terra_tile_key key, void *bu
         mesh_job *m = &l->jobs[i];
         if (m->busy) continue;
         m->busy = true;
+        m->src = l->src;
         m->ticket = ticket;
         m->key = key;
         m->buffer = buffer;
@@ -439,7 +330,10 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
         terra_stream_destroy(s);
         return terra_fail(TERRA_E_NOMEM, "stream: out of memory for %d tiles of %zu bytes", s->nslots, s->tile_bytes);
     }
-    for (int i = 0; i < s->nslots; i++) s->free_slots[s->nfree++] = s->nslots - 1 - i;
+    for (int i = 0; i < s->nslots; i++) {
+        s->free_slots[s->nfree++] = s->nslots - 1 - i;
+        s->slots[i].replacement = s->slots[i].replaces = -1;
+    }
     s->next_handle = 1;
     s->stats.bytes_cap = s->d.capacity_bytes;
     *out = s;
@@ -512,7 +406,7 @@ int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max) {
     for (int i = 0; i < s->d.max_foci; i++) {
         const focus *f = &s->foci[i];
         if (!f->handle) continue;
-        if (n < max) out[n] = (terra_focus_info){f->handle, f->kind, f->camera.eye, f->collision};
+        if (n < max) out[n] = (terra_focus_info){f->handle, f->kind, f->camera.eye, f->collision, {0, 0, 0}};
         n++;
     }
     return n;
@@ -546,10 +440,21 @@ static slot *slot_of(const terra_stream *s, terra_tile_key k) {
 
 static void release_slot(terra_stream *s, int i) {
     slot *sl = &s->slots[i];
-    map_del(&s->index, sl->key);
+    if (map_get(&s->index, sl->key) == i) map_del(&s->index, sl->key); /* a replacement is not mapped yet */
+    if (sl->replacement >= 0) s->slots[sl->replacement].replaces = -1;
+    if (sl->replaces >= 0) s->slots[sl->replaces].replacement = -1;
+    sl->replacement = sl->replaces = -1;
     sl->state = SLOT_FREE;
     sl->generation++;
     s->free_slots[s->nfree++] = i;
+}
+
+/* A tile stands: if it replaces a stale one, that one goes and this one takes its key. */
+static void now_standing(terra_stream *s, int i) {
+    slot *sl = &s->slots[i];
+    sl->state = SLOT_STANDING;
+    if (sl->replaces >= 0) release_slot(s, sl->replaces);
+    map_put(&s->index, sl->key, i);
 }
 
 static uint64_t ticket_of(const terra_stream *s, int i) {
@@ -560,7 +465,10 @@ static void add_wanted(terra_stream *s, terra_tile_key k, int level) {
     if (s->nwanted >= s->max_wanted || !set_add(&s->wanted_set, k)) return;
     s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k)};
     slot *sl = slot_of(s, k);
-    if (sl) sl->last_wanted = s->frame;
+    if (sl) {
+        sl->last_wanted = s->frame;
+        if (sl->replacement >= 0) s->slots[sl->replacement].last_wanted = s->frame;
+    }
 }
 
 /* ---- the budget --------------------------------------------------------------------------------- */
@@ -586,7 +494,7 @@ static void upload(terra_stream *s, int i) {
     slot *sl = &s->slots[i];
     double t0 = clock_ms(s);
     s->d.upload(s->d.upload_user, sl->key, sl->data, sl->bytes);
-    sl->state = SLOT_STANDING;
+    now_standing(s, i);
     spent(s, TERRA_WORK_UPLOAD, clock_ms(s) - t0);
 }
 
@@ -633,7 +541,8 @@ static void take_in(terra_stream *s) {
             s->stats.failed++;
         } else {
             sl->bytes = bytes;
-            sl->state = s->d.upload ? SLOT_READY : SLOT_STANDING;
+            if (s->d.upload) sl->state = SLOT_READY;
+            else now_standing(s, i);
             s->stats.arrived++;
             s->stats.total_arrived++;
         }
@@ -780,8 +689,10 @@ static void request_missing(terra_stream *s) {
     int flying = in_flight(s);
     if (flying >= s->d.max_in_flight) return;
     int n = 0;
-    for (int k = 0; k < s->nwanted; k++)
-        if (!slot_of(s, s->wanted[k].key)) s->missing[n++] = s->wanted[k];
+    for (int k = 0; k < s->nwanted; k++) {
+        const slot *have = slot_of(s, s->wanted[k].key);
+        if (!have || (have->stale && have->replacement < 0 && have->state != SLOT_LOADING)) s->missing[n++] = s->wanted[k];
+    }
     qsort(s->missing, (size_t)n, sizeof *s->missing, cmp_request);
     for (int k = 0; k < n && flying < s->d.max_in_flight; k++) {
         const wanted_tile *w = &s->missing[k];
@@ -793,6 +704,10 @@ static void request_missing(terra_stream *s) {
         }
         int i = s->free_slots[--s->nfree];
         slot *sl = &s->slots[i];
+        slot *old = slot_of(s, w->key); /* a stale tile this one replaces (evictions never take it) */
+        sl->replaces = old ? (int32_t)(old - s->slots) : -1;
+        sl->replacement = -1;
+        sl->stale = false;
         sl->key = w->key;
         sl->level = (uint8_t)w->level;
         sl->state = SLOT_LOADING;
@@ -802,11 +717,13 @@ static void request_missing(terra_stream *s) {
         sl->bytes = 0;
         if (!s->loader.start(s->loader.user, ticket_of(s, i), w->key, sl->data, s->tile_bytes)) {
             sl->state = SLOT_FREE;
+            sl->replaces = -1;
             sl->generation++;
             s->free_slots[s->nfree++] = i;
             break; /* the loader is busy: try again next frame */
         }
-        map_put(&s->index, w->key, i);
+        if (old) old->replacement = i;
+        else map_put(&s->index, w->key, i);
         flying++;
         s->stats.requested++;
         s->stats.total_requested++;
@@ -923,3 +840,13 @@ bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key) {
 }
 
 bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key) { return set_has(&s->wanted_set, key); }
+
+terra_status terra_stream_set_source(terra_stream *s, const terra_source *src) {
+    if (!src) return terra_fail(TERRA_E_INVALID, "stream: no source given");
+    s->d.source = src;
+    terra_select_set_source(s->sel, src);
+    if (s->mesh) s->mesh->src = src;
+    for (int i = 0; i < s->nslots; i++)
+        if (s->slots[i].state != SLOT_FREE) s->slots[i].stale = true;
+    return TERRA_OK;
+}

@@ -314,6 +314,56 @@ static void real_pool_streams_and_shuts_down_cleanly(void) {
     terra_source_destroy(src);
 }
 
+static float flat10(void *u, double x, double z) { (void)u, (void)x, (void)z; return 10; }
+static float flat25(void *u, double x, double z) { (void)u, (void)x, (void)z; return 25; }
+
+/* A new source: every held tile is made again, and until its new version stands the old one is
+ * drawn: the ground never has a hole while it changes. */
+static void replacing_the_source_rebuilds_without_holes(void) {
+    terra_source *a, *b;
+    terra_source_create(&(terra_source_desc){.height_at = flat10, .min_height = 10, .max_height = 10}, &a);
+    terra_source_create(&(terra_source_desc){.height_at = flat25, .min_height = 25, .max_height = 25}, &b);
+    terra_pool *pool;
+    terra_pool_create(&(terra_pool_desc){.threads = 2}, &pool);
+    terra_stream_desc d = {.source = a, .pool = pool, .capacity_tiles = 2000, .max_in_flight = 16};
+    d.select.grid.cells = 16;
+    d.select.levels = 6;
+    terra_stream *s;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    terra_focus f;
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = {.eye = {0, 60, 0}}}, &f);
+    const terra_stream_stats *st = terra_stream_get_stats(s);
+    for (int i = 0; i < 2000 && !(st->frame > 5 && st->in_flight == 0 && st->fallbacks == 0); i++) {
+        terra_stream_update(s);
+        terra_pool_wait_idle(pool);
+    }
+    CHECK(st->fallbacks == 0 && st->uncovered == 0, "never settled");
+    CHECK(terra_stream_set_source(s, b) == TERRA_OK);
+    int holes = 0, frames = 0, old_left = 1;
+    while (old_left && frames < 3000) {
+        terra_stream_update(s);
+        terra_pool_wait_idle(pool);
+        frames++;
+        holes += st->uncovered;
+        const terra_stream_draw *dr;
+        int nd;
+        terra_stream_draws(s, f, &dr, &nd);
+        old_left = 0;
+        for (int k = 0; k < nd; k++) {
+            const terra_grid_vertex *v = dr[k].data;
+            CHECK(v[0].y == 10 || v[0].y == 25);
+            old_left += v[0].y == 10;
+        }
+        if (frames < 3) CHECK(old_left > 0, "the old ground vanished before the new one stood");
+    }
+    CHECK(holes == 0, "%d holes while the source changed", holes);
+    CHECK(old_left == 0 && frames < 3000, "old tiles still drawn after %d frames", frames);
+    terra_stream_destroy(s);
+    terra_pool_destroy(pool);
+    terra_source_destroy(a);
+    terra_source_destroy(b);
+}
+
 /* ---- the pool alone ----------------------------------------------------------------------------------- */
 
 typedef struct count_job {
@@ -358,5 +408,6 @@ int main(void) {
     RUN(cancels_requests_no_longer_wanted);
     RUN(unload_radius_has_hysteresis);
     RUN(real_pool_streams_and_shuts_down_cleanly);
+    RUN(replacing_the_source_rebuilds_without_holes);
     return finish();
 }

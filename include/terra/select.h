@@ -68,6 +68,8 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
 /* `src` must outlive the selection object. */
 terra_status terra_select_create(const terra_select_desc *desc, const terra_source *src, terra_select **out);
 void terra_select_destroy(terra_select *s);
+/* Selects over another source from now on (forgets the height ranges it had). */
+void terra_select_set_source(terra_select *s, const terra_source *src);
 const terra_select_desc *terra_select_get_desc(const terra_select *s);
 
 /* Selects the tiles for an eye in world doubles. `frustum` may be NULL (no culling). On success

@@ -114,9 +114,15 @@ typedef struct terra_focus_info {
     terra_focus_kind kind;
     terra_vec3 position;
     bool collision;
+    terra_vec3 velocity; /* m/s if known (zero otherwise): lets colliders stand where a body is going */
 } terra_focus_info;
 /* This frame's focus points; returns how many (at most max written). */
 int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max);
+
+/* Replaces the source (a new function table, or one whose user data changed). Every tile held is
+ * made again from the new source, coarsest and nearest first, within the budget; until its new
+ * version stands, the old one is drawn. The source must outlive the streamer. */
+terra_status terra_stream_set_source(terra_stream *s, const terra_source *src);
 
 /* Runs one frame. */
 terra_status terra_stream_update(terra_stream *s);
