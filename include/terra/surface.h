@@ -1,0 +1,51 @@
+/* terra surface: what each surface id looks like.
+ *
+ * A source's surface function names what each sample is (see source.h); a surface table says what
+ * each looks like: a tint, optional albedo / normal / mask textures and how many metres one repeat
+ * of them covers. A surface the table does not describe gets a colour of its own (stable, from its
+ * id); where the function names no surface (TERRA_SURFACE_NONE) the renderer draws its built-in
+ * height-and-slope style, so a source can name only the road.
+ *
+ * A tile draws at most TERRA_TILE_SURFACES surfaces: the ones covering most of it
+ * (terra_surface_palette), with a log line when it names more.
+ */
+#ifndef TERRA_SURFACE_H
+#define TERRA_SURFACE_H
+
+#include "terra/source.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TERRA_TILE_SURFACES 8
+
+typedef struct terra_surface_look {
+    float tint[3];        /* linear RGB in [0, 1]; multiplies the albedo texture */
+    const char *albedo;   /* texture paths, or NULL (copied by the table) */
+    const char *normal;
+    const char *mask;
+    float tiling_m;       /* metres one repeat of the textures covers; 0 = 4 */
+} terra_surface_look;
+
+typedef struct terra_surface_table terra_surface_table;
+
+terra_status terra_surface_table_create(terra_surface_table **out);
+void terra_surface_table_destroy(terra_surface_table *t);
+/* Describes surface `id` (1..255; 0 means "no surface" and cannot be described). */
+terra_status terra_surface_table_set(terra_surface_table *t, terra_surface id, const terra_surface_look *look);
+/* The look of `id`: true if the table describes it. An undescribed id still gets a tint of its own;
+ * TERRA_SURFACE_NONE gets none (false, tint zero): draw the built-in style there. */
+bool terra_surface_table_get(const terra_surface_table *t, terra_surface id, terra_surface_look *out);
+
+/* The surfaces a tile draws: the (at most TERRA_TILE_SURFACES) ids covering most of its samples,
+ * most common first (ties: smaller id first), TERRA_SURFACE_NONE included like any other. Returns
+ * how many distinct ids the samples name; when that is more than TERRA_TILE_SURFACES the rest are
+ * drawn as the nearest kept one would be, and a warning is logged naming the tile. */
+int terra_surface_palette(const terra_surface *ids, size_t n, size_t stride, terra_tile_key tile,
+                          terra_surface out[TERRA_TILE_SURFACES], int *kept);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
