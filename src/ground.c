@@ -435,16 +435,16 @@ terra_status terra_ground_update(terra_ground *g, const terra_focus_info *foci, 
         const int32_t cx = (int32_t)floor(p.x / span), cz = (int32_t)floor(p.z / span);
         /* the block under the body, and the blocks on its way over the lookahead, now, whatever the
          * budget: a body over no ground falls */
+        /* every block within the distance the body covers over the lookahead, in any direction
+         * (a bounce may turn it), with its velocity's speed; none given: the block under it */
         terra_vec3 v = dir_to_local(g, foci[f].velocity);
-        const double ahead = g->d.lookahead_s / g->scale;
-        const double vx = isfinite(v.x) ? fmax(-64 * span, fmin(64 * span, v.x * ahead)) : 0;
-        const double vz = isfinite(v.z) ? fmax(-64 * span, fmin(64 * span, v.z * ahead)) : 0;
-        /* every block the path's bounding box touches */
-        const int32_t x0 = (int32_t)floor(fmin(p.x, p.x + vx) / span), x1 = (int32_t)floor(fmax(p.x, p.x + vx) / span);
-        const int32_t z0 = (int32_t)floor(fmin(p.z, p.z + vz) / span), z1 = (int32_t)floor(fmax(p.z, p.z + vz) / span);
+        double reach_m = sqrt(v.x * v.x + v.z * v.z) * g->d.lookahead_s / g->scale;
+        reach_m = isfinite(reach_m) ? fmin(reach_m, 8 * span) : 0;
+        const int32_t x0 = (int32_t)floor((p.x - reach_m) / span), x1 = (int32_t)floor((p.x + reach_m) / span);
+        const int32_t z0 = (int32_t)floor((p.z - reach_m) / span), z1 = (int32_t)floor((p.z + reach_m) / span);
         for (int32_t bz = z0; bz <= z1; bz++)
             for (int32_t bx = x0; bx <= x1; bx++) {
-                if (block_ready(g, bx, bz)) continue;
+                if (block_ready(g, bx, bz) || block_distance(g, bx, bz, p.x, p.z) > reach_m) continue;
                 terra_status st = build_block(g, bx, bz, true);
                 if (st != TERRA_OK && first_error == TERRA_OK) first_error = st;
             }

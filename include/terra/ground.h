@@ -12,8 +12,8 @@
  * Collider blocks: around every entity focus that asks for collision, blocks of
  * collider_cells × collider_cells level-0 cells stand within collider_radius, nearest first,
  * within the budget; the block under each such body (and, for a body whose velocity is given,
- * the blocks on its way over the next lookahead_s) is stood up the frame it is missing, whatever
- * the budget. Neighbouring blocks share their edge rows, and a block's surface is
+ * every block within the distance it covers over the next lookahead_s) is stood up the frame it is
+ * missing, whatever the budget. Neighbouring blocks share their edge rows, and a block's surface is
  * exactly what terra_ground_height_at answers.
  */
 #ifndef TERRA_GROUND_H
@@ -46,8 +46,9 @@ typedef struct terra_ground_desc {
     double collider_radius;       /* metres from an entity focus; 0 = 160 */
     int max_blocks;               /* blocks held at once; 0 = 1024 */
     double budget_ms;             /* block building per frame (beyond the blocks under bodies); 0 = 2 */
-    double lookahead_s;           /* a body with a velocity also gets, whatever the budget, the blocks
-                                     under where it will be this long from now; 0 = 0.1 s */
+    double lookahead_s;           /* a body with a velocity also gets, whatever the budget, every block
+                                     within the distance it covers in this long (in any direction, a
+                                     bounce may turn it); 0 = 0.1 s */
     double (*clock)(void *user);  /* seconds; NULL = monotonic clock */
     void *clock_user;
 } terra_ground_desc;

@@ -1,0 +1,69 @@
+/* libterra-ode: terra's collider blocks as ODE (Open Dynamics Engine) geometry.
+ *
+ * Each standing collider block becomes one ODE trimesh with the block's own triangles (the same
+ * diagonal as the drawn mesh), so what bodies touch is what terra_ground_height_at answers.
+ * terra_ode_sync() after every terra_ground_update() adds the blocks that stood up, rebuilds the
+ * ones stood again from a new source, and removes the ones let go of.
+ *
+ * Not part of the core: link terra-ode (which links libode).
+ */
+#ifndef TERRA_ODE_H
+#define TERRA_ODE_H
+
+#include <ode/ode.h>
+
+#include "terra/ground.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct terra_ode terra_ode;
+
+/* Ground geoms go into `space`. */
+terra_status terra_ode_create(terra_ground *ground, dSpaceID space, terra_ode **out);
+void terra_ode_destroy(terra_ode *o);
+/* Brings the ODE geoms in line with the ground's standing blocks. */
+terra_status terra_ode_sync(terra_ode *o);
+/* Whether a geom is one of the ground's. */
+bool terra_ode_is_ground(const terra_ode *o, dGeomID geom);
+/* Contact parameters from the surface under the contact point (friction, restitution). */
+void terra_ode_contact_surface(const terra_ode *o, const dContactGeom *c, dSurfaceParameters *out,
+                               terra_surface *surface);
+
+/* ---- the proof: bodies dropped over the world while colliders stream around them -------------- */
+
+typedef struct terra_drop_desc {
+    const terra_source *source;  /* NULL: the default world, seed 1 */
+    int bodies;                  /* dropped bodies; 0 = 200 */
+    int vehicles;                /* fast bodies driving; 0 = 4 (30 to 300 m/s, one off a ridge) */
+    double seconds;              /* simulated; 0 = 60 */
+    double hz;                   /* steps per second; 0 = 240 */
+    double area;                 /* side of the square bodies are dropped over; 0 = 800 m */
+    uint64_t seed;
+    void (*progress)(void *user, double t, const char *line); /* once a simulated second; may be NULL */
+    void *user;
+} terra_drop_desc;
+
+typedef struct terra_drop_result {
+    long steps;
+    long fell_through;           /* body-steps with a body's lowest point more than half its radius
+                                    below the ground (soft contacts allow a little less) */
+    double worst_depth_m;        /* deepest below the ground any body's lowest point went */
+    double worst_depth_fraction; /* the same, as a fraction of that body's radius */
+    double min_lead_ms;          /* smallest time between a block standing and a body entering it */
+    long block_entries;          /* times a body entered a block (after the drop) */
+    long entries_unready;        /* times a body entered a block that was not standing */
+    int max_blocks;              /* blocks standing at most */
+    double max_built_per_frame;  /* blocks built in one frame at most */
+    double mean_build_ms;        /* per block */
+    double vehicle_top_speed;    /* m/s, the fastest vehicle reached */
+    double vehicle_max_height;   /* m above the ground a vehicle reached (the ridge jump) */
+} terra_drop_result;
+
+terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
