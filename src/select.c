@@ -173,9 +173,9 @@ static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box
             if (set[w].key == parent) e = &set[w];
         if (!e) e = fill_entry(s, set, level, parent, px, py);
         if (!e) return false;
+        e->stamp = s->frame; /* the memo is cleared each frame, so every entry used is stamped */
         s->recent[level] = e;
     }
-    e->stamp = s->frame;
     const int c = (x & 1) + 2 * (y & 1);
     b->min.y = e->lo[c], b->max.y = e->hi[c];
     return true;
@@ -265,6 +265,7 @@ terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frust
     if (!isfinite(eye.x) || !isfinite(eye.y) || !isfinite(eye.z))
         return terra_fail(TERRA_E_INVALID, "select: eye is not finite (%g, %g, %g)", eye.x, eye.y, eye.z);
     memset(&s->stats, 0, sizeof s->stats);
+    memset(s->recent, 0, sizeof s->recent);
     s->count = 0;
     s->frame++;
     s->eye = eye;
