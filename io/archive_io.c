@@ -116,7 +116,7 @@ terra_status terra_compress(terra_compression c, int level, const void *src, siz
         size_t cap = ZSTD_compressBound(n);
         uint8_t *buf = terra_alloc(cap);
         if (!buf) return terra_fail(TERRA_E_NOMEM, "zstd: out of memory");
-        size_t r = ZSTD_compress(buf, cap, src, n, level ? level : 19);
+        size_t r = ZSTD_compress(buf, cap, src, n, level ? level : 9);
         if (ZSTD_isError(r)) {
             terra_free(buf);
             return terra_fail(TERRA_E_IO, "zstd: %s", ZSTD_getErrorName(r));
@@ -438,6 +438,20 @@ static char *build_metadata(terra_archive_writer *w, uint64_t total_bytes) {
     return text;
 }
 
+/* One payload back from the spill file (pread: no stdio buffer refilled per tile). */
+static bool read_spill(terra_archive_writer *w, uint8_t *buf, size_t n, uint64_t off) {
+    int fd = fileno(w->spill);
+    while (n) {
+        ssize_t r = pread(fd, buf, n, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return false;
+        buf += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return true;
+}
+
 terra_status terra_archive_writer_finish(terra_archive_writer *w) {
     terra_status st = w->failed;
     if (st) {
@@ -490,6 +504,7 @@ terra_status terra_archive_writer_finish(terra_archive_writer *w) {
         st = terra_fail(TERRA_E_NOMEM, "archive: out of memory");
         goto fail;
     }
+    if (fflush(w->spill) != 0) goto io_error;
     uint64_t at = info.data_offset;
     for (size_t pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < w->count; i++) {
@@ -508,8 +523,7 @@ terra_status terra_archive_writer_finish(terra_archive_writer *w) {
                 chunk = nc;
                 chunk_cap = e->size;
             }
-            if (fseeko(w->spill, (off_t)spill_off[i], SEEK_SET) != 0 || fread(chunk, 1, e->size, w->spill) != e->size)
-                goto io_error;
+            if (!read_spill(w, chunk, e->size, spill_off[i])) goto io_error;
             if (pass == 0) {
                 e->checksum = terra_archive_entry_checksum(e, chunk);
                 uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];

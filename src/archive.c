@@ -187,6 +187,7 @@ static terra_status read_at(const terra_archive *a, uint64_t off, void *buf, siz
     if (off > a->info.file_size || n > a->info.file_size - off)
         return terra_fail(TERRA_E_CORRUPT, "%s: read of %zu bytes at %llu is past the end", a->path, n,
                           (unsigned long long)off);
+    if (n == 0) return TERRA_OK;
     if (a->map) {
         memcpy(buf, a->map + off, n);
         return TERRA_OK;
@@ -285,6 +286,9 @@ terra_status terra_archive_open(const char *path, const terra_archive_open_desc 
         if (m != MAP_FAILED) {
             a->map = m;
             a->map_size = (size_t)actual;
+            /* Lookups jump around the index: read-ahead on a page fault would pull in pages the
+             * binary search never visits. */
+            (void)posix_madvise(m, (size_t)actual, POSIX_MADV_RANDOM);
         }
     }
     *out = a;

@@ -195,14 +195,13 @@ terra_status terra_qmesh_decode(const uint8_t *d, size_t size, const terra_qmesh
     terra_status st = parse_layout(d, size, desc, &L, &ext_pos);
     int endian = desc ? desc->extension_endian : 0;
     if (st == TERRA_OK) {
-        if (endian == 2) {
-            st = parse_extensions(d, size, ext_pos, true, &L);
-        } else {
-            st = parse_extensions(d, size, ext_pos, false, &L);
-            if (st == TERRA_E_CORRUPT && endian == 0 && parse_extensions(d, size, ext_pos, true, &L) == TERRA_OK)
-                st = TERRA_OK; /* the legacy "vertexnormals" tiles: big-endian extension lengths */
-            else if (st != TERRA_OK)
-                (void)parse_extensions(d, size, ext_pos, false, &L), st = TERRA_E_CORRUPT;
+        st = parse_extensions(d, size, ext_pos, endian == 2, &L);
+        /* Detection: the legacy "vertexnormals" tiles have big-endian extension lengths, which do
+         * not parse as little-endian ones. If big-endian parses, take it; otherwise parse the
+         * little-endian way again so the error message describes the specification's layout. */
+        if (st == TERRA_E_CORRUPT && endian == 0) {
+            if (parse_extensions(d, size, ext_pos, true, &L) == TERRA_OK) st = TERRA_OK;
+            else (void)parse_extensions(d, size, ext_pos, false, &L);
         }
     }
     bool hm = terra_qmesh_is_heightmap(d, size);

@@ -1,10 +1,13 @@
 /* archive: write, look up, read; keys and order; shared reader across threads; version refusal;
  * every byte flip and every truncation of a small archive rejected cleanly; interrupted writes. */
+#define _DEFAULT_SOURCE /* mincore */
 #include "check.h"
 #include "terra/archive_io.h"
 
 #include <pthread.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -344,6 +347,91 @@ static void test_compression(void) {
     }
 }
 
+/* A tile of zero bytes is legal (found by fuzzing: verify once passed NULL to memcpy). */
+static void test_empty_tile(void) {
+    char path[512];
+    path_in(path, sizeof path, "empty.terra");
+    terra_archive_write_desc d = {0};
+    terra_archive_writer *w;
+    CHECK(terra_archive_writer_create(path, &d, &w) == TERRA_OK, "create");
+    CHECK(terra_archive_writer_add(w, terra_tile_key_make(0, 0, 0, 0), "", 0, NULL) == TERRA_OK, "add");
+    CHECK(terra_archive_writer_finish(w) == TERRA_OK, "finish: %s", terra_last_error());
+    for (int mode = 0; mode < 2; mode++) {
+        terra_archive_open_desc od = {.use_pread = mode};
+        terra_archive *a;
+        CHECK(terra_archive_open(path, &od, &a) == TERRA_OK, "open");
+        uint64_t bad = 1;
+        CHECK(terra_archive_verify(a, &bad) == TERRA_OK && bad == 0, "verify: %s", terra_last_error());
+        uint8_t *raw;
+        size_t n = 9;
+        CHECK(terra_archive_read_tile(a, terra_tile_key_make(0, 0, 0, 0), &raw, &n, NULL) == TERRA_OK && n == 0, "read");
+        terra_free(raw);
+        terra_archive_close(a);
+    }
+}
+
+/* Pages of [off, off+len) of the file that are in the page cache. */
+static size_t resident_pages(const uint8_t *map, size_t size, size_t off, size_t len) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), first = off / page, last = (off + len + page - 1) / page;
+    size_t n = (size + page - 1) / page;
+    unsigned char *vec = malloc(n);
+    size_t count = 0;
+    if (mincore((void *)map, size, vec) == 0)
+        for (size_t i = first; i < last && i < n; i++) count += vec[i] & 1;
+    free(vec);
+    return count;
+}
+
+/* Finding and reading one tile of a large archive brings in the header and a logarithmic number
+ * of index pages, not the index. Measured through the page cache: the file is evicted first. */
+static void test_lookup_reads_little(void) {
+    char path[512];
+    path_in(path, sizeof path, "big.terra");
+    terra_archive_write_desc d = {0};
+    terra_archive_writer *w;
+    CHECK(terra_archive_writer_create(path, &d, &w) == TERRA_OK, "create");
+    const int side = 400; /* 160 000 tiles, a 7.7 MB index */
+    uint8_t payload[16] = {0};
+    for (int y = 0; y < side; y++)
+        for (int x = 0; x < side; x++) terra_archive_writer_add(w, terra_tile_key_make(0, 3, x, y), payload, sizeof payload, NULL);
+    CHECK(terra_archive_writer_finish(w) == TERRA_OK, "finish: %s", terra_last_error());
+    int fd = open(path, O_RDONLY);
+    struct stat sb;
+    fstat(fd, &sb);
+    size_t size = (size_t)sb.st_size;
+    uint8_t *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(map != MAP_FAILED, "mmap");
+    if (map == MAP_FAILED) return;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    size_t index_off = 64, index_len = (size_t)side * side * TERRA_ARCHIVE_ENTRY_SIZE;
+    size_t index_pages = index_len / (size_t)sysconf(_SC_PAGESIZE);
+    size_t before = resident_pages(map, size, 0, size);
+    if (before > index_pages / 20) {
+        printf("     (skipped: the page cache would not drop the file, %zu pages stay)\n", before);
+    } else {
+        for (int mode = 0; mode < 2; mode++) {
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+            terra_archive_open_desc od = {.use_pread = mode == 1};
+            terra_archive *a;
+            CHECK(terra_archive_open(path, &od, &a) == TERRA_OK, "open");
+            terra_archive_entry e;
+            uint8_t buf[64];
+            CHECK(terra_archive_find(a, terra_tile_key_make(0, 3, 123, 321), &e) == TERRA_OK, "find");
+            CHECK(terra_archive_read_stored(a, &e, buf, sizeof buf) == TERRA_OK, "read");
+            size_t touched = resident_pages(map, size, index_off, index_len);
+            /* 18 probes; pread mode may get a little read-ahead per probe */
+            CHECK(touched <= (mode ? 160u : 40u), "%s: %zu of %zu index pages read for one tile", mode ? "pread" : "mmap",
+                  touched, index_pages);
+            printf("     %s: one lookup read %zu of %zu index pages\n", mode ? "pread" : "mmap", touched, index_pages);
+            terra_archive_close(a);
+        }
+    }
+    munmap(map, size);
+    close(fd);
+    unlink(path);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "archive_test_%ld", (long)getpid());
     mkdir(dir, 0755);
@@ -353,6 +441,8 @@ int main(void) {
     RUN(test_corruption);
     RUN(test_version_refused);
     RUN(test_interrupted_write);
+    RUN(test_empty_tile);
+    RUN(test_lookup_reads_little);
     int rc = finish();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -13,8 +13,8 @@ extern "C" {
 
 /* ---- compression ---------------------------------------------------------------------------- */
 
-/* Compresses n bytes into a new buffer (*out, freed with terra_free). level 0 = the library's
- * default. TERRA_COMPRESS_NONE copies. */
+/* Compresses n bytes into a new buffer (*out, freed with terra_free). level 0 = terra's default
+ * (gzip 9, zstd 9). TERRA_COMPRESS_NONE copies. */
 terra_status terra_compress(terra_compression c, int level, const void *src, size_t n, uint8_t **out, size_t *out_n);
 /* Decompresses into a new buffer, refusing output larger than max_out (a guard against
  * decompression bombs). TERRA_E_CORRUPT on damaged input. */
