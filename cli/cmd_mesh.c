@@ -4,8 +4,11 @@
 #include "terra/raster.h"
 #include "terra/tin.h"
 
+#include <cpl_conv.h>
+#include <gdal.h>
 #include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,14 +41,53 @@ static void help(FILE *f) {
             "                            the north-west corner (y north), or georeferenced coordinates\n"
             "      --normals             write per-vertex normals (OBJ, PLY)\n"
             "      --upper FILE          two-layer ground: the upper layer (no-data where absent)\n"
+            "      --upper-band N        two-layer: the upper layer is band N of IN (a two-band file)\n"
             "      --thickness M         two-layer: slab thickness under the upper layer (0: to the ground)\n"
             "      --heatmap PNG         draw every sample's error (blue 0, red = bound, white above)\n"
             "      --verify              check every sample independently; fail if one is over the bound\n"
             "      --check-mesh FILE     measure an existing OBJ (x = column, y = row) against IN\n"
+            "      --tile-size T         tiles of TxT samples sharing borders, each bound a level; writes\n"
+            "                            OUT with .l<level>.<tx>_<ty> before the extension (0 coarsest)\n"
+            "      --threads N           threads for the tiles (default 2)\n"
             "  -q, --quiet               no progress on stderr\n"
             "  -h, --help                this help\n\n"
             "Prints a report (key value lines): vertices, triangles, max_error, rms_error, mesh_ms,\n"
             "peak_mb. Exit 0 on success, 1 on failure, 2 on bad usage.\n");
+}
+
+/* terra's own allocations (raster, mesher, output), counted through the allocator hooks: the
+ * process peak (peak_mb) also holds ~40 MB of GDAL and its libraries. */
+static size_t alloc_now, alloc_peak;
+typedef union alloc_head {
+    size_t size;
+    max_align_t align;
+} alloc_head;
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    alloc_head *h = malloc(sizeof *h + n);
+    if (!h) return NULL;
+    h->size = n;
+    alloc_now += n;
+    if (alloc_now > alloc_peak) alloc_peak = alloc_now;
+    return h + 1;
+}
+static void count_free(void *p, void *u) {
+    (void)u;
+    if (!p) return;
+    alloc_head *h = (alloc_head *)p - 1;
+    alloc_now -= h->size;
+    free(h);
+}
+static void *count_realloc(void *p, size_t n, void *u) {
+    if (!p) return count_alloc(n, u);
+    alloc_head *h = (alloc_head *)p - 1;
+    size_t old = h->size;
+    alloc_head *q = realloc(h, sizeof *q + n);
+    if (!q) return NULL;
+    q->size = n;
+    alloc_now = alloc_now - old + n;
+    if (alloc_now > alloc_peak) alloc_peak = alloc_now;
+    return q + 1;
 }
 
 static double peak_mb(void) {
@@ -92,56 +134,158 @@ static bool map_flips(const xy_map *m) {
     return m->gt[1] * m->gt[5] - m->gt[2] * m->gt[4] < 0;
 }
 
-static float *vertex_normals(const double *xyz, size_t nv, const uint32_t *tri, size_t nt) {
-    float *n = calloc(nv * 3 + 1, sizeof(float));
-    double *acc = calloc(nv * 3 + 1, sizeof(double));
-    if (!n || !acc) {
-        free(n);
-        free(acc);
-        return NULL;
+/* The (column, row) -> (x, y) map of an output as an affine transform. */
+static void map_affine(const xy_map *m, double a[6]) {
+    if (m->mode == 0) {
+        const double id[6] = {0, 1, 0, 0, 0, 1};
+        memcpy(a, id, sizeof id);
+    } else if (m->mode == 1) {
+        const double me[6] = {0, m->sx, 0, ((double)m->height - 1) * m->sy, 0, -m->sy};
+        memcpy(a, me, sizeof me);
+    } else {
+        const double *g = m->gt; /* sample centres */
+        const double ge[6] = {g[0] + 0.5 * g[1] + 0.5 * g[2], g[1], g[2], g[3] + 0.5 * g[4] + 0.5 * g[5], g[4], g[5]};
+        memcpy(a, ge, sizeof ge);
     }
+}
+
+static float *vertex_normals(const terra_tin_mesh *m, size_t nv, const uint32_t *tri, size_t nt, const double a[6],
+                             bool flip) {
+    float *n = calloc(nv * 3 + 1, sizeof(float));
+    if (!n) return NULL;
     for (size_t t = 0; t < nt; t++) {
-        const double *a = xyz + 3 * tri[3 * t], *b = xyz + 3 * tri[3 * t + 1], *c = xyz + 3 * tri[3 * t + 2];
-        double ux = b[0] - a[0], uy = b[1] - a[1], uz = b[2] - a[2], vx = c[0] - a[0], vy = c[1] - a[1], vz = c[2] - a[2];
-        double f[3] = {uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx};
+        double p[3][3];
+        for (int k = 0; k < 3; k++) {
+            uint32_t v = tri[3 * t + k];
+            double c = m->xy[2 * v], r = m->xy[2 * v + 1];
+            p[k][0] = a[0] + a[1] * c + a[2] * r, p[k][1] = a[3] + a[4] * c + a[5] * r;
+            p[k][2] = m->z[v] == m->z[v] ? m->z[v] : 0.0;
+        }
+        double ux = p[1][0] - p[0][0], uy = p[1][1] - p[0][1], uz = p[1][2] - p[0][2];
+        double vx = p[2][0] - p[0][0], vy = p[2][1] - p[0][1], vz = p[2][2] - p[0][2];
+        double s = flip ? -1.0 : 1.0;
+        double f[3] = {s * (uy * vz - uz * vy), s * (uz * vx - ux * vz), s * (ux * vy - uy * vx)};
         for (int k = 0; k < 3; k++)
-            for (int i = 0; i < 3; i++) acc[3 * tri[3 * t + k] + i] += f[i];
+            for (int i = 0; i < 3; i++) n[3 * tri[3 * t + k] + i] += (float)f[i];
     }
     for (size_t v = 0; v < nv; v++) {
-        double l = sqrt(acc[3 * v] * acc[3 * v] + acc[3 * v + 1] * acc[3 * v + 1] + acc[3 * v + 2] * acc[3 * v + 2]);
-        for (int i = 0; i < 3; i++) n[3 * v + i] = l > 0 ? (float)(acc[3 * v + i] / l) : (i == 2 ? 1.0f : 0.0f);
+        double l = sqrt((double)n[3 * v] * n[3 * v] + (double)n[3 * v + 1] * n[3 * v + 1] + (double)n[3 * v + 2] * n[3 * v + 2]);
+        for (int i = 0; i < 3; i++) n[3 * v + i] = l > 0 ? (float)(n[3 * v + i] / l) : (i == 2 ? 1.0f : 0.0f);
     }
-    free(acc);
     return n;
 }
 
+/* Stored triangles turn clockwise in (column, row); the writer keeps normals up in the output. */
 static terra_status write_level(const char *path, const terra_tin_mesh *m, const uint32_t *tri, size_t nt, size_t nv,
                                 const xy_map *map, bool normals, const char *comment) {
-    double *xyz = malloc(nv * 3 * sizeof(double) + 1);
-    uint32_t *t2 = malloc(nt * 3 * sizeof(uint32_t) + 1);
-    if (!xyz || !t2) {
-        free(xyz);
-        free(t2);
-        return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
+    terra_mesh_out o = {0};
+    o.path = path, o.vertex_count = nv, o.xy = m->xy, o.z = m->z;
+    o.triangle_count = nt, o.triangles = tri, o.comment = comment;
+    map_affine(map, o.affine);
+    o.flip = !map_flips(map);
+    float *nrm = NULL;
+    if (normals) {
+        nrm = vertex_normals(m, nv, tri, nt, o.affine, o.flip);
+        if (!nrm) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
+        o.normals = nrm;
     }
-    for (size_t v = 0; v < nv; v++) {
-        map_xy(map, m->xy[2 * v], m->xy[2 * v + 1], &xyz[3 * v], &xyz[3 * v + 1]);
-        xyz[3 * v + 2] = m->z[v] == m->z[v] ? m->z[v] : 0.0;
-    }
-    /* Stored triangles turn clockwise in (column, row); keep normals up in the output frame. */
-    bool keep = map_flips(map);
-    for (size_t t = 0; t < nt; t++) {
-        t2[3 * t] = tri[3 * t];
-        t2[3 * t + 1] = keep ? tri[3 * t + 1] : tri[3 * t + 2];
-        t2[3 * t + 2] = keep ? tri[3 * t + 2] : tri[3 * t + 1];
-    }
-    float *nrm = normals ? vertex_normals(xyz, nv, t2, nt) : NULL;
-    terra_mesh_out o = {path, nv, xyz, nrm, nt, t2, comment};
-    terra_status s = (normals && !nrm) ? terra_fail(TERRA_E_NOMEM, "%s: out of memory", path) : terra_io_write_mesh(&o);
+    terra_status s = terra_io_write_mesh(&o);
     free(nrm);
-    free(xyz);
-    free(t2);
     return s;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* Tiled mode: OUT's name gets ".l<level>.<tx>_<ty>" before the extension; level 0 is the coarsest.
+ * Vertices keep raster-wide coordinates, so tiles drawn together line up. */
+static int mesh_tiles(const char *in, const char *out, const terra_raster *r, const double *errs_in, int nerr,
+                      int tile_size, int threads, const xy_map *map, bool normals, bool verify, bool quiet) {
+    double levels[MAX_LEVELS];
+    memcpy(levels, errs_in, (size_t)nerr * sizeof(double));
+    qsort(levels, (size_t)nerr, sizeof(double), cmp_desc);
+    int nl = 0;
+    for (int i = 0; i < nerr; i++)
+        if (!nl || levels[nl - 1] != levels[i]) levels[nl++] = levels[i];
+    terra_tin_tiles_desc td = {r->width, r->height, r->heights, tile_size, levels, nl, threads};
+    terra_tin_tiles T;
+    if (!quiet)
+        fprintf(stderr, "terra mesh: %s: tiles of %d samples, %d level%s, %d thread%s...\n", in, tile_size, nl,
+                nl == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
+    if (terra_tin_tiles_build(&td, &T) != TERRA_OK) return cli_error(CMD, "%s: %s", in, terra_last_error());
+    int rc = EXIT_OK;
+    size_t tris[MAX_LEVELS] = {0}, verts[MAX_LEVELS] = {0};
+    double worst[MAX_LEVELS] = {0};
+    const char *dot = strrchr(out, '.');
+    size_t nbase = (size_t)(dot - out), nname = strlen(out) + 64;
+    char *name = malloc(nname);
+    char **done = calloc((size_t)T.tiles_x * (size_t)T.tiles_y * (size_t)nl + 1, sizeof(char *));
+    size_t ndone = 0;
+    float *hs = malloc((size_t)tile_size * (size_t)tile_size * sizeof(float));
+    if (!name || !done || !hs) {
+        rc = cli_error(CMD, "out of memory");
+        goto end;
+    }
+    for (int i = 0; i < T.tiles_x * T.tiles_y && rc == EXIT_OK; i++) {
+        terra_tin_tile *t = &T.tiles[i];
+        xy_map tm = *map;
+        for (int y = 0; y < t->h; y++)
+            memcpy(hs + (size_t)y * t->w, r->heights + (size_t)(t->y0 + y) * r->width + t->x0, (size_t)t->w * sizeof(float));
+        /* Tile-local (column, row) -> raster-wide output coordinates. */
+        int32_t *xy = t->mesh.xy;
+        for (size_t v = 0; v < t->mesh.vertex_count; v++) xy[2 * v] += t->x0, xy[2 * v + 1] += t->y0;
+        for (int l = 0; l < nl && rc == EXIT_OK; l++) {
+            const terra_tin_level *lv = &t->mesh.levels[l];
+            tris[l] += lv->triangle_count, verts[l] += lv->vertex_count;
+            snprintf(name, nname, "%.*s.l%d.%d_%d%s", (int)nbase, out, l, t->tx, t->ty, dot);
+            char comment[160];
+            snprintf(comment, sizeof comment, "terra mesh tile %d,%d level %d: max error %g m", t->tx, t->ty, l,
+                     levels[l]);
+            if (write_level(name, &t->mesh, lv->triangles, lv->triangle_count, lv->vertex_count, &tm, normals,
+                            comment) != TERRA_OK) {
+                rc = cli_error(CMD, "%s", terra_last_error());
+                break;
+            }
+            done[ndone++] = strdup(name);
+        }
+        for (size_t v = 0; v < t->mesh.vertex_count; v++) xy[2 * v] -= t->x0, xy[2 * v + 1] -= t->y0;
+        if (rc != EXIT_OK || !verify) continue;
+        for (int l = 0; l < nl; l++) {
+            const terra_tin_level *lv = &t->mesh.levels[l];
+            terra_tin_check_result cr;
+            if (terra_tin_check(hs, t->w, t->h, t->mesh.xy, t->mesh.z, lv->vertex_count, lv->triangles,
+                                lv->triangle_count, NULL, &cr) != TERRA_OK) {
+                rc = cli_error(CMD, "%s", terra_last_error());
+                break;
+            }
+            if (cr.max_error > worst[l]) worst[l] = cr.max_error;
+            if (cr.max_error > levels[l] || cr.holes_covered || cr.degenerate || cr.flipped) {
+                rc = cli_error(CMD, "verify failed: tile %d,%d level %d is %.6f m off at (%d, %d)", t->tx, t->ty, l,
+                               cr.max_error, t->x0 + cr.worst_x, t->y0 + cr.worst_y);
+                break;
+            }
+        }
+    }
+    if (rc == EXIT_OK) {
+        printf("input %s %dx%d\ntiles %d x %d of %d samples\n", in, r->width, r->height, T.tiles_x, T.tiles_y, tile_size);
+        for (int l = 0; l < nl; l++)
+            printf("level %d max_error %g vertices %zu triangles %zu%s%.6f\n", l, levels[l], verts[l], tris[l],
+                   verify ? " checked " : "", verify ? worst[l] : 0.0);
+        printf("triangles %zu\nmesh_ms %.3f\nthreads %d\npeak_mb %.1f\n", tris[nl - 1], T.seconds * 1e3, threads, peak_mb());
+        if (verify) printf("verify ok\n");
+    }
+end:
+    if (rc != EXIT_OK && done)
+        for (size_t i = 0; i < ndone; i++) remove(done[i]);
+    if (done)
+        for (size_t i = 0; i < ndone; i++) free(done[i]);
+    free(done);
+    free(name);
+    free(hs);
+    terra_tin_tiles_free(&T);
+    return rc;
 }
 
 static int check_mesh(const char *in, const terra_raster *r, const char *mesh_path, double bound, const char *heatmap,
@@ -192,8 +336,8 @@ static int check_mesh(const char *in, const terra_raster *r, const char *mesh_pa
         rc = EXIT_FAIL;
     }
 out:
-    free(xyz);
-    free(tri);
+    terra_free(xyz);
+    terra_free(tri);
     free(xy);
     free(z);
     free(err);
@@ -201,7 +345,7 @@ out:
 }
 
 enum { OPT_MAXV = 256, OPT_ENC, OPT_BAND, OPT_ZS, OPT_SPACING, OPT_XY, OPT_NORMALS, OPT_UPPER, OPT_THICK, OPT_HEAT,
-       OPT_VERIFY, OPT_CHECK };
+       OPT_VERIFY, OPT_CHECK, OPT_TILE, OPT_THREADS, OPT_UPPER_BAND };
 
 int cmd_mesh(int argc, char **argv) {
     static const struct option opts[] = {
@@ -213,11 +357,13 @@ int cmd_mesh(int argc, char **argv) {
         {"upper", required_argument, 0, OPT_UPPER},  {"thickness", required_argument, 0, OPT_THICK},
         {"heatmap", required_argument, 0, OPT_HEAT}, {"verify", no_argument, 0, OPT_VERIFY},
         {"check-mesh", required_argument, 0, OPT_CHECK}, {"quiet", no_argument, 0, 'q'},
+        {"tile-size", required_argument, 0, OPT_TILE}, {"threads", required_argument, 0, OPT_THREADS},
+        {"upper-band", required_argument, 0, OPT_UPPER_BAND},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *out = NULL, *heatmap = NULL, *upper_path = NULL, *check_path = NULL;
     double errs[MAX_LEVELS];
     int nerr = 0;
-    long max_tri = 0, max_vert = 0, band = 0;
+    long max_tri = 0, max_vert = 0, band = 0, tile_size = 0, threads = 2, upper_band = 0;
     double zscale = 0, spacing = 0, thickness = 0;
     terra_raster_encoding enc = TERRA_RASTER_PLAIN;
     xy_map map = {0};
@@ -279,6 +425,10 @@ int cmd_mesh(int argc, char **argv) {
             break;
         case OPT_NORMALS: normals = true; break;
         case OPT_UPPER: upper_path = optarg; break;
+        case OPT_UPPER_BAND:
+            if (!cli_parse_int(optarg, &upper_band) || upper_band < 1 || upper_band > 65535)
+                return cli_usage_error(CMD, "--upper-band: '%s' is not a band number", optarg);
+            break;
         case OPT_THICK:
             if (!cli_parse_double(optarg, &thickness) || thickness < 0 || !isfinite(thickness))
                 return cli_usage_error(CMD, "--thickness: '%s' is not a number >= 0", optarg);
@@ -286,6 +436,14 @@ int cmd_mesh(int argc, char **argv) {
         case OPT_HEAT: heatmap = optarg; break;
         case OPT_VERIFY: verify = true; break;
         case OPT_CHECK: check_path = optarg; break;
+        case OPT_TILE:
+            if (!cli_parse_int(optarg, &tile_size) || tile_size < 3 || tile_size > 65536)
+                return cli_usage_error(CMD, "--tile-size: '%s' is not a size of 3 to 65536 samples", optarg);
+            break;
+        case OPT_THREADS:
+            if (!cli_parse_int(optarg, &threads) || threads < 1 || threads > 64)
+                return cli_usage_error(CMD, "--threads: '%s' is not 1 to 64", optarg);
+            break;
         case 'q': quiet = true; break;
         case 'h': help(stdout); return EXIT_OK;
         case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
@@ -294,18 +452,28 @@ int cmd_mesh(int argc, char **argv) {
     }
     if (optind != argc - 1) return cli_usage_error(CMD, optind >= argc ? "no input raster" : "more than one input");
     const char *in = argv[optind];
+    if (upper_band && upper_path) return cli_usage_error(CMD, "--upper and --upper-band do not go together");
+    if (upper_band) {
+        if (enc != TERRA_RASTER_PLAIN) return cli_usage_error(CMD, "--upper-band needs a plain encoding");
+        upper_path = in; /* a two-band file: the upper layer is another band of IN */
+    }
     if (!check_path) {
         if (!out) return cli_usage_error(CMD, "no output (-o OUT)");
         if (!terra_io_mesh_format_known(out))
             return cli_usage_error(CMD, "%s: unknown mesh format (use .obj, .ply or .stl)", out);
         if (nerr == 0) return cli_usage_error(CMD, "no error bound (--max-error M)");
         if (upper_path && nerr > 1) return cli_usage_error(CMD, "--upper takes a single --max-error");
+        if (upper_path && tile_size) return cli_usage_error(CMD, "--upper and --tile-size do not go together");
     }
 
     terra_raster r = {0}, ru = {0};
     terra_raster_desc rd = {0};
     rd.path = in, rd.encoding = enc, rd.band = (int)band, rd.z_scale = zscale, rd.spacing_m = spacing;
     rd.max_side = TERRA_TIN_MAX_SIDE;
+    terra_allocator counting = {count_alloc, count_realloc, count_free, NULL};
+    terra_set_allocator(&counting);
+    /* GDAL's block cache would keep a decoded copy of the input beside terra's: keep it small. */
+    if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL)) GDALSetCacheMax64((GIntBig)16 << 20);
     double t_read = terra_now_s();
     if (terra_raster_read(&rd, &r) != TERRA_OK) return cli_error(CMD, "%s", terra_last_error());
     t_read = terra_now_s() - t_read;
@@ -326,6 +494,7 @@ int cmd_mesh(int argc, char **argv) {
     }
     if (upper_path) {
         rd.path = upper_path;
+        if (upper_band) rd.band = (int)upper_band;
         if (terra_raster_read(&rd, &ru) != TERRA_OK) {
             terra_raster_free(&r);
             return cli_error(CMD, "%s", terra_last_error());
@@ -349,6 +518,10 @@ int cmd_mesh(int argc, char **argv) {
         if (errs[i] < finest) finest = errs[i];
     terra_tin_mesh m = {0};
     terra_tin_layers L = {0};
+    if (tile_size) {
+        rc = mesh_tiles(in, out, &r, errs, nerr, (int)tile_size, (int)threads, &map, normals, verify, quiet);
+        goto out;
+    }
     double t0 = terra_now_s();
     if (upper_path) {
         terra_tin_layers_desc ld = {r.width, r.height, r.heights, ru.heights, finest, thickness};
@@ -389,7 +562,9 @@ int cmd_mesh(int argc, char **argv) {
             t2[3 * t + 1] = L.soup_triangles[3 * t + (keep ? 1 : 2)];
             t2[3 * t + 2] = L.soup_triangles[3 * t + (keep ? 2 : 1)];
         }
-        terra_mesh_out o = {out, L.soup_vertex_count, xyz, NULL, L.soup_triangle_count, t2, "terra two-layer ground"};
+        terra_mesh_out o = {0};
+        o.path = out, o.vertex_count = L.soup_vertex_count, o.xyz = xyz;
+        o.triangle_count = L.soup_triangle_count, o.triangles = t2, o.comment = "terra two-layer ground";
         if (terra_io_write_mesh(&o) != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
         free(xyz);
         free(t2);
@@ -426,9 +601,9 @@ int cmd_mesh(int argc, char **argv) {
 
     /* The report, checked independently on every sample of the finest level. */
     const terra_tin_level *fl = &m.levels[m.level_count - 1];
-    float *err = malloc((size_t)r.width * (size_t)r.height * sizeof(float));
+    float *err = heatmap ? malloc((size_t)r.width * (size_t)r.height * sizeof(float)) : NULL;
     terra_tin_check_result res;
-    if (!err || terra_tin_check(r.heights, r.width, r.height, m.xy, m.z, fl->vertex_count, fl->triangles,
+    if ((heatmap && !err) || terra_tin_check(r.heights, r.width, r.height, m.xy, m.z, fl->vertex_count, fl->triangles,
                                 fl->triangle_count, err, &res) != TERRA_OK) {
         free(err);
         rc = cli_error(CMD, "checking failed: %s", terra_last_error());
@@ -443,8 +618,9 @@ int cmd_mesh(int argc, char **argv) {
                lv->stop == TERRA_TIN_STOP_TRIANGLES ? " (stopped at max triangles)"
                : lv->stop == TERRA_TIN_STOP_VERTICES ? " (stopped at max vertices)" : "");
     }
-    printf("vertices %zu\ntriangles %zu\nmax_error %.6f\nrms_error %.6f\nmesh_ms %.3f\npeak_mb %.1f\n",
-           fl->vertex_count, fl->triangle_count, res.max_error, res.rms_error, mesh_s * 1e3, peak_mb());
+    printf("vertices %zu\ntriangles %zu\nmax_error %.6f\nrms_error %.6f\nmesh_ms %.3f\npeak_mb %.1f\nalloc_peak_mb %.1f\n",
+           fl->vertex_count, fl->triangle_count, res.max_error, res.rms_error, mesh_s * 1e3, peak_mb(),
+           (double)alloc_peak / 1048576.0);
     if (heatmap) {
         uint8_t *rgb = malloc((size_t)r.width * (size_t)r.height * 3);
         if (!rgb) {

@@ -39,19 +39,72 @@ static void put_u32(uint8_t *p, uint32_t u) {
     p[0] = (uint8_t)u, p[1] = (uint8_t)(u >> 8), p[2] = (uint8_t)(u >> 16), p[3] = (uint8_t)(u >> 24);
 }
 
+static void position(const terra_mesh_out *m, size_t v, double p[3]) {
+    if (m->xyz) {
+        p[0] = m->xyz[3 * v], p[1] = m->xyz[3 * v + 1], p[2] = m->xyz[3 * v + 2];
+        return;
+    }
+    double c = m->xy[2 * v], r = m->xy[2 * v + 1];
+    const double *a = m->affine;
+    p[0] = a[0] + a[1] * c + a[2] * r;
+    p[1] = a[3] + a[4] * c + a[5] * r;
+    p[2] = m->z[v] == m->z[v] ? m->z[v] : 0.0;
+}
+
+static void corners(const terra_mesh_out *m, size_t t, uint32_t out[3]) {
+    out[0] = m->triangles[3 * t];
+    out[1] = m->triangles[3 * t + (m->flip ? 2 : 1)];
+    out[2] = m->triangles[3 * t + (m->flip ? 1 : 2)];
+}
+
+/* Appends v to s in the shortest form that reads back exactly as the double (integers fast). */
+static char *put_num(char *s, double v) {
+    if (v == (double)(int64_t)v && fabs(v) < 1e15) {
+        int64_t i = (int64_t)v;
+        char tmp[24];
+        int n = 0;
+        bool neg = i < 0;
+        uint64_t u = neg ? (uint64_t)(-(i + 1)) + 1 : (uint64_t)i;
+        do tmp[n++] = (char)('0' + u % 10), u /= 10; while (u);
+        if (neg) *s++ = '-';
+        while (n) *s++ = tmp[--n];
+        return s;
+    }
+    return s + sprintf(s, "%.17g", v);
+}
+
 static bool write_obj(FILE *f, const terra_mesh_out *m) {
     if (m->comment) fprintf(f, "# %s\n", m->comment);
-    for (size_t v = 0; v < m->vertex_count; v++)
-        fprintf(f, "v %.9g %.9g %.9g\n", m->xyz[3 * v], m->xyz[3 * v + 1], m->xyz[3 * v + 2]);
+    char line[128];
+    for (size_t v = 0; v < m->vertex_count; v++) {
+        double p[3];
+        position(m, v, p);
+        char *s = line;
+        *s++ = 'v';
+        for (int i = 0; i < 3; i++) {
+            *s++ = ' ';
+            /* z of a float height: 9 significant digits give the float back exactly. */
+            s = (i == 2 && !m->xyz) ? (p[2] == (double)(int64_t)p[2] ? put_num(s, p[2]) : s + sprintf(s, "%.9g", p[2]))
+                                    : put_num(s, p[i]);
+        }
+        *s++ = '\n';
+        fwrite(line, 1, (size_t)(s - line), f);
+    }
     if (m->normals)
         for (size_t v = 0; v < m->vertex_count; v++)
             fprintf(f, "vn %.6g %.6g %.6g\n", m->normals[3 * v], m->normals[3 * v + 1], m->normals[3 * v + 2]);
     for (size_t t = 0; t < m->triangle_count; t++) {
-        unsigned long a = m->triangles[3 * t] + 1ul, b = m->triangles[3 * t + 1] + 1ul, c = m->triangles[3 * t + 2] + 1ul;
-        if (m->normals)
-            fprintf(f, "f %lu//%lu %lu//%lu %lu//%lu\n", a, a, b, b, c, c);
-        else
-            fprintf(f, "f %lu %lu %lu\n", a, b, c);
+        uint32_t k[3];
+        corners(m, t, k);
+        char *s = line;
+        *s++ = 'f';
+        for (int i = 0; i < 3; i++) {
+            *s++ = ' ';
+            s = put_num(s, (double)k[i] + 1);
+            if (m->normals) *s++ = '/', *s++ = '/', s = put_num(s, (double)k[i] + 1);
+        }
+        *s++ = '\n';
+        fwrite(line, 1, (size_t)(s - line), f);
     }
     return !ferror(f);
 }
@@ -65,8 +118,10 @@ static bool write_ply(FILE *f, const terra_mesh_out *m) {
     uint8_t buf[40];
     bool le = host_little_endian();
     for (size_t v = 0; v < m->vertex_count; v++) {
+        double p[3];
+        position(m, v, p);
         for (int i = 0; i < 3; i++) {
-            double d = m->xyz[3 * v + i];
+            double d = p[i];
             uint8_t raw[8];
             memcpy(raw, &d, 8);
             for (int k = 0; k < 8; k++) buf[8 * i + k] = le ? raw[k] : raw[7 - k];
@@ -79,8 +134,10 @@ static bool write_ply(FILE *f, const terra_mesh_out *m) {
         fwrite(buf, 1, n, f);
     }
     for (size_t t = 0; t < m->triangle_count; t++) {
+        uint32_t k[3];
+        corners(m, t, k);
         buf[0] = 3;
-        for (int i = 0; i < 3; i++) put_u32(buf + 1 + 4 * i, m->triangles[3 * t + i]);
+        for (int i = 0; i < 3; i++) put_u32(buf + 1 + 4 * i, k[i]);
         fwrite(buf, 1, 13, f);
     }
     return !ferror(f);
@@ -93,8 +150,11 @@ static bool write_stl(FILE *f, const terra_mesh_out *m) {
     fwrite(head, 1, 84, f);
     uint8_t rec[50];
     for (size_t t = 0; t < m->triangle_count; t++) {
-        const double *p[3];
-        for (int i = 0; i < 3; i++) p[i] = m->xyz + 3 * (size_t)m->triangles[3 * t + i];
+        double q[3][3];
+        uint32_t k[3];
+        corners(m, t, k);
+        for (int i = 0; i < 3; i++) position(m, k[i], q[i]);
+        const double *p[3] = {q[0], q[1], q[2]};
         double ux = p[1][0] - p[0][0], uy = p[1][1] - p[0][1], uz = p[1][2] - p[0][2];
         double vx = p[2][0] - p[0][0], vy = p[2][1] - p[0][1], vz = p[2][2] - p[0][2];
         double nx = uy * vz - uz * vy, ny = uz * vx - ux * vz, nz = ux * vy - uy * vx;
@@ -110,7 +170,7 @@ static bool write_stl(FILE *f, const terra_mesh_out *m) {
 }
 
 terra_status terra_io_write_mesh(const terra_mesh_out *m) {
-    if (!m || !m->path || (m->vertex_count && !m->xyz) || (m->triangle_count && !m->triangles))
+    if (!m || !m->path || (m->vertex_count && !m->xyz && (!m->xy || !m->z)) || (m->triangle_count && !m->triangles))
         return terra_fail(TERRA_E_INVALID, "mesh output: bad arguments");
     mesh_fmt fmt = format_of(m->path);
     if (fmt == FMT_NONE)

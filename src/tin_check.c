@@ -15,14 +15,20 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
         return terra_fail(TERRA_E_INVALID, "tin check: bad arguments");
     memset(r, 0, sizeof *r);
     const size_t W = (size_t)width, H = (size_t)height, N = W * H;
-    float *err = err_out ? err_out : terra_alloc(N * sizeof(float));
-    if (!err) return terra_fail(TERRA_E_NOMEM, "tin check: out of memory");
+    /* Without err_out a byte per sample says whether it is covered yet; a sample's error then
+     * counts towards the RMS from the first triangle covering it (on a shared edge both triangles
+     * interpolate the same line), while the maximum is still taken over every triangle. */
+    float *err = err_out;
+    uint8_t *cov = err_out ? NULL : terra_calloc(N, 1);
+    if (!err_out && !cov) return terra_fail(TERRA_E_NOMEM, "tin check: out of memory");
     bool holes = false;
     for (size_t i = 0; i < N; i++) {
         bool hole = heights[i] != heights[i];
-        err[i] = hole ? NAN : -1.0f;
+        if (err) err[i] = hole ? NAN : -1.0f;
         holes |= hole;
     }
+    double sum2 = 0;
+    size_t first_cover = 0;
     long double maxe = 0;
     int wx = 0, wy = 0;
     int sign = 0;
@@ -30,7 +36,7 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
     for (size_t t = 0; t < triangle_count; t++) {
         uint32_t v[3] = {tri[3 * t], tri[3 * t + 1], tri[3 * t + 2]};
         if (v[0] >= vertex_count || v[1] >= vertex_count || v[2] >= vertex_count) {
-            if (!err_out) terra_free(err);
+            terra_free(cov);
             return terra_fail(TERRA_E_CORRUPT, "tin check: triangle %zu uses a vertex past %zu", t, vertex_count);
         }
         int64_t x[3], y[3];
@@ -77,7 +83,13 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
                 long double zi = (zz[0] * l0 + zz[1] * l1 + zz[2] * l2) / (long double)a * (long double)s;
                 long double e = fabsl(zi - (long double)hv);
                 if (e > maxe) maxe = e, wx = (int)px, wy = (int)py;
-                if ((float)e > err[i] || err[i] < 0) err[i] = (float)e;
+                if (err) {
+                    if ((float)e > err[i] || err[i] < 0) err[i] = (float)e;
+                } else if (!cov[i]) {
+                    cov[i] = 1;
+                    sum2 += (double)e * (double)e;
+                    first_cover++;
+                }
             }
         }
     }
@@ -86,29 +98,39 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
         int64_t px = xy[2 * v], py = xy[2 * v + 1];
         if (px < 0 || py < 0 || px >= (int64_t)W || py >= (int64_t)H) continue;
         size_t i = (size_t)py * W + (size_t)px;
-        if (err[i] < 0) {
-            long double e = fabsl((long double)z[v] - (long double)heights[i]);
+        if (heights[i] != heights[i] || (err ? err[i] >= 0 : cov[i] != 0)) continue;
+        long double e = fabsl((long double)z[v] - (long double)heights[i]);
+        if (err) {
             err[i] = (float)e;
-            if (e > maxe) maxe = e, wx = (int)px, wy = (int)py;
+        } else {
+            cov[i] = 1;
+            sum2 += (double)(e * e);
+            first_cover++;
         }
+        if (e > maxe) maxe = e, wx = (int)px, wy = (int)py;
     }
-    double sum2 = 0;
-    for (size_t i = 0; i < N; i++) {
-        float e = err[i];
-        if (e != e) continue;
-        if (e < 0) {
-            r->uncovered++;
-            continue;
+    if (err) {
+        for (size_t i = 0; i < N; i++) {
+            float e = err[i];
+            if (e != e) continue;
+            if (e < 0) {
+                r->uncovered++;
+                continue;
+            }
+            r->samples++;
+            sum2 += (double)e * (double)e;
         }
-        r->samples++;
-        sum2 += (double)e * (double)e;
+    } else {
+        for (size_t i = 0; i < N; i++)
+            if (!cov[i] && heights[i] == heights[i]) r->uncovered++;
+        r->samples = first_cover;
     }
     r->max_error = (double)maxe;
     r->rms_error = r->samples ? sqrt(sum2 / (double)r->samples) : 0.0;
     r->worst_x = wx;
     r->worst_y = wy;
     r->area_exact = !holes && area_sum == 2 * (int64_t)(W - 1) * (int64_t)(H - 1);
-    if (!err_out) terra_free(err);
+    terra_free(cov);
     return TERRA_OK;
 }
 

@@ -46,7 +46,11 @@ void terra_raster_free(terra_raster *r);
 typedef struct terra_mesh_out {
     const char *path;           /* format from the extension: .obj, .ply (binary), .stl (binary) */
     size_t vertex_count;
-    const double *xyz;          /* 3 per vertex */
+    const double *xyz;          /* 3 per vertex; or NULL and positions come from xy, z, affine: */
+    const int32_t *xy;          /*   2 per vertex (column, row) */
+    const float *z;             /*   1 per vertex (NaN written as 0) */
+    double affine[6];           /*   x = a0 + a1*col + a2*row, y = a3 + a4*col + a5*row */
+    bool flip;                  /* write every triangle the other way round */
     const float *normals;       /* optional, 3 per vertex (OBJ vn, PLY nx ny nz; STL uses facets) */
     size_t triangle_count;
     const uint32_t *triangles;  /* 3 per triangle, counter-clockwise seen from outside */

@@ -1,0 +1,273 @@
+/* tin benchmark: terra mesh against delatin and @mapbox/martini (npm), side by side in one run.
+ *
+ * For each case (input, error bound) every tool meshes the same float32 heights; terra runs as the
+ * `terra mesh` command (its report gives mesh time and peak memory of its own process), the peers
+ * through bench/peers/run.mjs in node. Every tool's output is then measured by terra's independent
+ * checker on every sample. Figures: tin.<input>_<error>.<tool>.ms / .triangles / .max_error / .peak_mb.
+ *
+ * The peers are installed here with npm into bench/peers/node_modules when missing (needs node,
+ * npm and the registry). Without them the terra figures are still recorded.
+ * Environment: TERRA_BENCH_TIN_QUICK=1 runs fuji only; TERRA_BENCH_TIN_TILES_ONLY=1 the tiled mode
+ * only; TERRA_BENCH_TIN_RUNS (default 3) sets the
+ * runs per figure on the small inputs (medians). Run from the repository root (make bench). */
+#include "bench.h"
+#include "terra/raster.h"
+#include "terra/tin.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct bcase {
+    const char *name;           /* fuji, sthelens, mirror4096 */
+    double error;
+} bcase;
+
+static char terra_bin[1024], work[1024], peers[1024];
+
+static int write_file(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(p, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+/* Raw float32 plus an ENVI header, so GDAL (and so `terra mesh`) reads it too. */
+static int write_envi(const char *path, const float *h, int w, int ht) {
+    if (write_file(path, h, (size_t)w * (size_t)ht * sizeof(float))) return -1;
+    char hdr[1100], txt[512];
+    snprintf(hdr, sizeof hdr, "%.*s.hdr", (int)(strrchr(path, '.') - path), path);
+    int n = snprintf(txt, sizeof txt,
+                     "ENVI\nsamples = %d\nlines = %d\nbands = 1\nheader offset = 0\nfile type = ENVI Standard\n"
+                     "data type = 4\ninterleave = bsq\nbyte order = 0\n",
+                     w, ht);
+    return write_file(hdr, txt, (size_t)n);
+}
+
+static double median3(double *v, int n) { return bench_median(v, n); }
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs `terra mesh` and reads its report. */
+static int run_terra(const char *in, double err, const char *out, double *ms, double *tris, double *maxe, double *peak) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' mesh '%s' -e %g -o '%s' -q", terra_bin, in, err, out);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char line[512];
+    int got = 0;
+    while (fgets(line, sizeof line, p)) {
+        double v;
+        if (sscanf(line, "mesh_ms %lf", &v) == 1) *ms = v, got |= 1;
+        if (sscanf(line, "triangles %lf", &v) == 1) *tris = v, got |= 2;
+        if (sscanf(line, "max_error %lf", &v) == 1) *maxe = v, got |= 4;
+        if (sscanf(line, "peak_mb %lf", &v) == 1) *peak = v, got |= 8;
+    }
+    int rc = pclose(p);
+    return rc == 0 && got == 15 ? 0 : -1;
+}
+
+static int run_peer(const char *tool, const char *raw, int w, int h, double err, const char *out, double *ms,
+                    double *tris, double *peak) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && node run.mjs %s '%s' %d %d %g '%s'", peers, tool, raw, w, h, err, out);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char line[512];
+    int got = 0;
+    while (fgets(line, sizeof line, p)) {
+        const char *a = strstr(line, "\"ms\":"), *b = strstr(line, "\"triangles\":"), *c = strstr(line, "\"peak_mb\":");
+        if (a && b && c) {
+            *ms = atof(a + 5), *tris = atof(b + 12), *peak = atof(c + 10);
+            got = 1;
+        }
+    }
+    int rc = pclose(p);
+    return rc == 0 && got ? 0 : -1;
+}
+
+/* terra's checker on a peer's OBJ. */
+static double check_obj(const char *obj, const terra_raster *r) {
+    double *xyz;
+    uint32_t *tri;
+    size_t nv, nt;
+    if (terra_io_read_obj(obj, &xyz, &nv, &tri, &nt) != TERRA_OK) return NAN;
+    int32_t *xy = malloc(nv * 2 * sizeof(int32_t) + 1);
+    float *z = malloc(nv * sizeof(float) + 1);
+    for (size_t v = 0; v < nv; v++) xy[2 * v] = (int32_t)xyz[3 * v], xy[2 * v + 1] = (int32_t)xyz[3 * v + 1], z[v] = (float)xyz[3 * v + 2];
+    terra_tin_check_result res;
+    double e = terra_tin_check(r->heights, r->width, r->height, xy, z, nv, tri, nt, NULL, &res) == TERRA_OK
+                   ? res.max_error
+                   : NAN;
+    free(xy);
+    free(z);
+    terra_free(xyz);
+    terra_free(tri);
+    return e;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    const char *shared = getenv("TERRA_SHARED");
+    if (!shared) shared = "../shared";
+    const char *bin = getenv("TERRA_BIN");
+    if (bin) {
+        snprintf(terra_bin, sizeof terra_bin, "%s", bin);
+    } else {
+        const char *slash = strrchr(argv[0], '/');
+        snprintf(terra_bin, sizeof terra_bin, "%.*s/terra", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
+    }
+    const char *slash = strrchr(argv[0], '/');
+    snprintf(work, sizeof work, "%.*s/bench/tin", slash ? (int)(slash - argv[0]) : 1, slash ? argv[0] : ".");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", work);
+    if (system(cmd) != 0) return 1;
+    /* Absolute paths: the peers run from bench/peers. */
+    static char cwd[512], tmp[1024];
+    if (!getcwd(cwd, sizeof cwd)) return 1;
+    if (work[0] != '/') snprintf(tmp, sizeof tmp, "%s/%.500s", cwd, work), memcpy(work, tmp, sizeof tmp);
+    if (terra_bin[0] != '/') snprintf(tmp, sizeof tmp, "%s/%.500s", cwd, terra_bin), memcpy(terra_bin, tmp, sizeof tmp);
+    snprintf(peers, sizeof peers, "%s/bench/peers", cwd);
+    int have_peers = 0;
+    if (system("command -v node >/dev/null 2>&1") == 0) {
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' 2>/dev/null && { [ -d node_modules/delatin ] && [ -d node_modules/@mapbox/martini ] || "
+                 "npm install --no-audit --no-fund --silent >&2; } && [ -d node_modules/delatin ]",
+                 peers);
+        have_peers = system(cmd) == 0;
+    }
+    if (!have_peers) printf("  (delatin and martini unavailable: node/npm missing or offline; terra only)\n");
+    const int runs_small = getenv("TERRA_BENCH_TIN_RUNS") ? atoi(getenv("TERRA_BENCH_TIN_RUNS")) : 3;
+    const bool quick = getenv("TERRA_BENCH_TIN_QUICK") != NULL;
+
+    static const bcase cases[] = {{"fuji", 1}, {"fuji", 5}, {"fuji", 20}, {"sthelens", 1}, {"mirror4096", 1}};
+    const bool tiles_only = getenv("TERRA_BENCH_TIN_TILES_ONLY") != NULL;
+    const int ncases = tiles_only ? 0 : quick ? 3 : (int)(sizeof cases / sizeof cases[0]);
+    terra_raster r = {0};
+    const char *loaded = "";
+    char in_path[1200], raw_path[1200];
+    for (int ci = 0; ci < ncases; ci++) {
+        const bcase *c = &cases[ci];
+        if (strcmp(loaded, c->name)) {
+            terra_raster_free(&r);
+            terra_raster_desc d = {0};
+            char p[1024];
+            if (!strcmp(c->name, "fuji")) {
+                snprintf(p, sizeof p, "%s/data/dem/fuji.png", shared);
+                d.encoding = TERRA_RASTER_TERRAIN_RGB;
+            } else {
+                snprintf(p, sizeof p, "%s/data/dem/sthelens_10m.png", shared);
+                d.z_scale = 0.1;
+            }
+            d.path = p;
+            if (terra_raster_read(&d, &r) != TERRA_OK) {
+                printf("  skip %s: %s\n", c->name, terra_last_error());
+                continue;
+            }
+            if (!strcmp(c->name, "mirror4096")) {
+                /* St Helens 2000^2 mirrored into 4096^2: every sample real, seams continuous. */
+                const int N = 4096, S = r.width;
+                float *m = malloc((size_t)N * N * sizeof(float));
+                if (!m) return 1;
+                for (int y = 0; y < N; y++) {
+                    int sy = (y / S) % 2 ? S - 1 - y % S : y % S;
+                    for (int x = 0; x < N; x++) {
+                        int sx = (x / S) % 2 ? S - 1 - x % S : x % S;
+                        m[(size_t)y * N + x] = r.heights[(size_t)sy * S + sx];
+                    }
+                }
+                terra_free(r.heights);
+                r.heights = m;
+                r.width = r.height = N;
+            }
+            snprintf(raw_path, sizeof raw_path, "%s/%s.f32", work, c->name);
+            if (write_envi(raw_path, r.heights, r.width, r.height)) {
+                printf("  cannot write %s\n", raw_path);
+                return 1;
+            }
+            loaded = c->name;
+        }
+        /* Everyone reads the same float32 heights (terra through GDAL's ENVI driver). */
+        snprintf(in_path, sizeof in_path, "%s", raw_path);
+        const bool big = r.width * (size_t)r.height > 1000000;
+        const int runs = big ? 1 : runs_small;
+        char label[128], name[256], out[1400];
+        snprintf(label, sizeof label, "%s_%gm", c->name, c->error);
+        /* terra */
+        double ms[9], tris = 0, maxe = 0, peak = 0;
+        int ok = 1;
+        snprintf(out, sizeof out, "%s/%s.terra.obj", work, label);
+        for (int i = 0; i < runs && ok; i++) ok = run_terra(in_path, c->error, out, &ms[i], &tris, &maxe, &peak) == 0;
+        if (ok) {
+            snprintf(name, sizeof name, "tin.%s.terra.ms", label), bench_record(name, median3(ms, runs), "ms", runs, "median");
+            snprintf(name, sizeof name, "tin.%s.terra.triangles", label), bench_record(name, tris, "count", 1, "value");
+            snprintf(name, sizeof name, "tin.%s.terra.max_error", label), bench_record(name, maxe, "m", 1, "value");
+            snprintf(name, sizeof name, "tin.%s.terra.peak_mb", label), bench_record(name, peak, "MB", 1, "value");
+        } else {
+            printf("  terra failed on %s\n", label);
+        }
+        if (!have_peers) continue;
+        static const char *tools[] = {"delatin", "martini"};
+        for (int ti = 0; ti < 2; ti++) {
+            snprintf(out, sizeof out, "%s/%s.%s.obj", work, label, tools[ti]);
+            ok = 1;
+            for (int i = 0; i < runs && ok; i++)
+                ok = run_peer(tools[ti], raw_path, r.width, r.height, c->error, out, &ms[i], &tris, &peak) == 0;
+            if (!ok) {
+                printf("  %s failed on %s\n", tools[ti], label);
+                continue;
+            }
+            double e = check_obj(out, &r);
+            snprintf(name, sizeof name, "tin.%s.%s.ms", label, tools[ti]), bench_record(name, median3(ms, runs), "ms", runs, "median");
+            snprintf(name, sizeof name, "tin.%s.%s.triangles", label, tools[ti]), bench_record(name, tris, "count", 1, "value");
+            snprintf(name, sizeof name, "tin.%s.%s.max_error", label, tools[ti]), bench_record(name, e, "m", 1, "value");
+            snprintf(name, sizeof name, "tin.%s.%s.peak_mb", label, tools[ti]), bench_record(name, peak, "MB", 1, "value");
+        }
+    }
+    terra_raster_free(&r);
+
+    /* The tiled mode (128-sample tiles, stable borders) on one and two threads, in this process. */
+    if (!quick) {
+        terra_raster_desc d = {0};
+        char p[1024];
+        snprintf(p, sizeof p, "%s/data/dem/sthelens_10m.png", shared);
+        d.path = p, d.z_scale = 0.1;
+        if (terra_raster_read(&d, &r) == TERRA_OK) {
+            const double levels[3] = {20, 5, 1};
+            double ms[2] = {0, 0};
+            for (int th = 1; th <= 2; th++) {
+                terra_tin_tiles_desc td = {r.width, r.height, r.heights, 128, levels, 3, th};
+                terra_tin_tiles T;
+                double t0 = bench_now(), c0 = cpu_now();
+                if (terra_tin_tiles_build(&td, &T) != TERRA_OK) break;
+                ms[th - 1] = (bench_now() - t0) * 1e3;
+                double cpu = (cpu_now() - c0) * 1e3;
+                char cname[128];
+                /* CPU time of the process: with idle cores the wall time of 2 threads is about half of it. */
+                snprintf(cname, sizeof cname, "tin.sthelens_tiles128_20-5-1m.threads%d.cpu_ms", th);
+                bench_record(cname, cpu, "ms", 1, "value");
+                size_t tris = 0;
+                for (int i = 0; i < T.tiles_x * T.tiles_y; i++) tris += T.tiles[i].mesh.levels[2].triangle_count;
+                char name[128];
+                snprintf(name, sizeof name, "tin.sthelens_tiles128_20-5-1m.threads%d.ms", th);
+                bench_record(name, ms[th - 1], "ms", 1, "value");
+                if (th == 1) {
+                    snprintf(name, sizeof name, "tin.sthelens_tiles128_20-5-1m.triangles_1m");
+                    bench_record(name, (double)tris, "count", 1, "value");
+                }
+                terra_tin_tiles_free(&T);
+            }
+            if (ms[0] > 0 && ms[1] > 0) bench_record("tin.sthelens_tiles128_20-5-1m.speedup_2_threads", ms[0] / ms[1], "x", 1, "value");
+            terra_raster_free(&r);
+        }
+    }
+    return 0;
+}
