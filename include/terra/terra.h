@@ -1,4 +1,6 @@
-/* terra: terrain too large to hold whole. Includes every module of the core library. */
+/* terra: terrain too large to hold whole. Includes every module of the core library
+ * (libc, libm and pthreads only). libterra-io (io.h, raster.h, archive_io.h), libterra-gl (gl.h)
+ * and libterra-ode (ode.h) have headers of their own. */
 #ifndef TERRA_H
 #define TERRA_H
 
@@ -6,5 +8,12 @@
 #include "terra/source.h"
 #include "terra/grid.h"
 #include "terra/select.h"
+#include "terra/pool.h"
+#include "terra/stream.h"
+#include "terra/ground.h"
+#include "terra/surface.h"
+#include "terra/tin.h"
+#include "terra/qmesh.h"
+#include "terra/archive.h"
 
 #endif
