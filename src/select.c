@@ -21,7 +21,8 @@ struct terra_select {
     float morph_start[TERRA_TILE_MAX_LEVEL + 1], morph_end[TERRA_TILE_MAX_LEVEL + 1];
     double allowance2[TERRA_TILE_MAX_LEVEL + 1]; /* squared 3-D box diagonal a subdivided tile may have */
     range_entry *cache;
-    range_entry *recent[TERRA_TILE_MAX_LEVEL + 1]; /* entry last used at each level */
+    range_entry *recent[TERRA_TILE_MAX_LEVEL + 1]; /* entry last used at each level, and its parent */
+    int32_t recent_x[TERRA_TILE_MAX_LEVEL + 1], recent_y[TERRA_TILE_MAX_LEVEL + 1];
     uint32_t set_mask;  /* sets - 1 */
     uint32_t frame;
     terra_selected_tile *out;
@@ -32,6 +33,9 @@ struct terra_select {
     const terra_frustum *frustum;
     terra_status error;
     bool bounded;
+    /* per frustum plane, the indices into (min x, min y, min z, max x, max y, max z) of the box
+     * corner farthest along its normal and of the nearest */
+    uint8_t far_corner[6][3], near_corner[6][3];
 };
 
 terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out) {
@@ -163,10 +167,10 @@ static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box
     b->min.x = x * side, b->max.x = (x + 1) * side;
     b->min.z = y * side, b->max.z = (y + 1) * side;
     const int32_t px = x >> 1, py = y >> 1; /* arithmetic shift: floor division by 2 */
-    const terra_tile_key parent = terra_tile_key_make(0, level + 1, px, py);
     /* siblings are walked one after another: the entry the last sibling used is usually it */
     range_entry *e = s->recent[level];
-    if (!e || e->key != parent) {
+    if (!e || s->recent_x[level] != px || s->recent_y[level] != py) {
+        const terra_tile_key parent = terra_tile_key_make(0, level + 1, px, py);
         range_entry *set = &s->cache[(size_t)(key_hash(parent) & s->set_mask) * RANGE_WAYS];
         e = NULL;
         for (int w = 0; w < RANGE_WAYS; w++)
@@ -175,6 +179,7 @@ static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box
         if (!e) return false;
         e->stamp = s->frame; /* the memo is cleared each frame, so every entry used is stamped */
         s->recent[level] = e;
+        s->recent_x[level] = px, s->recent_y[level] = py;
     }
     const int c = (x & 1) + 2 * (y & 1);
     b->min.y = e->lo[c], b->max.y = e->hi[c];
@@ -199,17 +204,18 @@ static void emit(terra_select *s, int level, int32_t x, int32_t y, const terra_b
 }
 
 /* Tests a box against the frustum planes in `mask`: -1 when it is outside one of them, else the
- * mask of planes it still straddles (0: wholly inside, so its subtree skips further tests). */
-static int cull_box(const terra_frustum *f, const terra_box3 *b, int mask) {
+ * mask of planes it still straddles (0: wholly inside, so its subtree skips further tests). Each
+ * plane's nearest and farthest box corners were chosen once per frame (terra_select_run). */
+static int cull_box(const terra_select *s, const terra_box3 *b, int mask) {
+    const double v[6] = {b->min.x, b->min.y, b->min.z, b->max.x, b->max.y, b->max.z};
     int straddles = 0;
-    for (int i = 0; i < 6; i++) {
-        if (!(mask & (1 << i))) continue;
-        const terra_plane *p = &f->planes[i];
-        const double px = p->a >= 0 ? b->max.x : b->min.x, nx = p->a >= 0 ? b->min.x : b->max.x;
-        const double py = p->b >= 0 ? b->max.y : b->min.y, ny = p->b >= 0 ? b->min.y : b->max.y;
-        const double pz = p->c >= 0 ? b->max.z : b->min.z, nz = p->c >= 0 ? b->min.z : b->max.z;
-        if (p->a * px + p->b * py + p->c * pz + p->d < 0) return -1;
-        if (p->a * nx + p->b * ny + p->c * nz + p->d < 0) straddles |= 1 << i;
+    while (mask) {
+        const int i = __builtin_ctz((unsigned)mask);
+        mask &= mask - 1;
+        const terra_plane *p = &s->frustum->planes[i];
+        const uint8_t *far = s->far_corner[i], *near = s->near_corner[i];
+        if (p->a * v[far[0]] + p->b * v[far[1]] + p->c * v[far[2]] + p->d < 0) return -1;
+        if (p->a * v[near[0]] + p->b * v[near[1]] + p->c * v[near[2]] + p->d < 0) straddles |= 1 << i;
     }
     return straddles;
 }
@@ -229,7 +235,7 @@ static int select_node(terra_select *s, int level, int32_t x, int32_t y, int pla
     if (!tile_box(s, level, x, y, box)) return NODE_HANDLED;
     s->stats.visited++;
     if (planes) {
-        planes = cull_box(s->frustum, box, planes);
+        planes = cull_box(s, box, planes);
         if (planes < 0) {
             s->stats.culled++;
             return NODE_HANDLED;
@@ -282,6 +288,14 @@ terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frust
     /* planes to test: all six, less a far plane that never culls (terra_camera_frustum's far_m = 0) */
     int planes = 0;
     if (frustum) {
+        for (int i = 0; i < 6; i++) {
+            const terra_plane *p = &frustum->planes[i];
+            const double n[3] = {p->a, p->b, p->c};
+            for (int k = 0; k < 3; k++) {
+                s->far_corner[i][k] = (uint8_t)(n[k] >= 0 ? 3 + k : k);
+                s->near_corner[i][k] = (uint8_t)(n[k] >= 0 ? k : 3 + k);
+            }
+        }
         planes = 0x3f;
         const terra_plane *far = &frustum->planes[5];
         if (far->a == 0 && far->b == 0 && far->c == 0 && far->d >= 0) planes = 0x1f;
