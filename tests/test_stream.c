@@ -1,6 +1,7 @@
 /* The streamer: cache rules as unit tests, the real loader on a pool, the pool itself.
  * (The scenarios are in test_stream_sim.c: single-threaded, so ThreadSanitizer skips them.) */
 #include "check.h"
+#include <stdlib.h>
 #include <string.h>
 #include "terra/stream.h"
 
@@ -272,6 +273,118 @@ static void bad_options_refused(void) {
     terra_source_destroy(src);
 }
 
+/* ---- the budget ---------------------------------------------------------------------------------- */
+
+static double model_ms;
+static double model_clock(void *u) {
+    (void)u;
+    return model_ms * 1e-3;
+}
+static void slow_upload(void *u, terra_tile_key k, const void *d, size_t n) {
+    (void)u, (void)k, (void)d, (void)n;
+    model_ms += 6.0; /* one upload costs more than the whole 4 ms budget */
+}
+
+/* Work larger than the budget still lands: a frame after one that ran nothing for want of budget
+ * runs its first piece anyway; and no frame runs a second piece past the budget. */
+static void budget_lets_oversized_work_land(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream_desc d = {.source = src, .capacity_tiles = 256, .max_in_flight = 8, .budget_ms = 4,
+                           .loader = {man_start, man_cancel, man_poll, 1024, &m},
+                           .upload = slow_upload, .clock = model_clock};
+    d.select.grid.cells = 16;
+    d.select.levels = 5;
+    terra_stream *s;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK);
+    terra_focus f;
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = {.eye = {0, 100, 0}}}, &f);
+    int uploads_total = 0, idle_runs = 0, last = -1;
+    for (int frame = 0; frame < 60; frame++) {
+        man_finish_all(&m);
+        terra_stream_update(s);
+        const terra_stream_stats *st = terra_stream_get_stats(s);
+        int up = st->pieces[TERRA_WORK_UPLOAD];
+        CHECK(up <= 1, "frame %d ran %d uploads of 6 ms in a 4 ms budget", frame, up);
+        if (up == 0 && last == 0 && st->ready > 0) idle_runs++;
+        uploads_total += up;
+        last = up;
+    }
+    CHECK(idle_runs == 0, "%d times two frames in a row uploaded nothing while tiles waited", idle_runs);
+    CHECK(uploads_total >= 25, "only %d uploads landed in 60 frames", uploads_total);
+    CHECK(terra_stream_get_stats(s)->cost_ms[TERRA_WORK_UPLOAD] == 6.0);
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+/* ---- memory, measured ------------------------------------------------------------------------------ */
+
+static size_t live_bytes, peak_live;
+static void *sized_alloc(size_t n, void *u) {
+    (void)u;
+    size_t *p = malloc(n + 16);
+    if (!p) return NULL;
+    p[0] = n;
+    live_bytes += n;
+    if (live_bytes > peak_live) peak_live = live_bytes;
+    return (char *)p + 16;
+}
+static void sized_free(void *q, void *u) {
+    (void)u;
+    if (!q) return;
+    size_t *p = (size_t *)((char *)q - 16);
+    live_bytes -= p[0];
+    free(p);
+}
+static void *sized_realloc(void *q, size_t n, void *u) {
+    void *r = sized_alloc(n, u);
+    if (r && q) {
+        size_t old = ((size_t *)((char *)q - 16))[0];
+        memcpy(r, q, old < n ? old : n);
+        sized_free(q, u);
+    }
+    return r;
+}
+
+/* The bytes the streamer holds, counted at the allocator: tile memory never passes the cap, and
+ * what it holds beside the tiles (bookkeeping) is fixed at creation. */
+static void memory_cap_is_measured(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_set_allocator(&(terra_allocator){sized_alloc, sized_realloc, sized_free, NULL});
+    live_bytes = peak_live = 0;
+    const size_t tile = 34848, cap = 150 * tile + tile / 2;
+    terra_stream_desc d = {.source = src, .capacity_tiles = 4000, .capacity_bytes = cap, .max_in_flight = 16,
+                           .loader = {man_start, man_cancel, man_poll, tile, &m}};
+    d.select.grid.cells = 32;
+    terra_stream *s;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    const size_t after_create = live_bytes;
+    CHECK(terra_stream_slots(s) == 150, "%d slots", terra_stream_slots(s));
+    terra_focus f;
+    terra_camera cam = {.eye = {0, 200, 0}};
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = cam}, &f);
+    for (int frame = 0; frame < 300; frame++) {
+        cam.eye.x += 50;
+        cam.yaw_rad += 0.02;
+        terra_stream_update_focus(s, f, &cam);
+        man_finish_all(&m);
+        terra_stream_update(s);
+        CHECK(terra_stream_get_stats(s)->bytes_held <= cap);
+    }
+    CHECK(live_bytes == after_create && peak_live == after_create, "the streamer grew after creation: %zu -> %zu",
+          after_create, peak_live);
+    const size_t tiles_bytes = (size_t)terra_stream_slots(s) * tile;
+    CHECK(tiles_bytes <= cap && after_create - tiles_bytes < 12u << 20, "tiles %zu, bookkeeping %zu", tiles_bytes,
+          after_create - tiles_bytes);
+    printf("  measured: %zu bytes of tiles under a cap of %zu, %zu bytes of bookkeeping\n", tiles_bytes, cap,
+           after_create - tiles_bytes);
+    terra_stream_destroy(s);
+    CHECK(live_bytes == 0, "%zu bytes left after destroy", live_bytes);
+    terra_set_allocator(NULL);
+    terra_source_destroy(src);
+}
+
 /* ---- the real loader: meshing on a pool ------------------------------------------------------------- */
 
 static void real_pool_streams_and_shuts_down_cleanly(void) {
@@ -407,6 +520,8 @@ int main(void) {
     RUN(late_arrivals_evicted_before_tiles_in_view);
     RUN(cancels_requests_no_longer_wanted);
     RUN(unload_radius_has_hysteresis);
+    RUN(budget_lets_oversized_work_land);
+    RUN(memory_cap_is_measured);
     RUN(real_pool_streams_and_shuts_down_cleanly);
     RUN(replacing_the_source_rebuilds_without_holes);
     return finish();
