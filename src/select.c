@@ -162,10 +162,13 @@ static range_entry *fill_entry(terra_select *s, range_entry *set, int level, ter
 }
 
 /* A tile's world bounding box, its height range from the cache or the source. */
-static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box3 *b) {
+/* Boxes inside the walk are six doubles: min x, min y, min z, max x, max y, max z. */
+enum { BX0, BY0, BZ0, BX1, BY1, BZ1 };
+
+static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, double b[6]) {
     const double side = s->side[level];
-    b->min.x = x * side, b->max.x = (x + 1) * side;
-    b->min.z = y * side, b->max.z = (y + 1) * side;
+    b[BX0] = x * side, b[BX1] = (x + 1) * side;
+    b[BZ0] = y * side, b[BZ1] = (y + 1) * side;
     const int32_t px = x >> 1, py = y >> 1; /* arithmetic shift: floor division by 2 */
     /* siblings are walked one after another: the entry the last sibling used is usually it */
     range_entry *e = s->recent[level];
@@ -182,11 +185,12 @@ static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, terra_box
         s->recent_x[level] = px, s->recent_y[level] = py;
     }
     const int c = (x & 1) + 2 * (y & 1);
-    b->min.y = e->lo[c], b->max.y = e->hi[c];
+    b[BY0] = e->lo[c], b[BY1] = e->hi[c];
     return true;
 }
 
-static void emit(terra_select *s, int level, int32_t x, int32_t y, const terra_box3 *box) {
+static inline __attribute__((always_inline)) void emit(terra_select *s, int level, int32_t x, int32_t y,
+                                                       const double b[6]) {
     if (s->count >= s->d.max_tiles) {
         if (s->error == TERRA_OK)
             s->error = terra_fail(TERRA_E_CAPACITY, "select: more than max_tiles (%d) tiles selected; raise max_tiles",
@@ -198,7 +202,7 @@ static void emit(terra_select *s, int level, int32_t x, int32_t y, const terra_b
     t->level = level;
     t->morph_start = s->morph_start[level];
     t->morph_end = s->morph_end[level];
-    t->box = *box;
+    t->box = (terra_box3){{b[BX0], b[BY0], b[BZ0]}, {b[BX1], b[BY1], b[BZ1]}};
     s->stats.drawn++;
     s->stats.per_level[level]++;
 }
@@ -206,8 +210,7 @@ static void emit(terra_select *s, int level, int32_t x, int32_t y, const terra_b
 /* Tests a box against the frustum planes in `mask`: -1 when it is outside one of them, else the
  * mask of planes it still straddles (0: wholly inside, so its subtree skips further tests). Each
  * plane's nearest and farthest box corners were chosen once per frame (terra_select_run). */
-static int cull_box(const terra_select *s, const terra_box3 *b, int mask) {
-    const double v[6] = {b->min.x, b->min.y, b->min.z, b->max.x, b->max.y, b->max.z};
+static int cull_box(const terra_select *s, const double v[6], int mask) {
     int straddles = 0;
     while (mask) {
         const int i = __builtin_ctz((unsigned)mask);
@@ -225,7 +228,7 @@ enum { NODE_OUT_OF_RANGE = 0, NODE_HANDLED = 1 };
 /* Walks one tile; `planes` are the frustum planes its parent straddles. Returns NODE_OUT_OF_RANGE
  * when the tile is visible but beyond its level's range, with its box in *box, so its parent draws
  * it (fully morphed); NODE_HANDLED otherwise. */
-static int select_node(terra_select *s, int level, int32_t x, int32_t y, int planes, terra_box3 *box) {
+static int select_node(terra_select *s, int level, int32_t x, int32_t y, int planes, double box[6]) {
     if (s->bounded) {
         const double side = s->side[level];
         if ((x + 1) * side <= s->d.bounds[0] || x * side >= s->d.bounds[2] || (y + 1) * side <= s->d.bounds[1] ||
@@ -241,9 +244,9 @@ static int select_node(terra_select *s, int level, int32_t x, int32_t y, int pla
             return NODE_HANDLED;
         }
     }
-    const double dx0 = box->min.x - s->eye.x, dx1 = s->eye.x - box->max.x;
-    const double dy0 = box->min.y - s->eye.y, dy1 = s->eye.y - box->max.y;
-    const double dz0 = box->min.z - s->eye.z, dz1 = s->eye.z - box->max.z;
+    const double dx0 = box[BX0] - s->eye.x, dx1 = s->eye.x - box[BX1];
+    const double dy0 = box[BY0] - s->eye.y, dy1 = s->eye.y - box[BY1];
+    const double dz0 = box[BZ0] - s->eye.z, dz1 = s->eye.z - box[BZ1];
     const double ex = dx0 > 0 ? dx0 : (dx1 > 0 ? dx1 : 0), ey = dy0 > 0 ? dy0 : (dy1 > 0 ? dy1 : 0);
     const double ez = dz0 > 0 ? dz0 : (dz1 > 0 ? dz1 : 0);
     const double dist2 = ex * ex + ey * ey + ez * ez; /* squared distance from the eye to the box */
@@ -256,12 +259,12 @@ static int select_node(terra_select *s, int level, int32_t x, int32_t y, int pla
      * band before its morph starts, or a coarser neighbour of its children may already be morphing
      * where they meet it. Options guarantee it for flat ground; steeper boxes are counted (the box's
      * height range is conservative, so a count is a risk, not a crack). */
-    const double sx = box->max.x - box->min.x, sy = box->max.y - box->min.y, sz = box->max.z - box->min.z;
+    const double sx = box[BX1] - box[BX0], sy = box[BY1] - box[BY0], sz = box[BZ1] - box[BZ0];
     if (sx * sx + sy * sy + sz * sz > s->allowance2[level]) s->stats.crack_risk++;
     for (int c = 0; c < 4; c++) {
         int32_t cx = x * 2 + (c & 1), cy = y * 2 + (c >> 1);
-        terra_box3 cb;
-        if (select_node(s, level - 1, cx, cy, planes, &cb) == NODE_OUT_OF_RANGE) emit(s, level - 1, cx, cy, &cb);
+        double cb[6];
+        if (select_node(s, level - 1, cx, cy, planes, cb) == NODE_OUT_OF_RANGE) emit(s, level - 1, cx, cy, cb);
     }
     return NODE_HANDLED;
 }
@@ -300,9 +303,9 @@ terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frust
         const terra_plane *far = &frustum->planes[5];
         if (far->a == 0 && far->b == 0 && far->c == 0 && far->d >= 0) planes = 0x1f;
     }
-    terra_box3 box;
+    double box[6];
     for (int32_t y = y0; y <= y1 && s->error == TERRA_OK; y++)
-        for (int32_t x = x0; x <= x1 && s->error == TERRA_OK; x++) select_node(s, top, x, y, planes, &box);
+        for (int32_t x = x0; x <= x1 && s->error == TERRA_OK; x++) select_node(s, top, x, y, planes, box);
     if (s->error != TERRA_OK) return s->error;
     *tiles = s->out;
     *count = s->count;
