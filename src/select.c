@@ -189,21 +189,21 @@ static bool tile_box(terra_select *s, int level, int32_t x, int32_t y, double b[
     return true;
 }
 
+static __attribute__((noinline)) void output_full(terra_select *s) {
+    if (s->error == TERRA_OK)
+        s->error = terra_fail(TERRA_E_CAPACITY, "select: more than max_tiles (%d) tiles selected; raise max_tiles",
+                              s->d.max_tiles);
+}
+
 static inline __attribute__((always_inline)) void emit(terra_select *s, int level, int32_t x, int32_t y,
                                                        const double b[6]) {
     if (s->count >= s->d.max_tiles) {
-        if (s->error == TERRA_OK)
-            s->error = terra_fail(TERRA_E_CAPACITY, "select: more than max_tiles (%d) tiles selected; raise max_tiles",
-                                  s->d.max_tiles);
+        output_full(s);
         return;
     }
-    terra_selected_tile *t = &s->out[s->count++];
-    t->key = terra_tile_key_make(0, level, x, y);
-    t->level = level;
-    t->morph_start = s->morph_start[level];
-    t->morph_end = s->morph_end[level];
-    t->box = (terra_box3){{b[BX0], b[BY0], b[BZ0]}, {b[BX1], b[BY1], b[BZ1]}};
-    s->stats.drawn++;
+    s->out[s->count++] = (terra_selected_tile){terra_tile_key_make(0, level, x, y), level, s->morph_start[level],
+                                               s->morph_end[level],
+                                               {{b[BX0], b[BY0], b[BZ0]}, {b[BX1], b[BY1], b[BZ1]}}};
     s->stats.per_level[level]++;
 }
 
@@ -307,6 +307,7 @@ terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frust
     for (int32_t y = y0; y <= y1 && s->error == TERRA_OK; y++)
         for (int32_t x = x0; x <= x1 && s->error == TERRA_OK; x++) select_node(s, top, x, y, planes, box);
     if (s->error != TERRA_OK) return s->error;
+    s->stats.drawn = s->count;
     *tiles = s->out;
     *count = s->count;
     return TERRA_OK;
