@@ -34,6 +34,13 @@ bool cli_parse_size(const char *s, int *w, int *h);
 
 /* Subcommands: one file each (cli/cmd_NAME.c). */
 int cmd_fly(int argc, char **argv);
+int cmd_drive(int argc, char **argv);
+int cmd_render(int argc, char **argv);
+int cmd_view(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_bake(int argc, char **argv);
 int cmd_mesh(int argc, char **argv);
 
 #endif

@@ -1,6 +1,9 @@
-/* terra fly: flies a built-in camera path over the default world, selecting tiles every frame;
- * prints per-frame and summary statistics and draws top-down maps of the selection. */
+/* terra fly: flies a built-in camera path over the default world and renders it headless (OpenGL
+ * on EGL) to a PNG sequence and a contact sheet; prints per-frame and summary statistics; with
+ * --map, draws top-down maps of the selection as well. */
 #include "cli.h"
+#include "fly_path.h"
+#include "terra/gl.h"
 #include "terra/io.h"
 #include "terra/select.h"
 
@@ -12,30 +15,48 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define PI 3.14159265358979323846
 
 typedef struct fly_opts {
     int frames;
     int maps;
     int map_size;
+    int width, height;
+    int sheet;     /* frames on the contact sheet */
     const char *out;
     uint64_t seed;
     terra_select_desc sel;
-    bool quiet;
+    bool quiet, settle, no_frames, level_tint;
 } fly_opts;
 
 static void fly_usage(FILE *f) {
     fprintf(f,
             "Usage: terra fly [OPTIONS]\n\n"
-            "Flies a built-in camera path over the default world, selects the tiles to draw each\n"
-            "frame (CDLOD), prints per-frame and summary statistics, and writes top-down maps of the\n"
-            "selection: three panels around the eye (out to level 2's range, level 5's, and all),\n"
-            "tiles coloured by level (legend beneath, level 0 first), the morph shown as the blend\n"
-            "toward the next level's colour, the view frustum's sides and the eye in white.\n\n"
+            "Flies a built-in camera path over the default world (12 km east along an S, from 40 m\n"
+            "above the ground up to 2.5 km and back) and renders it headless (OpenGL 4.5 on EGL, no\n"
+            "display or GPU needed): DIR/frame_NNNN.png for every frame and DIR/contact_sheet.png with\n"
+            "a few of them. Tiles come through the streamer, within its per-frame budget: by default it\n"
+            "runs until every tile the view wants is held (full detail in every picture); with\n"
+            "--realtime it runs once a frame, as a game would, and ancestors stand in for tiles still\n"
+            "being meshed. Prints a row per frame (tiles drawn by level, triangles, draw\n"
+            "calls, CPU ms for select / stream / upload / submit, bytes held) and a summary.\n"
+            "With --map, also writes DIR/map_NNNN.png: top-down maps of the selection, three panels\n"
+            "around the eye (out to level 2's range, level 5's, and all), tiles coloured by level\n"
+            "(legend beneath, level 0 first), the morph as a blend toward the next level's colour,\n"
+            "the frustum's sides and the eye in white.\n"
+            "Columns: sel/str/upl/sub ms are terra's CPU time (selection, streamer update, uploads of\n"
+            "arrived tiles, building and issuing the one draw); drv ms is spent inside the draw call and\n"
+            "ras ms waiting for the picture (the driver's: llvmpipe shades vertices and pixels on the\n"
+            "CPU); '*' marks frames where ancestors stood in for tiles still streaming.\n\n"
             "Options:\n"
             "  -n, --frames N      frames to fly (default 240)\n"
-            "  -o, --out DIR       where maps go (default fly-out; created if missing)\n"
-            "      --maps N        maps to draw, spread over the path (default 4; 0: none)\n"
+            "  -o, --out DIR       where pictures go (default fly-out; created if missing)\n"
+            "      --size WxH      frame size (default 960x540)\n"
+            "      --sheet N       frames on the contact sheet (default 8; 0: no sheet)\n"
+            "      --no-frames     write no frame PNGs (the contact sheet and maps still)\n"
+            "      --realtime      run the streamer once a frame instead of until it settles\n"
+            "      --level-tint    colour tiles by level instead of surface\n"
+            "      --map           write top-down maps of the selection (4, spread over the path)\n"
+            "      --maps N        how many maps (implies --map; 0: none)\n"
             "      --map-size PX   side of each map panel in pixels (default 512)\n"
             "      --seed N        world seed (default 1)\n"
             "      --cells N       cells per tile side, power of two 16..256 (default 32)\n"
@@ -47,20 +68,7 @@ static void fly_usage(FILE *f) {
             "Exit status: 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 
-/* The built-in path, t in [0, 1]: 12 km east along a gentle S, climbing from 40 m above the
- * ground to 2.5 km and back down, looking ahead and slightly down. */
-static terra_camera path_camera(const terra_source *src, double t) {
-    terra_camera c = {.fov_y_rad = 60.0 * PI / 180.0, .aspect = 16.0 / 9.0};
-    double x = 12000.0 * t, z = 3000.0 * sin(2 * PI * t);
-    double dx = 12000.0, dz = 3000.0 * 2 * PI * cos(2 * PI * t);
-    float g = 0;
-    terra_source_height(src, x, z, &g);
-    double s = sin(PI * t);
-    c.eye = (terra_vec3){x, g + 40.0 + 2500.0 * s * s, z};
-    c.yaw_rad = atan2(dx, -dz); /* yaw 0 looks along -z, positive turns toward +x */
-    c.pitch_rad = -0.12 - 0.25 * s * s;
-    return c;
-}
+static terra_camera path_camera(const terra_source *src, double t) { return terra_fly_path_camera(src, t); }
 
 /* ---- maps ---------------------------------------------------------------------------------------- */
 
@@ -204,17 +212,27 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static int parse_fly(int argc, char **argv, fly_opts *o) {
-    enum { OPT_MAPS = 256, OPT_MAP_SIZE, OPT_SEED, OPT_CELLS, OPT_TILE0, OPT_LEVELS, OPT_RANGE0 };
+    enum { OPT_MAPS = 256, OPT_MAP_SIZE, OPT_SEED, OPT_CELLS, OPT_TILE0, OPT_LEVELS, OPT_RANGE0, OPT_SIZE, OPT_SHEET,
+           OPT_NO_FRAMES, OPT_SETTLE, OPT_MAP, OPT_LEVEL_TINT };
     static const struct option longopts[] = {
         {"frames", required_argument, 0, 'n'}, {"out", required_argument, 0, 'o'},
         {"maps", required_argument, 0, OPT_MAPS}, {"map-size", required_argument, 0, OPT_MAP_SIZE},
+        {"map", no_argument, 0, OPT_MAP}, {"size", required_argument, 0, OPT_SIZE},
+        {"sheet", required_argument, 0, OPT_SHEET}, {"no-frames", no_argument, 0, OPT_NO_FRAMES},
+        {"realtime", no_argument, 0, OPT_SETTLE}, {"level-tint", no_argument, 0, OPT_LEVEL_TINT},
         {"seed", required_argument, 0, OPT_SEED}, {"cells", required_argument, 0, OPT_CELLS},
         {"tile0", required_argument, 0, OPT_TILE0}, {"levels", required_argument, 0, OPT_LEVELS},
         {"range0", required_argument, 0, OPT_RANGE0}, {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    *o = (fly_opts){.frames = 240, .maps = 4, .map_size = 512, .out = "fly-out", .seed = 1};
+    *o = (fly_opts){.frames = 240, .maps = 0, .map_size = 512, .out = "fly-out", .seed = 1, .width = 960,
+                    .height = 540, .sheet = 8, .settle = true};
     o->sel.grid.cells = 32;
     optind = 1;
     int c;
@@ -228,6 +246,7 @@ static int parse_fly(int argc, char **argv, fly_opts *o) {
             o->frames = (int)v;
             break;
         case 'o': o->out = optarg; break;
+        case OPT_MAP: o->maps = 4; break;
         case OPT_MAPS:
             if (!cli_parse_int(optarg, &v) || v < 0 || v > 1000)
                 return cli_usage_error("fly", "--maps wants a whole number from 0 to 1000, not '%s'", optarg);
@@ -238,6 +257,19 @@ static int parse_fly(int argc, char **argv, fly_opts *o) {
                 return cli_usage_error("fly", "--map-size wants pixels from 64 to 4096, not '%s'", optarg);
             o->map_size = (int)v;
             break;
+        case OPT_SIZE:
+            if (!cli_parse_size(optarg, &o->width, &o->height) || o->width < 16 || o->height < 16 || o->width > 8192 ||
+                o->height > 8192)
+                return cli_usage_error("fly", "--size wants WxH from 16x16 to 8192x8192, not '%s'", optarg);
+            break;
+        case OPT_SHEET:
+            if (!cli_parse_int(optarg, &v) || v < 0 || v > 64)
+                return cli_usage_error("fly", "--sheet wants a whole number from 0 to 64, not '%s'", optarg);
+            o->sheet = (int)v;
+            break;
+        case OPT_NO_FRAMES: o->no_frames = true; break;
+        case OPT_SETTLE: o->settle = false; break;
+        case OPT_LEVEL_TINT: o->level_tint = true; break;
         case OPT_SEED:
             if (!cli_parse_int(optarg, &v)) return cli_usage_error("fly", "--seed wants a whole number, not '%s'", optarg);
             o->seed = (uint64_t)v;
@@ -268,7 +300,23 @@ static int parse_fly(int argc, char **argv, fly_opts *o) {
         }
     }
     if (optind < argc) return cli_usage_error("fly", "unexpected argument '%s'", argv[optind]);
+    if (o->sheet > o->frames) o->sheet = o->frames;
     return EXIT_OK;
+}
+
+/* Box-filters a w × h RGB frame down into the cell (cx, cy) of the contact sheet. */
+static void sheet_put(uint8_t *sheet, int sw, const uint8_t *rgb, int w, int h, int cx, int cy, int cw, int ch) {
+    for (int y = 0; y < ch; y++)
+        for (int x = 0; x < cw; x++) {
+            int x0 = x * w / cw, x1 = (x + 1) * w / cw, y0 = y * h / ch, y1 = (y + 1) * h / ch;
+            if (x1 <= x0) x1 = x0 + 1;
+            if (y1 <= y0) y1 = y0 + 1;
+            unsigned sum[3] = {0, 0, 0}, n = 0;
+            for (int yy = y0; yy < y1; yy++)
+                for (int xx = x0; xx < x1; xx++, n++)
+                    for (int q = 0; q < 3; q++) sum[q] += rgb[((size_t)yy * w + xx) * 3 + q];
+            for (int q = 0; q < 3; q++) sheet[((size_t)(cy + y) * sw + cx + x) * 3 + q] = (uint8_t)((sum[q] + n / 2) / n);
+        }
 }
 
 int cmd_fly(int argc, char **argv) {
@@ -276,78 +324,141 @@ int cmd_fly(int argc, char **argv) {
     int rc = parse_fly(argc, argv, &o);
     if (rc < 0) return EXIT_OK; /* --help */
     if (rc != EXIT_OK) return rc;
-    if (o.maps > 0 && mkdir(o.out, 0777) != 0 && errno != EEXIST)
+    if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
         return cli_error("fly", "%s: cannot create directory: %s", o.out, strerror(errno));
 
+    const int w = o.width, h = o.height, n = o.frames;
+    const int sheet_cols = o.sheet <= 4 ? (o.sheet ? o.sheet : 1) : (o.sheet + 1) / 2;
+    const int sheet_rows = o.sheet ? (o.sheet + sheet_cols - 1) / sheet_cols : 0;
+    const int cell_w = w > 480 ? 480 : w, cell_h = cell_w * h / w, gap = 4;
+    const int sheet_w = sheet_cols * cell_w + (sheet_cols + 1) * gap, sheet_h = sheet_rows * cell_h + (sheet_rows + 1) * gap;
     terra_source *src = NULL;
-    terra_select *sel = NULL;
-    double *times = malloc(sizeof(double) * (size_t)o.frames);
-    if (!times) return cli_error("fly", "out of memory");
-    if (terra_world_create(&(terra_world_desc){.seed = o.seed}, &src) != TERRA_OK ||
-        terra_select_create(&o.sel, src, &sel) != TERRA_OK) {
+    terra_gl_context *ctx = NULL;
+    terra_gl_scene *scene = NULL;
+    double *ms[4] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n), malloc(sizeof(double) * n),
+                     malloc(sizeof(double) * n)};
+    double *raster = malloc(sizeof(double) * n), *driver = malloc(sizeof(double) * n);
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    uint8_t *sheet = o.sheet ? calloc((size_t)sheet_w * sheet_h * 3, 1) : NULL;
+    if (!ms[0] || !ms[1] || !ms[2] || !ms[3] || !raster || !driver || !rgb || (o.sheet && !sheet)) {
+        rc = cli_error("fly", "out of memory");
+        goto done;
+    }
+    if (sheet) memset(sheet, 24, (size_t)sheet_w * sheet_h * 3);
+    terra_status st = terra_world_create(&(terra_world_desc){.seed = o.seed}, &src);
+    if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
+    if (st == TERRA_OK)
+        st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = o.sel, .width = w, .height = h},
+                                   &scene);
+    if (st != TERRA_OK) {
         rc = cli_error("fly", "%s", terra_last_error());
         goto done;
     }
+    const terra_select *sel = terra_gl_scene_select(scene);
     const terra_select_desc *d = terra_select_get_desc(sel);
-    const long tris_per_tile = 2L * d->grid.cells * d->grid.cells;
+    terra_gl_style style = {.level_tint = o.level_tint};
     if (!o.quiet) {
-        printf("terra fly: %d frames over the default world (seed %llu); tiles of %d cells, level 0 %.0f m, %d levels, "
-               "range0 %.0f m\n",
-               o.frames, (unsigned long long)o.seed, d->grid.cells, d->grid.tile0_size, d->levels, d->range0);
-        printf("%6s %9s %7s %9s %5s %9s %8s  %s\n", "frame", "x", "height", "z", "tiles", "triangles", "sel ms",
+        printf("terra fly: %d frames of %dx%d over the default world (seed %llu) on %s; tiles of %d cells, level 0 %.0f "
+               "m, %d levels, range0 %.0f m\n",
+               n, w, h, (unsigned long long)o.seed, terra_gl_renderer_name(), d->grid.cells, d->grid.tile0_size,
+               d->levels, d->range0);
+        printf("%6s %9s %7s %9s %5s %9s %5s %7s %7s %7s %7s | %7s %7s %8s  %s\n", "frame", "x", "height", "z", "tiles",
+               "triangles", "calls", "sel ms", "str ms", "upl ms", "sub ms", "drv ms", "ras ms", "held MB",
                "tiles per level (0..)");
     }
-    long sum_tiles = 0, max_tiles = 0, sum_visited = 0, level_sum[TERRA_TILE_MAX_LEVEL + 1] = {0};
-    int maps_written = 0;
-    for (int f = 0; f < o.frames; f++) {
-        double t = o.frames > 1 ? (double)f / (o.frames - 1) : 0.0;
+    long sum_tiles = 0, max_tiles = 0, max_calls = 0, level_sum[TERRA_TILE_MAX_LEVEL + 1] = {0};
+    double sum_tris = 0;
+    size_t max_held = 0;
+    int maps_written = 0, sheet_done = 0, fallback_frames = 0;
+    for (int f = 0; f < n; f++) {
+        const double t = n > 1 ? (double)f / (n - 1) : 0.0;
         terra_camera cam = path_camera(src, t);
-        terra_frustum fr;
-        terra_camera_frustum(&cam, &fr);
-        const terra_selected_tile *tiles;
-        int count;
+        terra_gl_frame_stats fs;
+        /* the first frame always waits for its tiles; later ones too unless --realtime */
+        st = terra_gl_scene_frame(scene, &cam, &style, o.settle || f == 0, 60, &fs);
         double t0 = terra_now_s();
-        terra_status st = terra_select_run(sel, cam.eye, &fr, &tiles, &count);
-        times[f] = (terra_now_s() - t0) * 1e3;
+        if (st == TERRA_OK) st = terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb);
+        raster[f] = (terra_now_s() - t0) * 1e3; /* waits for llvmpipe: Mesa's raster time + read-back */
         if (st != TERRA_OK) {
             rc = cli_error("fly", "frame %d: %s", f, terra_last_error());
             goto done;
         }
-        const terra_select_stats *s = terra_select_get_stats(sel);
-        sum_tiles += count;
-        sum_visited += s->visited;
-        if (count > max_tiles) max_tiles = count;
-        for (int l = 0; l < d->levels; l++) level_sum[l] += s->per_level[l];
+        ms[0][f] = fs.select_ms, ms[1][f] = fs.stream_ms, ms[2][f] = fs.upload_ms, ms[3][f] = fs.submit_ms;
+        driver[f] = fs.driver_ms;
+        sum_tiles += fs.tiles;
+        sum_tris += fs.triangles;
+        if (fs.tiles > max_tiles) max_tiles = fs.tiles;
+        if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
+        if (fs.bytes_held > max_held) max_held = fs.bytes_held;
+        fallback_frames += fs.fallbacks > 0;
+        for (int l = 0; l < d->levels; l++) level_sum[l] += fs.per_level[l];
         if (!o.quiet) {
             float g;
             terra_source_height(src, cam.eye.x, cam.eye.z, &g);
-            printf("%6d %9.1f %7.1f %9.1f %5d %9ld %8.3f  ", f, cam.eye.x, cam.eye.y - g, cam.eye.z, count,
-                   count * tris_per_tile, times[f]);
-            for (int l = 0; l < d->levels; l++) printf("%s%d", l ? " " : "", s->per_level[l]);
-            printf("\n");
+            printf("%6d %9.1f %7.1f %9.1f %5d %9d %5d %7.3f %7.3f %7.3f %7.3f | %7.2f %7.2f %8.1f  ", f, cam.eye.x,
+                   cam.eye.y - g, cam.eye.z, fs.tiles, fs.triangles, fs.draw_calls, fs.select_ms, fs.stream_ms,
+                   fs.upload_ms, fs.submit_ms, fs.driver_ms, raster[f], fs.bytes_held / 1048576.0);
+            for (int l = 0; l < d->levels; l++) printf("%s%d", l ? " " : "", fs.per_level[l]);
+            printf("%s\n", fs.fallbacks ? " *" : "");
+        }
+        if (!o.no_frames) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/frame_%04d.png", o.out, f);
+            if (terra_io_write_png(path, rgb, w, h, 3) != TERRA_OK) {
+                rc = cli_error("fly", "%s", terra_last_error());
+                goto done;
+            }
+        }
+        if (sheet) {
+            const int next = o.sheet == 1 ? 0 : (int)((long)sheet_done * (n - 1) / (o.sheet - 1));
+            if (sheet_done < o.sheet && f == next) {
+                const int cx = gap + (sheet_done % sheet_cols) * (cell_w + gap);
+                const int cy = gap + (sheet_done / sheet_cols) * (cell_h + gap);
+                sheet_put(sheet, sheet_w, rgb, w, h, cx, cy, cell_w, cell_h);
+                sheet_done++;
+            }
         }
         /* maps at evenly spread frames, the first and last included */
         if (o.maps > 0) {
-            int next = o.maps == 1 ? 0 : (int)((long)maps_written * (o.frames - 1) / (o.maps - 1));
+            const int next = o.maps == 1 ? 0 : (int)((long)maps_written * (n - 1) / (o.maps - 1));
             if (maps_written < o.maps && f == next) {
+                const terra_selected_tile *tiles;
+                int count;
+                terra_stream_wanted(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene), &tiles, &count);
                 rc = write_map(o.out, f, src, sel, tiles, count, &cam, o.map_size, o.quiet);
                 if (rc != EXIT_OK) goto done;
                 maps_written++;
             }
         }
     }
-    qsort(times, (size_t)o.frames, sizeof *times, cmp_double);
-    printf("summary: %d frames; tiles drawn mean %.1f, max %ld; triangles mean %.0f; visited mean %.0f\n", o.frames,
-           (double)sum_tiles / o.frames, max_tiles, (double)sum_tiles / o.frames * tris_per_tile,
-           (double)sum_visited / o.frames);
-    printf("summary: selection ms median %.3f, p99 %.3f, max %.3f\n", times[o.frames / 2],
-           times[(int)(0.99 * (o.frames - 1))], times[o.frames - 1]);
+    if (sheet) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/contact_sheet.png", o.out);
+        if (terra_io_write_png(path, sheet, sheet_w, sheet_h, 3) != TERRA_OK) {
+            rc = cli_error("fly", "%s", terra_last_error());
+            goto done;
+        }
+        if (!o.quiet) printf("wrote %s (%d frames)\n", path, sheet_done);
+    }
+    printf("summary: %d frames; tiles drawn mean %.1f, max %ld; triangles mean %.0f; draw calls per frame max %ld; "
+           "frames with ancestors standing in %d\n",
+           n, (double)sum_tiles / n, max_tiles, sum_tris / n, max_calls, fallback_frames);
+    printf("summary: CPU ms median: select %.3f, stream %.3f, upload %.3f, submit %.3f; apart (the driver's, %s): "
+           "inside the draw call %.2f, raster + read-back %.2f\n",
+           median_of(ms[0], n), median_of(ms[1], n), median_of(ms[2], n), median_of(ms[3], n), terra_gl_renderer_name(),
+           median_of(driver, n), median_of(raster, n));
+    printf("summary: bytes held max %.1f MB (streamer tiles + GPU buffers)\n", max_held / 1048576.0);
     printf("summary: mean tiles per level:");
-    for (int l = 0; l < d->levels; l++) printf(" L%d %.1f", l, (double)level_sum[l] / o.frames);
+    for (int l = 0; l < d->levels; l++) printf(" L%d %.1f", l, (double)level_sum[l] / n);
     printf("\n");
 done:
-    free(times);
-    terra_select_destroy(sel);
+    for (int i = 0; i < 4; i++) free(ms[i]);
+    free(raster);
+    free(driver);
+    free(rgb);
+    free(sheet);
+    terra_gl_scene_destroy(scene);
+    terra_gl_context_destroy(ctx);
     terra_source_destroy(src);
     return rc;
 }

@@ -8,8 +8,15 @@
 #include <string.h>
 
 static const cli_command commands[] = {
-    {"fly", "fly the built-in camera path over the default world; per-frame stats and a map", cmd_fly},
+    {"fly", "fly the built-in path over the default world: rendered frames, a contact sheet, per-frame stats", cmd_fly},
+    {"render", "render one frame of the default world to a PNG, headless (OpenGL on EGL)", cmd_render},
+    {"view", "fly over the default world in a window (GLFW): WASD + mouse, wheel for speed", cmd_view},
+    {"info", "what a tile archive holds: frame, bounds, levels, tiles, bytes, error per level", cmd_info},
+    {"export", "write an archive as a z/x/y.terrain tree with a layer.json for CesiumJS", cmd_export},
+    {"serve", "serve an archive's layer.json and tiles over HTTP (loopback by default)", cmd_serve},
+    {"bake", "bake a source (the default world) into a quantized-mesh tile archive", cmd_bake},
     {"mesh", "mesh a heightmap into a triangle network (greedy insertion), check it, write OBJ/PLY/STL", cmd_mesh},
+    {"drive", "physics proof: ODE bodies and fast vehicles on collider blocks streamed around them", cmd_drive},
 };
 static const int command_count = (int)(sizeof commands / sizeof commands[0]);
 

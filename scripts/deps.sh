@@ -4,7 +4,10 @@
 set -euo pipefail
 
 pkgs=(cmake make gcc clang pkg-config
-      zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmicrohttpd-dev libgdal-dev)
+      zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmicrohttpd-dev libgdal-dev libode-dev
+      curl
+      libegl-dev libegl1 libegl-mesa0 libgl1-mesa-dri libgl-dev libopengl-dev libepoxy-dev
+      libglfw3-dev xvfb xauth)
 
 missing=()
 # node and npm (peer benchmarks, cross-checks with real decoders): any install will do.

@@ -1,0 +1,159 @@
+/* Rendering (gl): CPU ms per frame of the built-in path at 1920x1080, split into select / stream /
+ * upload / submit, with the driver's time (llvmpipe shades vertices inside the draw call and
+ * rasterises on its threads) reported apart; draw calls per frame; hole pixels over the path;
+ * triangles per frame against the screen-space-error ideal for the chosen ranges.
+ *
+ * Usage: bench_gl [frames]   (default 120) */
+#include "bench.h"
+
+#include <epoxy/gl.h>
+
+#include "terra/gl.h"
+#include "../cli/fly_path.h"
+#include "../tests/test_gl_util.h"
+
+static double median_d(double *v, int n) { return bench_median(v, n); }
+
+/* Triangles the visible ground would need if every point were meshed at the spacing that gives
+ * CDLOD's worst screen-space error everywhere: spacing s*(d) = 2 s0 d / r0 (a level-L tile fully
+ * morphed at the end of its range has spacing 2 s0 2^L at distance r0 2^L). The ground's area per
+ * pixel comes from the depth buffer (world points of neighbouring pixels). */
+static double ideal_triangles(const terra_camera *cam, int w, int h, const float *view_z, double s0, double r0) {
+    terra_vec3 f;
+    terra_camera_basis(cam, &f, NULL, NULL);
+    double sum = 0;
+    for (int j = 0; j + 1 < h; j++)
+        for (int i = 0; i + 1 < w; i++) {
+            const float z = view_z[(size_t)j * w + i], zr = view_z[(size_t)j * w + i + 1],
+                        zd = view_z[(size_t)(j + 1) * w + i];
+            if (!isfinite(z) || !isfinite(zr) || !isfinite(zd)) continue;
+            if (fabsf(zr - z) > 0.05f * z || fabsf(zd - z) > 0.05f * z) continue; /* an edge: no area */
+            terra_vec3 p[3];
+            const float zs[3] = {z, zr, zd};
+            const int di[3] = {0, 1, 0}, dj[3] = {0, 0, 1};
+            for (int k = 0; k < 3; k++) {
+                terra_vec3 r = pixel_ray(cam, w, h, i + di[k], j + dj[k]);
+                const double t = zs[k] / (r.x * f.x + r.y * f.y + r.z * f.z);
+                p[k] = (terra_vec3){r.x * t, r.y * t, r.z * t};
+            }
+            const double ax = p[1].x - p[0].x, ay = p[1].y - p[0].y, az = p[1].z - p[0].z;
+            const double bx = p[2].x - p[0].x, by = p[2].y - p[0].y, bz = p[2].z - p[0].z;
+            const double cx = ay * bz - az * by, cy = az * bx - ax * bz, cz = ax * by - ay * bx;
+            const double area = sqrt(cx * cx + cy * cy + cz * cz);
+            const double d = sqrt(p[0].x * p[0].x + p[0].y * p[0].y + p[0].z * p[0].z);
+            const double s = 2 * s0 * d / r0;
+            sum += 2 * area / (s * s);
+        }
+    return sum;
+}
+
+int main(int argc, char **argv) {
+    const int frames = argc > 1 ? atoi(argv[1]) : 120;
+    const int W = 1920, H = 1080;
+    terra_gl_context *ctx;
+    if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
+        fprintf(stderr, "bench_gl: %s\n", terra_last_error());
+        return 1;
+    }
+    terra_source *src;
+    terra_world_create(&(terra_world_desc){.seed = 1}, &src);
+    terra_gl_scene_desc d = {.source = src, .width = W, .height = H};
+    d.select.grid.cells = 32;
+    terra_gl_scene *scene;
+    if (terra_gl_scene_create(&d, &scene) != TERRA_OK) {
+        fprintf(stderr, "bench_gl: %s\n", terra_last_error());
+        return 1;
+    }
+    terra_gl *gl = terra_gl_scene_renderer(scene);
+    const terra_select_desc *sd = terra_select_get_desc(terra_gl_scene_select(scene));
+    printf("bench_gl: %d frames of the built-in path at %dx%d on %s (cells %d, range0 %.0f m)\n", frames, W, H,
+           terra_gl_renderer_name(), sd->grid.cells, sd->range0);
+
+    double *sel = malloc(sizeof(double) * frames), *str = malloc(sizeof(double) * frames),
+           *upl = malloc(sizeof(double) * frames), *sub = malloc(sizeof(double) * frames),
+           *drv = malloc(sizeof(double) * frames), *ras = malloc(sizeof(double) * frames),
+           *tris = malloc(sizeof(double) * frames), *ratio = malloc(sizeof(double) * 12),
+           *ideal = malloc(sizeof(double) * 12), *tris_settled = malloc(sizeof(double) * 12);
+    float *z = malloc(sizeof(float) * W * H);
+    int max_calls = 0, nratio = 0, fallback_frames = 0;
+    (void)ratio;
+    /* a real-time flight: the streamer settles before the first frame, then runs once a frame */
+    for (int f = 0; f < frames; f++) {
+        terra_camera cam = terra_fly_path_camera(src, frames > 1 ? (double)f / (frames - 1) : 0);
+        terra_gl_frame_stats fs;
+        if (terra_gl_scene_frame(scene, &cam, NULL, f == 0, 60, &fs) != TERRA_OK) {
+            fprintf(stderr, "bench_gl: %s\n", terra_last_error());
+            return 1;
+        }
+        double t0 = bench_now();
+        glFinish();
+        ras[f] = (bench_now() - t0) * 1e3;
+        sel[f] = fs.select_ms, str[f] = fs.stream_ms, upl[f] = fs.upload_ms, sub[f] = fs.submit_ms;
+        drv[f] = fs.driver_ms, tris[f] = fs.triangles;
+        if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
+        fallback_frames += fs.fallbacks > 0;
+    }
+    /* triangles against the ideal, on frames with every wanted tile standing */
+    for (int f = 0; f < 12; f++) {
+        terra_camera cam = terra_fly_path_camera(src, f / 11.0);
+        terra_gl_frame_stats fs;
+        terra_gl_scene_frame(scene, &cam, NULL, true, 60, &fs);
+        cam.aspect = (double)W / H;
+        terra_gl_read_depth(gl, z);
+        const double id = ideal_triangles(&cam, W, H, z, sd->grid.tile0_size / sd->grid.cells, sd->range0);
+        ideal[nratio] = id;
+        tris_settled[nratio] = fs.triangles;
+        ratio[nratio++] = fs.triangles / id;
+    }
+    bench_record("render.cpu_ms.select", median_d(sel, frames), "ms", frames, "median");
+    bench_record("render.cpu_ms.stream", median_d(str, frames), "ms", frames, "median");
+    bench_record("render.cpu_ms.upload", median_d(upl, frames), "ms", frames, "median");
+    bench_record("render.cpu_ms.submit", median_d(sub, frames), "ms", frames, "median");
+    bench_record("render.llvmpipe_ms.draw_call", median_d(drv, frames), "ms", frames, "median");
+    bench_record("render.llvmpipe_ms.raster", median_d(ras, frames), "ms", frames, "median");
+    bench_record("render.draw_calls_per_frame", max_calls, "calls", frames, "max");
+    bench_record("render.triangles_per_frame", median_d(tris, frames), "tris", frames, "median");
+    if (nratio) {
+        bench_record("render.triangles_per_frame.settled", median_d(tris_settled, nratio), "tris", nratio, "median");
+        bench_record("render.triangles_ideal_per_frame", median_d(ideal, nratio), "tris", nratio, "median");
+        bench_record("render.triangles_over_ideal", median_d(ratio, nratio), "x", nratio, "median");
+    }
+    printf("  (%d of %d frames drew ancestors for tiles still streaming)\n", fallback_frames, frames);
+
+    /* holes over the path, settled, against a flat sky colour, at a size the CPU silhouette
+     * affords (the same check as tests/test_gl_holes.c) */
+    terra_gl_scene_destroy(scene);
+    d.width = 640, d.height = 360;
+    terra_gl_scene_create(&d, &scene);
+    gl = terra_gl_scene_renderer(scene);
+    uint8_t *rgb = malloc((size_t)640 * 360 * 3);
+    int *top = malloc(sizeof(int) * 640);
+    long worst = 0;
+    const int hole_frames = 48;
+    const terra_gl_style flat = {.flat = true, .clear_rgb = {1, 0, 1}};
+    for (int f = 0; f < hole_frames; f++) {
+        terra_camera cam = terra_fly_path_camera(src, (double)f / (hole_frames - 1));
+        cam.aspect = 640.0 / 360;
+        terra_gl_scene_frame(scene, &cam, &flat, true, 60, NULL);
+        terra_gl_read_rgb(gl, rgb);
+        cpu_silhouette(src, terra_gl_scene_select(scene), &cam, 640, 360, top);
+        int where;
+        long holes = holes_below(rgb, 640, 360, top, 1, &where);
+        if (holes > worst) worst = holes;
+        if (holes) {
+            int row = -1;
+            for (int j = 359; j > top[where] + 1; j--)
+                if (rgb[((size_t)j * 640 + where) * 3] == 255 && rgb[((size_t)j * 640 + where) * 3 + 1] == 0) row = j;
+            printf("  frame %d: %ld hole pixels, e.g. column %d row %d (silhouette row %d)\n", f, holes, where, row,
+                   top[where]);
+        }
+    }
+    bench_record("render.hole_pixels_max", worst, "px", hole_frames, "max");
+
+    free(sel), free(str), free(upl), free(sub), free(drv), free(ras), free(tris), free(ratio), free(ideal), free(tris_settled), free(z);
+    free(rgb), free(top);
+    terra_gl_scene_destroy(scene);
+    terra_source_destroy(src);
+    terra_gl_context_destroy(ctx);
+    return 0;
+}

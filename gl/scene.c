@@ -1,0 +1,126 @@
+/* libterra-gl: a source, a streamer and a renderer for one camera, as the commands and tests use
+ * them. Tiles reach the vertex buffer only through the streamer's upload callback. */
+#include "terra/gl.h"
+
+#include <math.h>
+#include <time.h>
+
+struct terra_gl_scene {
+    terra_gl_scene_desc d;
+    terra_pool *pool;
+    terra_stream *stream;
+    terra_gl *gl;
+    terra_select *sel; /* the stream's options: ranges for callers, and select_ms measured on it */
+    terra_focus camera;
+};
+
+terra_gl *terra_gl_scene_renderer(terra_gl_scene *s) { return s->gl; }
+terra_stream *terra_gl_scene_stream(terra_gl_scene *s) { return s->stream; }
+terra_focus terra_gl_scene_focus(const terra_gl_scene *s) { return s->camera; }
+const terra_select *terra_gl_scene_select(const terra_gl_scene *s) { return s->sel; }
+
+void terra_gl_scene_destroy(terra_gl_scene *s) {
+    if (!s) return;
+    terra_stream_destroy(s->stream);
+    terra_pool_destroy(s->pool);
+    terra_gl_destroy(s->gl);
+    terra_select_destroy(s->sel);
+    terra_free(s);
+}
+
+terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_scene **out) {
+    *out = NULL;
+    if (!desc->source) return terra_fail(TERRA_E_INVALID, "gl scene: a source is required");
+    terra_gl_scene *s = terra_calloc(1, sizeof *s);
+    if (!s) return terra_fail(TERRA_E_NOMEM, "gl scene: out of memory");
+    s->d = *desc;
+    const int capacity = desc->capacity_tiles ? desc->capacity_tiles : 2048;
+    terra_status st = terra_select_create(&desc->select, desc->source, &s->sel);
+    if (st == TERRA_OK) {
+        const terra_select_desc *sd = terra_select_get_desc(s->sel);
+        terra_gl_desc gd = {.grid = sd->grid, .capacity_tiles = capacity, .max_draws = sd->max_tiles,
+                            .width = desc->width, .height = desc->height};
+        st = terra_gl_create(&gd, &s->gl);
+    }
+    if (st == TERRA_OK) st = terra_pool_create(&(terra_pool_desc){.threads = desc->threads}, &s->pool);
+    if (st == TERRA_OK) {
+        terra_stream_desc sd = {.select = desc->select, .source = desc->source, .capacity_tiles = capacity,
+                                .budget_ms = desc->budget_ms, .pool = s->pool, .max_cameras = 1, .max_foci = 4,
+                                .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64};
+        terra_gl_attach(s->gl, &sd);
+        st = terra_stream_create(&sd, &s->stream);
+    }
+    if (st != TERRA_OK) {
+        terra_gl_scene_destroy(s);
+        return st;
+    }
+    *out = s;
+    return TERRA_OK;
+}
+
+static void nap_ms(double ms) {
+    struct timespec ts = {0, (long)(ms * 1e6)};
+    nanosleep(&ts, NULL);
+}
+
+terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in, const terra_gl_style *style,
+                                  bool settle, double max_wait_s, terra_gl_frame_stats *fs) {
+    terra_gl_frame_stats local;
+    if (!fs) fs = &local;
+    *fs = (terra_gl_frame_stats){0};
+    terra_camera cam = *cam_in;
+    int w, h;
+    terra_gl_size(s->gl, &w, &h);
+    cam.aspect = (double)w / h;
+    terra_status st;
+    if (!s->camera) {
+        st = terra_stream_add_focus(s->stream, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = cam}, &s->camera);
+    } else {
+        st = terra_stream_update_focus(s->stream, s->camera, &cam);
+    }
+    if (st != TERRA_OK) return st;
+
+    /* The streamer selects inside its update and does not report that time; the selection is
+     * timed here on an identical selection object. */
+    terra_frustum fr;
+    terra_camera_frustum(&cam, &fr);
+    const terra_selected_tile *tiles;
+    int ntiles;
+    double t0 = terra_now_s();
+    st = terra_select_run(s->sel, cam.eye, &fr, &tiles, &ntiles);
+    fs->select_ms = (terra_now_s() - t0) * 1e3;
+    if (st != TERRA_OK) return st;
+
+    const double deadline = terra_now_s() + (max_wait_s > 0 ? max_wait_s : 60.0);
+    double stream_ms = 0;
+    const terra_stream_stats *ss = terra_stream_get_stats(s->stream);
+    for (;;) {
+        t0 = terra_now_s();
+        st = terra_stream_update(s->stream);
+        stream_ms += (terra_now_s() - t0) * 1e3;
+        if (st != TERRA_OK) return st;
+        terra_gl_release_gone(s->gl, s->stream);
+        fs->updates++;
+        fs->settled = ss->fallbacks == 0 && ss->uncovered == 0;
+        if (!settle || fs->settled || terra_now_s() > deadline) break;
+        if (ss->in_flight == 0 && ss->ready == 0 && ss->arrived == 0 && ss->requested == 0) break; /* stuck: cache full */
+        if (ss->pieces[TERRA_WORK_UPLOAD] == 0 && ss->arrived == 0) nap_ms(0.5); /* workers still meshing */
+    }
+    const terra_stream_draw *draws;
+    int ndraws;
+    st = terra_stream_draws(s->stream, s->camera, &draws, &ndraws);
+    if (st == TERRA_OK) st = terra_gl_draw(s->gl, &cam, draws, ndraws, style);
+    if (st != TERRA_OK) return st;
+    const terra_gl_stats *gs = terra_gl_get_stats(s->gl);
+    fs->upload_ms = gs->upload_ms;
+    fs->stream_ms = stream_ms - gs->upload_ms;
+    fs->submit_ms = gs->submit_ms;
+    fs->driver_ms = gs->call_ms;
+    fs->tiles = gs->tiles;
+    fs->triangles = gs->triangles;
+    fs->draw_calls = gs->draw_calls;
+    fs->fallbacks = ss->fallbacks;
+    for (int l = 0; l <= TERRA_TILE_MAX_LEVEL; l++) fs->per_level[l] = gs->per_level[l];
+    fs->bytes_held = ss->bytes_held + gs->gpu_bytes;
+    return TERRA_OK;
+}

@@ -1,0 +1,111 @@
+/* libterra-gl: the ground's shaders (GLSL 4.50 core). Internal to gl/. */
+#ifndef TERRA_GL_SHADERS_H
+#define TERRA_GL_SHADERS_H
+
+/* Per-draw record, std430: 32 bytes (must match gl_draw_record in renderer.c). */
+#define TERRA_GL_GLSL_COMMON                                                                       \
+    "#version 450 core\n"                                                                          \
+    "struct DrawRecord { vec4 origin_level; vec4 morph; };\n"                                      \
+    "uniform mat4 u_view_proj;\n"                                                                  \
+    "uniform vec3 u_sun;\n"                                                                        \
+    "uniform int u_flat;\n"                                                                        \
+    "uniform int u_no_morph;\n"                                                                    \
+    "uniform int u_level_tint;\n"                                                                  \
+    "uniform float u_fog_distance;\n"
+
+/* Vertex stage: the tile origin relative to the camera comes from the draw's record (reached
+ * through the instanced draw index, which the indirect command's base instance selects); the
+ * CDLOD morph moves each vertex toward its target on the parent grid by its distance from the
+ * eye, exactly as terra_morph_factor does on the CPU.
+ *
+ * The three surfaces of a triangle, without a geometry stage: every grid cell is split along the
+ * same diagonal (v00-v11), so colouring vertex (i, j) with (i + j) mod 3 gives the three corners
+ * of every triangle three different colours. A vertex puts weight 1 in its colour's component of
+ * `bary` and its surface id in the same component of `ids`; interpolated over the triangle, bary
+ * holds the barycentric weight of each corner and ids / bary recovers each corner's surface id
+ * exactly, so the fragment stage has the triangle's three surfaces and their weights. */
+static const char *const terra_gl_vs =
+    TERRA_GL_GLSL_COMMON
+    "layout(std430, binding = 0) readonly buffer Draws { DrawRecord draws[]; };\n"
+    "uniform int u_cells;\n"
+    "uniform vec3 u_eye_frac;\n"
+    "layout(location = 0) in vec3 a_pos;\n"
+    "layout(location = 1) in vec3 a_target;\n"
+    "layout(location = 2) in vec2 a_oct;\n"
+    "layout(location = 3) in uint a_surface;\n"
+    "layout(location = 4) in uint a_draw;\n"
+    "out vec3 v_rel;\n"
+    "out vec3 v_normal;\n"
+    "out vec3 v_bary;\n"
+    "out vec3 v_ids;\n"
+    "flat out uint v_level;\n"
+    "vec3 oct_decode(vec2 e) {\n"
+    "    vec3 v = vec3(e, 1.0 - abs(e.x) - abs(e.y));\n"
+    "    if (v.z < 0.0) v.xy = (1.0 - abs(v.yx)) * vec2(v.x >= 0.0 ? 1.0 : -1.0, v.y >= 0.0 ? 1.0 : -1.0);\n"
+    "    v = normalize(v);\n"
+    "    return vec3(v.x, v.z, v.y); /* +y is the octahedron's pole */\n"
+    "}\n"
+    "void main() {\n"
+    "    DrawRecord d = draws[a_draw];\n"
+    "    /* origin (tile origin minus the eye's whole metres) + position is exact, so a point two\n"
+    "     * tiles share comes out bit for bit the same in both, and so does a fully morphed vertex\n"
+    "     * and the coarser tile's vertex it lands on: no T-junction can drop a pixel */\n"
+    "    precise vec3 p = (d.origin_level.xyz + a_pos) - u_eye_frac;\n"
+    "    precise vec3 t = (d.origin_level.xyz + a_target) - u_eye_frac;\n"
+    "    float k = clamp((length(p) - d.morph.x) / (d.morph.y - d.morph.x), 0.0, 1.0);\n"
+    "    if (u_no_morph != 0) k = 0.0;\n"
+    "    p = k >= 1.0 ? t : p + (t - p) * k;\n"
+    "    v_rel = p;\n"
+    "    v_normal = oct_decode(a_oct);\n"
+    "    int side = u_cells + 1;\n"
+    "    int local = gl_VertexID % (side * side); /* base vertex = slot x vertices per tile */\n"
+    "    int colour = (local % side + local / side) % 3;\n"
+    "    v_bary = vec3(colour == 0, colour == 1, colour == 2);\n"
+    "    v_ids = v_bary * float(a_surface);\n"
+    "    v_level = uint(d.origin_level.w);\n"
+    "    gl_Position = u_view_proj * vec4(p, 1.0);\n"
+    "}\n";
+
+/* Fragment stage: tints by surface, the triangle's three blended by their barycentric weights, a sun and sky light on
+ * the per-vertex normal, distance fog toward the sky's colour in the fragment's direction. */
+static const char *const terra_gl_fs =
+    TERRA_GL_GLSL_COMMON
+    "in vec3 v_rel;\n"
+    "in vec3 v_normal;\n"
+    "in vec3 v_bary;\n"
+    "in vec3 v_ids;\n"
+    "flat in uint v_level;\n"
+    "out vec4 o_colour;\n"
+    "const vec3 TINTS[5] = vec3[5](vec3(0.45, 0.43, 0.36), vec3(0.26, 0.40, 0.14), vec3(0.40, 0.37, 0.34),\n"
+    "                              vec3(0.93, 0.94, 0.97), vec3(0.74, 0.68, 0.48));\n"
+    "const vec3 LEVELS[12] = vec3[12](vec3(0.90, 0.24, 0.20), vec3(0.96, 0.55, 0.16), vec3(0.94, 0.82, 0.24),\n"
+    "    vec3(0.55, 0.78, 0.27), vec3(0.24, 0.67, 0.43), vec3(0.20, 0.71, 0.75), vec3(0.24, 0.47, 0.86),\n"
+    "    vec3(0.43, 0.35, 0.82), vec3(0.67, 0.31, 0.78), vec3(0.82, 0.35, 0.63), vec3(0.59, 0.41, 0.27),\n"
+    "    vec3(0.80, 0.80, 0.84));\n"
+    "vec3 tint(uint s) {\n"
+    "    if (s < 5u) return TINTS[s];\n"
+    "    uint h = s * 2654435761u;\n"
+    "    return vec3(float(h & 255u), float((h >> 8) & 255u), float((h >> 16) & 255u)) / 255.0 * 0.6 + 0.2;\n"
+    "}\n"
+    "vec3 sky(float up) {\n"
+    "    vec3 horizon = vec3(0.80, 0.86, 0.93), zenith = vec3(0.26, 0.47, 0.80);\n"
+    "    return mix(horizon, zenith, pow(clamp(up, 0.0, 1.0), 0.45));\n"
+    "}\n"
+    "void main() {\n"
+    "    /* the triangle's three surfaces and their weights (see the vertex stage) */\n"
+    "    uvec3 ids = uvec3(round(v_ids / max(v_bary, vec3(1e-6))));\n"
+    "    vec3 albedo = u_level_tint != 0 ? LEVELS[v_level % 12u]\n"
+    "        : v_bary.x * tint(ids.x) + v_bary.y * tint(ids.y) + v_bary.z * tint(ids.z);\n"
+    "    vec3 n = normalize(v_normal);\n"
+    "    float sun = max(dot(n, u_sun), 0.0);\n"
+    "    vec3 ambient = mix(vec3(0.12, 0.11, 0.10), vec3(0.30, 0.36, 0.46), n.y * 0.5 + 0.5);\n"
+    "    vec3 c = albedo * (vec3(1.25, 1.16, 1.02) * sun + ambient);\n"
+    "    if (u_flat == 0 && u_fog_distance > 0.0) {\n"
+    "        float dist = length(v_rel);\n"
+    "        float fog = 1.0 - exp2(-dist / u_fog_distance);\n"
+    "        c = mix(c, sky(v_rel.y / dist) * 0.97, fog);\n"
+    "    }\n"
+    "    o_colour = vec4(pow(clamp(c, 0.0, 1.0), vec3(1.0 / 1.6)), 1.0);\n"
+    "}\n";
+
+#endif

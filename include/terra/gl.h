@@ -1,0 +1,161 @@
+/* libterra-gl: the OpenGL reference renderer (OpenGL 4.5 core through libepoxy).
+ *
+ * Not part of the core: libterra knows no GL. This library draws what the streamer resolved:
+ *
+ *  - Every resident tile lives in ONE vertex buffer, sub-allocated in fixed slots of one tile each
+ *    (no buffer object per tile), and every grid tile shares ONE index buffer
+ *    (terra_grid_indices). Tiles arrive through the streamer's `upload` callback, inside its
+ *    per-frame budget (terra_gl_attach), and leave when the streamer lets go of them
+ *    (terra_gl_release_gone).
+ *  - A frame is ONE glMultiDrawElementsIndirect over the tiles drawn: one command per tile with
+ *    its slot as the base vertex and its index in the frame as the base instance, which reaches
+ *    the per-draw record (tile origin relative to the camera, level, morph range) in a shader
+ *    storage buffer. Draw calls are counted (terra_gl_stats.draw_calls); the sky is a blit, not a
+ *    draw.
+ *  - Positions are camera-relative: each tile's origin minus the eye is computed in double on the
+ *    CPU and handed over as a float, so nothing trembles far from the world origin.
+ *  - The vertex stage applies the CDLOD morph by distance from the eye (the same rule as
+ *    terra_morph_factor). The fragment stage gets the three surface ids of its triangle and
+ *    barycentric weights (from a 3-colouring of the grid's vertices, no geometry stage), so
+ *    surface tints blend across a triangle; per-vertex octahedral normals, a sun, a sky gradient
+ *    and distance fog.
+ *
+ * Contexts: terra_gl_context_create_headless() (EGL, surfaceless Mesa platform: works without a
+ * display or GPU, e.g. llvmpipe), or any current 4.5 core context of the caller's (GLFW).
+ * Every function below except the context ones needs the renderer's context current on the
+ * calling thread.
+ */
+#ifndef TERRA_GL_H
+#define TERRA_GL_H
+
+#include "terra/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- headless context ------------------------------------------------------------------------ */
+
+typedef struct terra_gl_context terra_gl_context;
+
+/* An OpenGL 4.5 core context on EGL's surfaceless platform, made current on this thread.
+ * TERRA_E_UNSUPPORTED with the EGL error when none can be had. */
+terra_status terra_gl_context_create_headless(terra_gl_context **out);
+void terra_gl_context_destroy(terra_gl_context *c);
+/* GL_RENDERER of the current context, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)". */
+const char *terra_gl_renderer_name(void);
+
+/* ---- the renderer -------------------------------------------------------------------------------- */
+
+typedef struct terra_gl_desc {
+    terra_grid_desc grid; /* the tiles' grid (tile0_size and cells); zero = the grid defaults */
+    int capacity_tiles; /* vertex-buffer slots, at least the streamer's (terra_stream_slots); 0 = 1024 */
+    int max_draws;      /* tiles in one frame; 0 = 4096 */
+    int width, height;  /* offscreen target (a framebuffer object) of this size; 0 × 0: draw into the
+                           framebuffer bound when drawing (a window), sized by terra_gl_resize */
+} terra_gl_desc;
+
+/* How a frame looks. Zero means the default everywhere. */
+typedef struct terra_gl_style {
+    bool flat;               /* no sky and no fog: only clear_rgb behind the ground */
+    float clear_rgb[3];      /* with flat: the colour behind the ground (0..1) */
+    terra_vec3 sun;          /* direction toward the sun; zero = from the south-west (-x, +z), 25 degrees up */
+    double fog_distance;     /* metres at which fog reaches half strength; 0 = 60 km, < 0 none */
+    bool no_morph;           /* draw every tile unmorphed (to show what morphing prevents) */
+    bool level_tint;         /* tint by the tile's level instead of its surfaces */
+} terra_gl_style;
+
+typedef struct terra_gl_stats {
+    int draw_calls;      /* GL draw calls in the last frame (glDraw*, glMultiDraw*) */
+    int tiles, triangles; /* drawn in the last frame */
+    int per_level[TERRA_TILE_MAX_LEVEL + 1];
+    int not_resident;    /* draws skipped because their tile was never uploaded (0 when the
+                            streamer and the renderer are attached) */
+    int resident, capacity; /* tiles in the vertex buffer, slots */
+    int uploads, releases; /* since the previous frame */
+    size_t gpu_bytes;    /* vertex + index + per-frame buffers */
+    double upload_ms;    /* time spent in uploads since the previous frame */
+    double submit_ms;    /* terra's CPU time in the last frame's draw: per-draw records, buffer
+                            updates, state, issuing the call */
+    double call_ms;      /* time spent inside the draw call itself: the driver's (llvmpipe shades
+                            vertices there, on the calling thread), not terra's */
+} terra_gl_stats;
+
+typedef struct terra_gl terra_gl;
+
+terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out);
+void terra_gl_destroy(terra_gl *r);
+
+/* Points a stream description's upload callback at the renderer: tiles then reach the vertex
+ * buffer inside the streamer's frame budget. The stream's tiles must be grid tiles of the same
+ * cells, and capacity_tiles at least terra_stream_slots() of the stream. */
+void terra_gl_attach(terra_gl *r, terra_stream_desc *desc);
+/* The upload callback itself (user = the renderer): copies one tile into a free slot. */
+void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes);
+/* Frees the slots of tiles the stream no longer holds; returns how many. Call after each
+ * terra_stream_update (the streamer has no unload callback, so the renderer asks it). */
+int terra_gl_release_gone(terra_gl *r, const terra_stream *s);
+
+/* Draws one frame of `draws` seen by `cam` (aspect from the target size). One draw call. */
+terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_stream_draw *draws, int count,
+                           const terra_gl_style *style);
+/* Reads the offscreen target back: rgb[width × height × 3], top row first. Waits for the GPU. */
+terra_status terra_gl_read_rgb(terra_gl *r, uint8_t *rgb);
+/* Reads back distance along the view axis per pixel (metres, top row first; INFINITY where
+ * nothing was drawn). */
+terra_status terra_gl_read_depth(terra_gl *r, float *view_z);
+/* Resizes the target (offscreen: reallocates it; window: sets the viewport). */
+terra_status terra_gl_resize(terra_gl *r, int width, int height);
+void terra_gl_size(const terra_gl *r, int *width, int *height);
+const terra_gl_stats *terra_gl_get_stats(const terra_gl *r);
+
+/* ---- a scene: a source, a streamer and a renderer for one camera -------------------------------
+ * What `terra fly`, `terra render`, `terra view` and the tests share. */
+
+typedef struct terra_gl_scene_desc {
+    const terra_source *source; /* required; must outlive the scene */
+    terra_select_desc select;   /* tiles and levels (zero: the defaults of select.h) */
+    int width, height;          /* offscreen size; 0 × 0: draw into the current framebuffer */
+    int capacity_tiles;         /* tiles held (streamer and vertex buffer); 0 = 2048 */
+    double budget_ms;           /* the streamer's per-frame budget; 0 = 4 */
+    int threads;                /* workers meshing tiles; 0 = cores - 1, at least 1 */
+    int max_in_flight;          /* tile requests at once; 0 = 64 (a frame of a software
+                                   renderer is long: many tiles can be meshed meanwhile) */
+} terra_gl_scene_desc;
+
+/* What one frame cost and drew. */
+typedef struct terra_gl_frame_stats {
+    double select_ms;   /* the CDLOD selection for the camera (measured on its own, see gl.c) */
+    double stream_ms;   /* the streamer's update without the uploads it ran */
+    double upload_ms;   /* copies of arrived tiles into the vertex buffer */
+    double submit_ms;   /* per-draw records, buffers, state and issuing the one draw call */
+    double driver_ms;   /* inside the draw call (a software driver's vertex work), not terra's */
+    int updates;        /* streamer updates this frame (more than 1 when settling) */
+    int tiles, triangles, draw_calls, fallbacks, per_level[TERRA_TILE_MAX_LEVEL + 1];
+    size_t bytes_held;  /* the streamer's tile memory plus the GPU buffers */
+    bool settled;       /* every wanted tile standing, nothing in flight */
+} terra_gl_frame_stats;
+
+typedef struct terra_gl_scene terra_gl_scene;
+
+terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_scene **out);
+void terra_gl_scene_destroy(terra_gl_scene *s);
+terra_gl *terra_gl_scene_renderer(terra_gl_scene *s);
+terra_stream *terra_gl_scene_stream(terra_gl_scene *s);
+/* The camera's focus in the stream (0 before the first frame). */
+terra_focus terra_gl_scene_focus(const terra_gl_scene *s);
+/* A selection object with the stream's options (ranges, morph, tile sides; also what select_ms
+ * is measured on). */
+const terra_select *terra_gl_scene_select(const terra_gl_scene *s);
+
+/* Moves the camera, runs the streamer and draws. With `settle` the streamer is run (waiting for
+ * its workers) until every tile the camera wants is standing, at most max_wait_s seconds
+ * (0 = 60), so the frame shows the full detail of the selection; otherwise it runs once, as a
+ * real-time frame does, and draws ancestors where tiles are still coming. */
+terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam, const terra_gl_style *style, bool settle,
+                                  double max_wait_s, terra_gl_frame_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

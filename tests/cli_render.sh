@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# terra render and terra view: one frame to PNG headless, the options the issue lists, bad usage
+# refused clearly; a window under Xvfb when xvfb-run is there.
+set -u
+terra=${TERRA_BIN:?TERRA_BIN not set}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail=0; pass=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+is_png() { head -c 8 "$1" 2>/dev/null | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a"; }
+# width and height from the PNG header (bytes 16..23, big-endian)
+png_size() { od -An -tu1 -j16 -N8 "$1" | awk '{printf "%dx%d", $3*256+$4, $7*256+$8}'; }
+
+"$terra" render --help | grep -q "Usage: terra render" && ok "help" || bad "help"
+"$terra" view --help | grep -q "Usage: terra view" && ok "view help" || bad "view help"
+
+log=$("$terra" render -o "$out/a.png" --eye 3100,0,-1250 --above 2 --yaw 60 --pitch -5 --fov 70 --size 320x180 2>&1); rc=$?
+[ $rc -eq 0 ] && is_png "$out/a.png" && ok "render --above writes a PNG" || bad "render --above (rc $rc): $log"
+[ "$(png_size "$out/a.png")" = "320x180" ] && ok "--size honoured" || bad "--size honoured: $(png_size "$out/a.png")"
+echo "$log" | grep -q "1 draw call" && ok "one draw call reported" || bad "one draw call reported: $log"
+ls "$out" | grep -q tmp && bad "temporary files left" || ok "no temporary files left"
+
+# --clear: the flat colour shows above the ground and nowhere else is it drawn
+log=$("$terra" render -o "$out/c.png" --eye 0,3000,0 --yaw 90 --pitch -2 --size 64x36 --clear 255,0,255 2>&1); rc=$?
+[ $rc -eq 0 ] && is_png "$out/c.png" && ok "render --clear" || bad "render --clear (rc $rc): $log"
+"$terra" render -o "$out/c2.png" --eye 0,3000,0 --yaw 90 --pitch -2 --size 64x36 --clear 255,0,255 >/dev/null 2>&1
+cmp -s "$out/c.png" "$out/c2.png" && ok "the same frame twice is the same file" || bad "the same frame twice differs"
+"$terra" render -o "$out/s.png" --eye 0,3000,0 --yaw 90 --pitch -2 --size 64x36 >/dev/null 2>&1
+cmp -s "$out/c.png" "$out/s.png" && bad "--clear changes nothing" || ok "--clear differs from the sky"
+
+msg=$("$terra" render --eye 0,0,0 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "-o" && ok "missing -o refused" || bad "missing -o refused ($rc: $msg)"
+msg=$("$terra" render -o "$out/x.png" --size 10x10 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--size" && ok "bad --size refused" || bad "bad --size refused ($rc: $msg)"
+msg=$("$terra" render -o "$out/x.png" --clear 300,0,0 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--clear" && ok "bad --clear refused" || bad "bad --clear refused ($rc: $msg)"
+msg=$("$terra" render -o "$out/x.png" --eye 1,2 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--eye" && ok "bad --eye refused" || bad "bad --eye refused ($rc: $msg)"
+msg=$("$terra" render -o "$out/x.png" --pitch 120 2>&1); rc=$?
+[ $rc -eq 2 ] && ok "bad --pitch refused" || bad "bad --pitch refused ($rc: $msg)"
+msg=$("$terra" render -o /proc/nonexistent/x.png --size 32x18 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -q "/proc/nonexistent" && ok "unwritable -o named" || bad "unwritable -o named ($rc: $msg)"
+
+# terra fly: frames, contact sheet, the per-frame table
+log=$("$terra" fly --frames 4 --size 160x90 --out "$out/fly" 2>&1); rc=$?
+[ $rc -eq 0 ] && ok "fly exits 0" || bad "fly exits 0 (rc $rc): $log"
+[ -s "$out/fly/frame_0000.png" ] && [ -s "$out/fly/frame_0003.png" ] && is_png "$out/fly/contact_sheet.png" \
+  && ok "fly writes frames and a contact sheet" || bad "fly writes frames and a contact sheet"
+echo "$log" | grep -q "calls" && echo "$log" | grep -q "^summary: .*draw calls per frame max 1" \
+  && ok "fly reports draw calls" || bad "fly reports draw calls: $log"
+
+# a window under Xvfb, with a screenshot
+if command -v xvfb-run >/dev/null 2>&1; then
+  log=$(xvfb-run -a -s "-screen 0 640x480x24" "$terra" view --size 160x90 --frames 3 --screenshot "$out/v.png" 2>&1); rc=$?
+  [ $rc -eq 0 ] && is_png "$out/v.png" && ok "view under Xvfb with a screenshot" || bad "view under Xvfb (rc $rc): $log"
+else
+  echo "skip view (no xvfb-run)"
+fi
+msg=$(DISPLAY= WAYLAND_DISPLAY= "$terra" view --frames 1 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -qi "display" && ok "view without a display says so" || bad "view without a display ($rc: $msg)"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
