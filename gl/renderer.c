@@ -27,6 +27,8 @@ struct terra_gl {
     size_t tile_bytes;
     GLuint program, vao, vbo, ibo, records, commands, draw_ids;
     GLint u_view_proj, u_cells, u_eye_frac, u_sun, u_flat, u_no_morph, u_level_tint, u_fog_distance;
+    GLint u_tints, u_eye_y;
+    terra_grid_vertex *upload_scratch; /* one tile, its surfaces narrowed to the tile's palette */
     /* the target: an offscreen framebuffer, or the bound one (a window) */
     bool offscreen;
     int width, height;
@@ -137,6 +139,8 @@ static terra_status build_program(terra_gl *r) {
     r->u_no_morph = glGetUniformLocation(r->program, "u_no_morph");
     r->u_level_tint = glGetUniformLocation(r->program, "u_level_tint");
     r->u_fog_distance = glGetUniformLocation(r->program, "u_fog_distance");
+    r->u_tints = glGetUniformLocation(r->program, "u_tints");
+    r->u_eye_y = glGetUniformLocation(r->program, "u_eye_y");
     r->u_cells = glGetUniformLocation(r->program, "u_cells");
     r->u_eye_frac = glGetUniformLocation(r->program, "u_eye_frac");
     return TERRA_OK;
@@ -207,6 +211,7 @@ void terra_gl_destroy(terra_gl *r) {
     terra_free(r->map_vals);
     terra_free(r->recs);
     terra_free(r->cmds);
+    terra_free(r->upload_scratch);
     terra_free(r);
 }
 
@@ -246,6 +251,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     ok = ok && (r->map_vals = terra_alloc(sizeof *r->map_vals * n)) != NULL;
     ok = ok && (r->recs = terra_alloc(sizeof *r->recs * (size_t)d.max_draws)) != NULL;
     ok = ok && (r->cmds = terra_alloc(sizeof *r->cmds * (size_t)d.max_draws)) != NULL;
+    ok = ok && (r->upload_scratch = terra_alloc(r->tile_bytes)) != NULL;
     uint32_t *scratch = ok ? terra_alloc(sizeof(uint32_t) * (size_t)(r->index_count > d.max_draws ? r->index_count : d.max_draws)) : NULL;
     if (!scratch) {
         terra_gl_destroy(r);
@@ -358,6 +364,20 @@ void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t by
         r->slot_key[slot] = key;
         map_put(r, key, slot);
         r->stats.resident++;
+    }
+    /* a tile draws the eight surfaces covering most of it; any other sample draws as the most
+     * common one (terra_surface_palette logs such tiles) */
+    const terra_grid_vertex *v = data;
+    terra_surface keep[TERRA_TILE_SURFACES];
+    int kept;
+    if (terra_surface_palette(&v[0].surface, (size_t)r->vertex_count, sizeof *v, key, keep, &kept) > kept) {
+        memcpy(r->upload_scratch, data, bytes);
+        for (int i = 0; i < r->vertex_count; i++) {
+            bool in = false;
+            for (int k = 0; k < kept && !in; k++) in = r->upload_scratch[i].surface == keep[k];
+            if (!in) r->upload_scratch[i].surface = keep[0];
+        }
+        data = r->upload_scratch;
     }
     glNamedBufferSubData(r->vbo, (GLintptr)((size_t)slot * r->tile_bytes), (GLsizeiptr)bytes, data);
     r->acc_uploads++;
@@ -478,6 +498,14 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         glUniform1i(r->u_flat, style->flat);
         glUniform1i(r->u_no_morph, style->no_morph);
         glUniform1i(r->u_level_tint, style->level_tint);
+        float tints[256 * 3];
+        for (int id = 0; id < 256; id++) {
+            terra_surface_look look;
+            terra_surface_table_get(style->surfaces, (terra_surface)id, &look);
+            memcpy(&tints[3 * id], look.tint, sizeof look.tint);
+        }
+        glUniform3fv(r->u_tints, 256, tints);
+        glUniform1f(r->u_eye_y, (float)cam->eye.y);
         glUniform1f(r->u_fog_distance,
                     style->fog_distance < 0 ? 0.0f : (float)(style->fog_distance > 0 ? style->fog_distance : 60000.0));
         glEnable(GL_DEPTH_TEST);

@@ -18,7 +18,8 @@
  *    terra_morph_factor). The fragment stage gets the three surface ids of its triangle and
  *    barycentric weights (from a 3-colouring of the grid's vertices, no geometry stage), so
  *    surface tints blend across a triangle; per-vertex octahedral normals, a sun, a sky gradient
- *    and distance fog.
+ *    and distance fog. A tile draws the eight surfaces covering most of it (terra_surface_palette,
+ *    applied as it is uploaded); its other samples draw as its most common surface.
  *
  * Contexts: terra_gl_context_create_headless() (EGL, surfaceless Mesa platform: works without a
  * display or GPU, e.g. llvmpipe), or any current 4.5 core context of the caller's (GLFW).
@@ -29,6 +30,7 @@
 #define TERRA_GL_H
 
 #include "terra/stream.h"
+#include "terra/surface.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,6 +65,11 @@ typedef struct terra_gl_style {
     double fog_distance;     /* metres at which fog reaches half strength; 0 = 60 km, < 0 none */
     bool no_morph;           /* draw every tile unmorphed (to show what morphing prevents) */
     bool level_tint;         /* tint by the tile's level instead of its surfaces */
+    /* What each surface looks like (its tint; textures are not loaded by this reference renderer,
+     * which draws their tint); NULL: the built-in tints. Where a sample names no surface, the
+     * built-in height-and-slope style draws it (sand by the water, grass, rock on steep faces, snow
+     * high up), so a source can name only its road. */
+    const terra_surface_table *surfaces;
 } terra_gl_style;
 
 typedef struct terra_gl_stats {

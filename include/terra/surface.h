@@ -41,7 +41,7 @@ bool terra_surface_table_get(const terra_surface_table *t, terra_surface id, ter
 /* The surfaces a tile draws: the (at most TERRA_TILE_SURFACES) ids covering most of its samples,
  * most common first (ties: smaller id first), TERRA_SURFACE_NONE included like any other. Returns
  * how many distinct ids the samples name; when that is more than TERRA_TILE_SURFACES the rest are
- * drawn as the nearest kept one would be, and a warning is logged naming the tile. */
+ * drawn as the tile's most common surface, and a warning is logged naming the tile. */
 int terra_surface_palette(const terra_surface *ids, size_t n, size_t stride, terra_tile_key tile,
                           terra_surface out[TERRA_TILE_SURFACES], int *kept);
 
