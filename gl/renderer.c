@@ -1,6 +1,8 @@
 /* libterra-gl: resident tiles in one vertex buffer, one indirect multi-draw a frame. */
 #include "terra/gl.h"
 
+#include "keymap.h"
+
 #include <epoxy/gl.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,9 +43,7 @@ struct terra_gl {
     terra_tile_key *slot_key;
     int *free_slots;
     int nfree;
-    terra_tile_key *map_keys;
-    int32_t *map_vals;
-    uint32_t mask;
+    key_map index; /* tile key -> slot */
     const terra_stream *attached_stream;
     /* per-frame scratch */
     gl_draw_record *recs;
@@ -52,48 +52,6 @@ struct terra_gl {
     double acc_upload_ms;
     terra_gl_stats stats;
 };
-
-/* ---- key -> slot map (open addressing, backward-shift deletion) ----------------------------------- */
-
-static uint32_t hash_key(terra_tile_key k) {
-    k ^= k >> 31;
-    k *= 0x7fb5d329728ea185ull;
-    k ^= k >> 27;
-    k *= 0x81dadef4bc2dd44dull;
-    k ^= k >> 33;
-    return (uint32_t)k;
-}
-
-static int32_t map_get(const terra_gl *r, terra_tile_key k) {
-    for (uint32_t i = hash_key(k) & r->mask;; i = (i + 1) & r->mask) {
-        if (r->map_vals[i] < 0) return -1;
-        if (r->map_keys[i] == k) return r->map_vals[i];
-    }
-}
-
-static void map_put(terra_gl *r, terra_tile_key k, int32_t v) {
-    uint32_t i = hash_key(k) & r->mask;
-    while (r->map_vals[i] >= 0 && r->map_keys[i] != k) i = (i + 1) & r->mask;
-    r->map_keys[i] = k;
-    r->map_vals[i] = v;
-}
-
-static void map_del(terra_gl *r, terra_tile_key k) {
-    uint32_t i = hash_key(k) & r->mask;
-    while (r->map_vals[i] >= 0 && r->map_keys[i] != k) i = (i + 1) & r->mask;
-    if (r->map_vals[i] < 0) return;
-    for (uint32_t j = (i + 1) & r->mask;; j = (j + 1) & r->mask) {
-        if (r->map_vals[j] < 0) break;
-        uint32_t home = hash_key(r->map_keys[j]) & r->mask;
-        bool stays = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
-        if (!stays) {
-            r->map_keys[i] = r->map_keys[j];
-            r->map_vals[i] = r->map_vals[j];
-            i = j;
-        }
-    }
-    r->map_vals[i] = -1;
-}
 
 /* ---- shaders ---------------------------------------------------------------------------------------- */
 
@@ -207,8 +165,7 @@ void terra_gl_destroy(terra_gl *r) {
         if (bufs[i]) glDeleteBuffers(1, &bufs[i]);
     terra_free(r->slot_key);
     terra_free(r->free_slots);
-    terra_free(r->map_keys);
-    terra_free(r->map_vals);
+    map_free(&r->index);
     terra_free(r->recs);
     terra_free(r->cmds);
     terra_free(r->upload_scratch);
@@ -242,13 +199,9 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
         return terra_fail(TERRA_E_INVALID, "gl: %d tiles of %zu bytes is too large a vertex buffer", d.capacity_tiles,
                           r->tile_bytes);
     }
-    uint32_t n = 16;
-    while (n < (uint32_t)d.capacity_tiles * 2u) n <<= 1;
-    r->mask = n - 1;
     bool ok = (r->slot_key = terra_calloc((size_t)d.capacity_tiles, sizeof *r->slot_key)) != NULL;
     ok = ok && (r->free_slots = terra_alloc(sizeof(int) * (size_t)d.capacity_tiles)) != NULL;
-    ok = ok && (r->map_keys = terra_alloc(sizeof *r->map_keys * n)) != NULL;
-    ok = ok && (r->map_vals = terra_alloc(sizeof *r->map_vals * n)) != NULL;
+    ok = ok && map_init(&r->index, d.capacity_tiles);
     ok = ok && (r->recs = terra_alloc(sizeof *r->recs * (size_t)d.max_draws)) != NULL;
     ok = ok && (r->cmds = terra_alloc(sizeof *r->cmds * (size_t)d.max_draws)) != NULL;
     ok = ok && (r->upload_scratch = terra_alloc(r->tile_bytes)) != NULL;
@@ -257,7 +210,6 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
         terra_gl_destroy(r);
         return terra_fail(TERRA_E_NOMEM, "gl: out of memory");
     }
-    for (uint32_t i = 0; i < n; i++) r->map_vals[i] = -1;
     for (int i = 0; i < d.capacity_tiles; i++) r->free_slots[r->nfree++] = d.capacity_tiles - 1 - i;
 
     st = build_program(r);
@@ -323,7 +275,7 @@ void terra_gl_attach(terra_gl *r, terra_stream_desc *desc) {
 }
 
 static void release_slot(terra_gl *r, int slot) {
-    map_del(r, r->slot_key[slot]);
+    map_del(&r->index, r->slot_key[slot]);
     r->free_slots[r->nfree++] = slot;
     r->stats.resident--;
     r->acc_releases++;
@@ -332,11 +284,11 @@ static void release_slot(terra_gl *r, int slot) {
 int terra_gl_release_gone(terra_gl *r, const terra_stream *s) {
     r->attached_stream = s;
     int n = 0;
-    for (uint32_t i = 0; i <= r->mask; i++) {
-        if (r->map_vals[i] < 0) continue;
-        const terra_tile_key k = r->map_keys[i];
+    for (uint32_t i = 0; i <= r->index.mask; i++) {
+        if (r->index.vals[i] < 0) continue;
+        const terra_tile_key k = r->index.keys[i];
         if (terra_stream_is_standing(s, k)) continue;
-        release_slot(r, r->map_vals[i]);
+        release_slot(r, r->index.vals[i]);
         n++;
         i--; /* backward shift may have moved another entry into i */
     }
@@ -352,7 +304,7 @@ void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t by
                   r->d.grid.cells);
         return;
     }
-    int32_t slot = map_get(r, key);
+    int32_t slot = map_get(&r->index, key);
     if (slot < 0) {
         if (r->nfree == 0 && r->attached_stream) terra_gl_release_gone(r, r->attached_stream);
         if (r->nfree == 0) {
@@ -362,7 +314,7 @@ void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t by
         }
         slot = r->free_slots[--r->nfree];
         r->slot_key[slot] = key;
-        map_put(r, key, slot);
+        map_put(&r->index, key, slot);
         r->stats.resident++;
     }
     /* a tile draws the eight surfaces covering most of it; any other sample draws as the most
@@ -453,7 +405,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     int n = 0;
     for (int i = 0; i < count; i++) {
         const terra_stream_draw *dr = &draws[i];
-        const int32_t slot = map_get(r, dr->key);
+        const int32_t slot = map_get(&r->index, dr->key);
         if (slot < 0) {
             s->not_resident++;
             continue;
