@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [build|all]   (default: all)
 set -euo pipefail
 
-pkgs=(cmake make gcc clang pkg-config
+pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
       zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmicrohttpd-dev libgdal-dev libode-dev
       curl
       libegl-dev libegl1 libegl-mesa0 libgl1-mesa-dri libgl-dev libopengl-dev libepoxy-dev
