@@ -1,5 +1,6 @@
 /* libterra-gl: resident tiles in one vertex buffer, one indirect multi-draw a frame. */
 #include "terra/gl.h"
+#include "terra/io.h"
 
 #include "keymap.h"
 
@@ -29,8 +30,14 @@ struct terra_gl {
     size_t tile_bytes;
     GLuint program, vao, vbo, ibo, records, commands, draw_ids;
     GLint u_view_proj, u_cells, u_eye_frac, u_sun, u_flat, u_no_morph, u_level_tint, u_fog_distance;
-    GLint u_tints, u_eye_y;
+    GLint u_eye_y, u_eye_mod, u_textures;
     terra_grid_vertex *upload_scratch; /* one tile, its surfaces narrowed to the tile's palette */
+    /* surfaces: per id its tint, tiling and texture layers (a storage buffer), the textures of the
+     * table last drawn with (one array, every layer TEX_SIZE²), and which table that was */
+    GLuint surfaces_buf, textures;
+    const terra_surface_table *textures_of;
+    uint32_t textures_version;
+    int32_t layer_of[256][3];
     /* the target: an offscreen framebuffer, or the bound one (a window) */
     bool offscreen;
     int width, height;
@@ -97,8 +104,9 @@ static terra_status build_program(terra_gl *r) {
     r->u_no_morph = glGetUniformLocation(r->program, "u_no_morph");
     r->u_level_tint = glGetUniformLocation(r->program, "u_level_tint");
     r->u_fog_distance = glGetUniformLocation(r->program, "u_fog_distance");
-    r->u_tints = glGetUniformLocation(r->program, "u_tints");
     r->u_eye_y = glGetUniformLocation(r->program, "u_eye_y");
+    r->u_eye_mod = glGetUniformLocation(r->program, "u_eye_mod");
+    r->u_textures = glGetUniformLocation(r->program, "u_textures");
     r->u_cells = glGetUniformLocation(r->program, "u_cells");
     r->u_eye_frac = glGetUniformLocation(r->program, "u_eye_frac");
     return TERRA_OK;
@@ -160,9 +168,10 @@ void terra_gl_destroy(terra_gl *r) {
     free_target(r);
     if (r->program) glDeleteProgram(r->program);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
-    GLuint bufs[5] = {r->vbo, r->ibo, r->records, r->commands, r->draw_ids};
-    for (int i = 0; i < 5; i++)
+    GLuint bufs[6] = {r->vbo, r->ibo, r->records, r->commands, r->draw_ids, r->surfaces_buf};
+    for (int i = 0; i < 6; i++)
         if (bufs[i]) glDeleteBuffers(1, &bufs[i]);
+    if (r->textures) glDeleteTextures(1, &r->textures);
     terra_free(r->slot_key);
     terra_free(r->free_slots);
     map_free(&r->index);
@@ -336,6 +345,81 @@ void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t by
     r->acc_upload_ms += (terra_now_s() - t0) * 1e3;
 }
 
+/* ---- surfaces ------------------------------------------------------------------------------------------ */
+
+#define TEX_SIZE 128
+
+typedef struct gl_surface {
+    float tint_tiling[4];
+    int32_t layers[4]; /* albedo, normal, mask; -1: none */
+} gl_surface;
+
+/* Loads the textures the table names into one array (each resampled to TEX_SIZE², mipmapped). A
+ * texture that cannot be read is reported once and its surface drawn with its tint alone. */
+static void load_textures(terra_gl *r, const terra_surface_table *t) {
+    if (r->textures) glDeleteTextures(1, &r->textures);
+    r->textures = 0;
+    r->textures_of = t;
+    r->textures_version = terra_surface_table_version(t);
+    memset(r->layer_of, 0xff, sizeof r->layer_of);
+    uint8_t *layers = NULL;
+    int n = 0;
+    for (int id = 1; t && id < 256; id++) {
+        terra_surface_look look;
+        if (!terra_surface_table_get(t, (terra_surface)id, &look)) continue;
+        const char *paths[3] = {look.albedo, look.normal, look.mask};
+        for (int k = 0; k < 3; k++) {
+            if (!paths[k]) continue;
+            uint8_t *px;
+            int w, h;
+            if (terra_io_read_png(paths[k], &px, &w, &h) != TERRA_OK) {
+                terra_log(TERRA_LOG_WARN, "gl: surface %d: %s; drawn without it", id, terra_last_error());
+                continue;
+            }
+            uint8_t *grown = terra_realloc(layers, (size_t)(n + 1) * TEX_SIZE * TEX_SIZE * 4);
+            if (grown) {
+                layers = grown;
+                uint8_t *dst = layers + (size_t)n * TEX_SIZE * TEX_SIZE * 4;
+                for (int y = 0; y < TEX_SIZE; y++) /* nearest sample: any size in, one size out */
+                    for (int x = 0; x < TEX_SIZE; x++)
+                        memcpy(dst + ((size_t)y * TEX_SIZE + x) * 4,
+                               px + ((size_t)(y * h / TEX_SIZE) * w + (size_t)(x * w / TEX_SIZE)) * 4, 4);
+                r->layer_of[id][k] = n++;
+            }
+            terra_free(px);
+        }
+    }
+    if (n > 0) {
+        glCreateTextures(GL_TEXTURE_2D_ARRAY, 1, &r->textures);
+        glTextureStorage3D(r->textures, 8, GL_RGBA8, TEX_SIZE, TEX_SIZE, n);
+        glTextureSubImage3D(r->textures, 0, 0, 0, 0, TEX_SIZE, TEX_SIZE, n, GL_RGBA, GL_UNSIGNED_BYTE, layers);
+        glGenerateTextureMipmap(r->textures);
+        glTextureParameteri(r->textures, GL_TEXTURE_MIN_FILTER, GL_LINEAR_MIPMAP_LINEAR);
+        glTextureParameteri(r->textures, GL_TEXTURE_MAG_FILTER, GL_LINEAR);
+        glTextureParameteri(r->textures, GL_TEXTURE_WRAP_S, GL_REPEAT);
+        glTextureParameteri(r->textures, GL_TEXTURE_WRAP_T, GL_REPEAT);
+    }
+    terra_free(layers);
+}
+
+/* Per surface id: tint, tiling and texture layers, for the fragment stage. */
+static void update_surfaces(terra_gl *r, const terra_surface_table *t) {
+    if (t != r->textures_of || terra_surface_table_version(t) != r->textures_version || (!t && r->textures_version))
+        load_textures(r, t);
+    gl_surface sf[256];
+    for (int id = 0; id < 256; id++) {
+        terra_surface_look look;
+        terra_surface_table_get(t, (terra_surface)id, &look);
+        sf[id] = (gl_surface){{look.tint[0], look.tint[1], look.tint[2], look.tiling_m > 0 ? look.tiling_m : 4.0f},
+                              {r->layer_of[id][0], r->layer_of[id][1], r->layer_of[id][2], -1}};
+    }
+    if (!r->surfaces_buf) {
+        glCreateBuffers(1, &r->surfaces_buf);
+        glNamedBufferStorage(r->surfaces_buf, sizeof sf, NULL, GL_DYNAMIC_STORAGE_BIT);
+    }
+    glNamedBufferSubData(r->surfaces_buf, 0, sizeof sf, sf);
+}
+
 /* ---- a frame ------------------------------------------------------------------------------------------ */
 
 /* Column-major view-projection for a camera at the origin: rotation into view space, then a
@@ -450,14 +534,12 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         glUniform1i(r->u_flat, style->flat);
         glUniform1i(r->u_no_morph, style->no_morph);
         glUniform1i(r->u_level_tint, style->level_tint);
-        float tints[256 * 3];
-        for (int id = 0; id < 256; id++) {
-            terra_surface_look look;
-            terra_surface_table_get(style->surfaces, (terra_surface)id, &look);
-            memcpy(&tints[3 * id], look.tint, sizeof look.tint);
-        }
-        glUniform3fv(r->u_tints, 256, tints);
+        update_surfaces(r, style->surfaces);
+        glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 1, r->surfaces_buf);
+        glBindTextureUnit(0, r->textures);
+        glUniform1i(r->u_textures, 0);
         glUniform1f(r->u_eye_y, (float)cam->eye.y);
+        glUniform2f(r->u_eye_mod, (float)fmod(cam->eye.x, 65536.0), (float)fmod(cam->eye.z, 65536.0));
         glUniform1f(r->u_fog_distance,
                     style->fog_distance < 0 ? 0.0f : (float)(style->fog_distance > 0 ? style->fog_distance : 60000.0));
         glEnable(GL_DEPTH_TEST);

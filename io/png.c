@@ -77,3 +77,35 @@ terra_status terra_io_write_png(const char *path, const uint8_t *pixels, int wid
     }
     return terra_io_commit(tmp, path);
 }
+
+terra_status terra_io_read_png(const char *path, uint8_t **rgba, int *width, int *height) {
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&img, path)) {
+        terra_status s = terra_fail(errno == ENOENT ? TERRA_E_IO : TERRA_E_FORMAT, "%s: cannot read as PNG: %s", path,
+                                    img.message);
+        png_image_free(&img);
+        return s;
+    }
+    img.format = PNG_FORMAT_RGBA;
+    if (img.width == 0 || img.height == 0 || img.width > 16384 || img.height > 16384) {
+        png_image_free(&img);
+        return terra_fail(TERRA_E_FORMAT, "%s: unsupported PNG size %ux%u", path, img.width, img.height);
+    }
+    uint8_t *px = terra_alloc(PNG_IMAGE_SIZE(img));
+    if (!px) {
+        png_image_free(&img);
+        return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
+    }
+    if (!png_image_finish_read(&img, NULL, px, 0, NULL)) {
+        terra_status s = terra_fail(TERRA_E_FORMAT, "%s: damaged PNG: %s", path, img.message);
+        terra_free(px);
+        png_image_free(&img);
+        return s;
+    }
+    *rgba = px;
+    *width = (int)img.width;
+    *height = (int)img.height;
+    return TERRA_OK;
+}

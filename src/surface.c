@@ -2,6 +2,7 @@
 #include "terra/surface.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 typedef struct entry {
@@ -11,7 +12,10 @@ typedef struct entry {
 
 struct terra_surface_table {
     entry e[256];
+    uint32_t version;
 };
+
+static _Atomic uint32_t next_version;
 
 static char *copy_string(const char *s) {
     if (!s) return NULL;
@@ -58,6 +62,9 @@ terra_status terra_surface_table_set(terra_surface_table *t, terra_surface id, c
     }
     free_look(&t->e[id].look);
     t->e[id] = (entry){l, true};
+    /* versions are unique across tables, so a table freed and another made at the same address
+     * never look alike to a renderer that kept the first one's textures */
+    t->version = atomic_fetch_add(&next_version, 1) + 1;
     return TERRA_OK;
 }
 
@@ -84,6 +91,8 @@ static void default_tint(terra_surface id, float rgb[3]) {
     }
     rgb[0] = 0.2f + 0.6f * r, rgb[1] = 0.2f + 0.6f * g, rgb[2] = 0.2f + 0.6f * b;
 }
+
+uint32_t terra_surface_table_version(const terra_surface_table *t) { return t ? t->version : 0; }
 
 bool terra_surface_table_get(const terra_surface_table *t, terra_surface id, terra_surface_look *out) {
     if (t && t->e[id].defined) {

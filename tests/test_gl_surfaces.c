@@ -3,6 +3,8 @@
 #include "check.h"
 #include "test_gl_util.h"
 
+#include <unistd.h>
+
 static float raised(void *u, double x, double z) {
     (void)u;
     return (float)(300 + 3 * sin(x / 40) + 2 * cos(z / 55));
@@ -51,7 +53,91 @@ static void road_drawn_in_its_tint(void) {
     terra_gl_context_destroy(ctx);
 }
 
+static void solid_png(const char *path, uint8_t r, uint8_t g, uint8_t b) {
+    uint8_t px[4 * 4 * 3];
+    for (int i = 0; i < 16; i++) px[3 * i] = r, px[3 * i + 1] = g, px[3 * i + 2] = b;
+    CHECK(terra_io_write_png(path, px, 4, 4, 3) == TERRA_OK, "%s", terra_last_error());
+}
+
+static int warned;
+static void count_warn(terra_log_level l, const char *m, void *u) {
+    (void)u;
+    if (l == TERRA_LOG_WARN && strstr(m, "surface 21") && strstr(m, "no/such/texture.png")) warned++;
+}
+
+/* Counts pixels in the picture's middle rows whose colour is mostly channel `c`. */
+static int band_pixels(const uint8_t *rgb, int c) {
+    int n = 0;
+    for (int j = TH / 2 - 8; j <= TH / 2 + 8; j++)
+        for (int i = 0; i < TW; i++) {
+            const uint8_t *p = rgb + ((size_t)j * TW + i) * 3;
+            n += p[c] > 2 * p[(c + 1) % 3] + 20 && p[c] > 2 * p[(c + 2) % 3] + 20;
+        }
+    return n;
+}
+
+/* Textures: an albedo multiplies the tint, a mask scales a surface's weight in the blend, a normal
+ * texture tilts the light, and a texture that cannot be read is reported and drawn without. */
+static void textures_drawn_or_reported(void) {
+    terra_gl_context *ctx;
+    if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
+        CHECK(0, "no headless OpenGL context: %s", terra_last_error());
+        return;
+    }
+    char dir[] = "/tmp/terra_tex_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char blue[64], black[64], flat[64], tilted[64];
+    snprintf(blue, sizeof blue, "%s/blue.png", dir), solid_png(blue, 0, 0, 255);
+    snprintf(black, sizeof black, "%s/black.png", dir), solid_png(black, 0, 0, 0);
+    snprintf(flat, sizeof flat, "%s/flat.png", dir), solid_png(flat, 128, 128, 255);
+    snprintf(tilted, sizeof tilted, "%s/tilted.png", dir), solid_png(tilted, 255, 128, 128);
+    terra_source *src;
+    terra_source_create(&(terra_source_desc){.height_at = raised, .surface_at = road, .min_height = 290,
+                                             .max_height = 310, .name = "road"},
+                        &src);
+    terra_gl_scene *scene = test_scene(src, 32, TW, TH);
+    terra_camera cam = {.eye = {0, 420, 0}, .pitch_rad = -1.5707, .fov_y_rad = 1.0, .aspect = (double)TW / TH};
+    uint8_t *rgb = malloc((size_t)TW * TH * 3);
+    int counts[5];
+    for (int run = 0; run < 5; run++) {
+        terra_surface_table *t;
+        terra_surface_table_create(&t);
+        terra_surface_look look = {.tint = {1, 0, 0}, .tiling_m = 8};
+        if (run == 1) look.tint[2] = 1, look.tint[1] = 1, look.albedo = blue;  /* white tint, blue texture */
+        if (run == 2) look.mask = black;                                       /* the road's weight to zero */
+        if (run >= 3) look.tint[0] = look.tint[1] = look.tint[2] = 0.3f; /* grey: light unsaturated */
+        if (run == 3) look.normal = flat;
+        if (run == 4) look.normal = tilted;
+        terra_surface_table_set(t, 20, &look);
+        terra_surface_table_set(t, 21, &(terra_surface_look){.tint = {0, 1, 0}, .albedo = "no/such/texture.png"});
+        warned = 0;
+        terra_set_log(count_warn, NULL);
+        terra_gl_style style = {.fog_distance = -1, .surfaces = t, .sun = {-1, 1, 0}};
+        CHECK(terra_gl_scene_frame(scene, &cam, &style, true, 60, NULL) == TERRA_OK, "%s", terra_last_error());
+        terra_set_log(NULL, NULL);
+        CHECK(warned == 1, "run %d: the missing texture was reported %d times", run, warned);
+        CHECK(terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb) == TERRA_OK);
+        counts[run] = run == 1 ? band_pixels(rgb, 2) : band_pixels(rgb, 0);
+        if (run >= 3) { /* the mean brightness of the band, for the normal textures */
+            long sum = 0;
+            for (int j = TH / 2 - 2; j <= TH / 2 + 2; j++)
+                for (int i = 0; i < TW; i++) sum += rgb[((size_t)j * TW + i) * 3];
+            counts[run] = (int)(sum / (5 * TW));
+        }
+        terra_surface_table_destroy(t);
+    }
+    CHECK(counts[1] > counts[0] * 8 / 10, "the blue albedo is not drawn (%d blue vs %d red)", counts[1], counts[0]);
+    CHECK(counts[2] < counts[0], "a black mask did not shrink the road's share (%d vs %d)", counts[2], counts[0]);
+    CHECK(abs(counts[4] - counts[3]) > 5, "a tilted normal texture changed nothing (%d vs %d)", counts[4], counts[3]);
+    free(rgb);
+    remove(blue), remove(black), remove(flat), remove(tilted), rmdir(dir);
+    terra_gl_scene_destroy(scene);
+    terra_source_destroy(src);
+    terra_gl_context_destroy(ctx);
+}
+
 int main(void) {
     RUN(road_drawn_in_its_tint);
+    RUN(textures_drawn_or_reported);
     return finish();
 }

@@ -65,10 +65,12 @@ typedef struct terra_gl_style {
     double fog_distance;     /* metres at which fog reaches half strength; 0 = 60 km, < 0 none */
     bool no_morph;           /* draw every tile unmorphed (to show what morphing prevents) */
     bool level_tint;         /* tint by the tile's level instead of its surfaces */
-    /* What each surface looks like (its tint; textures are not loaded by this reference renderer,
-     * which draws their tint); NULL: the built-in tints. Where a sample names no surface, the
-     * built-in height-and-slope style draws it (sand by the water, grass, rock on steep faces, snow
-     * high up), so a source can name only its road. */
+    /* What each surface looks like: its tint times its albedo texture, a normal texture tilting the
+     * light, a mask texture scaling its weight where surfaces blend, all repeating every tiling_m
+     * metres (textures are read once per table version, resampled to 128², mipmapped; one that
+     * cannot be read is logged and the surface drawn without it). NULL: the built-in tints. Where a
+     * sample names no surface, the built-in height-and-slope style draws it (sand by the water,
+     * grass, rock on steep faces, snow high up), so a source can name only its road. */
     const terra_surface_table *surfaces;
 } terra_gl_style;
 

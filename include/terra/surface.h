@@ -34,6 +34,9 @@ terra_status terra_surface_table_create(terra_surface_table **out);
 void terra_surface_table_destroy(terra_surface_table *t);
 /* Describes surface `id` (1..255; 0 means "no surface" and cannot be described). */
 terra_status terra_surface_table_set(terra_surface_table *t, terra_surface id, const terra_surface_look *look);
+/* Changes whenever a surface is described, unique across tables (a renderer reloads textures when
+ * it changes); 0 for a table never written to or NULL. */
+uint32_t terra_surface_table_version(const terra_surface_table *t);
 /* The look of `id`: true if the table describes it. An undescribed id still gets a tint of its own;
  * TERRA_SURFACE_NONE gets none (false, tint zero): draw the built-in style there. */
 bool terra_surface_table_get(const terra_surface_table *t, terra_surface id, terra_surface_look *out);
