@@ -29,6 +29,7 @@ typedef struct sim_entry {
     int used;      /* 1 when occupied */
     int arrivals;  /* times this tile arrived */
     int pending;   /* arrived and not yet used (drawn or wanted) since */
+    long stamp;    /* in the draw-check table: the frame this key was last drawn */
 } sim_entry;
 
 typedef struct sim_table {
@@ -274,11 +275,11 @@ static bool sim_check_draws(const terra_stream *s, terra_focus cam, int top, sim
     int nd, nw;
     terra_stream_draws(s, cam, &d, &nd);
     terra_stream_wanted(s, cam, &w, &nw);
-    /* mark draws with this frame's stamp in `arrivals`-free scratch: pending = stamp */
+    /* mark this frame's draws in the scratch table */
     for (int i = 0; i < nd; i++) {
         sim_entry *e = sim_get(scratch_set, d[i].key);
-        if (e->pending == (int)stamp) return false; /* drawn twice */
-        e->pending = (int)stamp;
+        if (e->stamp == stamp) return false; /* drawn twice */
+        e->stamp = stamp;
     }
     bool ok = true;
     /* no draw under another draw */
@@ -287,17 +288,17 @@ static bool sim_check_draws(const terra_stream *s, terra_focus cam, int top, sim
         for (int l = terra_tile_key_level(k); l < top; l++) {
             k = terra_tile_key_parent(k);
             sim_entry *e = sim_get(scratch_set, k);
-            if (e->pending == (int)stamp) ok = false;
+            if (e->stamp == stamp) ok = false;
         }
     }
     /* each wanted tile covered once: itself or one ancestor drawn (no draw under it, checked above) */
     *uncovered = 0;
     for (int i = 0; i < nw && ok; i++) {
         terra_tile_key k = w[i].key;
-        int covers = sim_get(scratch_set, k)->pending == (int)stamp;
+        int covers = sim_get(scratch_set, k)->stamp == stamp;
         for (int l = terra_tile_key_level(k); l < top; l++) {
             k = terra_tile_key_parent(k);
-            covers += sim_get(scratch_set, k)->pending == (int)stamp;
+            covers += sim_get(scratch_set, k)->stamp == stamp;
         }
         if (covers == 0) (*uncovered)++;
         if (covers > 1) ok = false;
