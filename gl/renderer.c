@@ -37,7 +37,8 @@ struct terra_gl {
     GLuint surfaces_buf, textures;
     const terra_surface_table *textures_of;
     uint32_t textures_version;
-    int32_t layer_of[256][3];
+    int32_t layer_of[256][3];      /* texture layer of each surface's albedo, normal, mask; -1: none */
+    bool textures_loaded;          /* layer_of and textures describe textures_of */
     /* the target: an offscreen framebuffer, or the bound one (a window) */
     bool offscreen;
     int width, height;
@@ -360,6 +361,7 @@ static void load_textures(terra_gl *r, const terra_surface_table *t) {
     if (r->textures) glDeleteTextures(1, &r->textures);
     r->textures = 0;
     r->textures_of = t;
+    r->textures_loaded = true;
     r->textures_version = terra_surface_table_version(t);
     memset(r->layer_of, 0xff, sizeof r->layer_of);
     uint8_t *layers = NULL;
@@ -404,7 +406,7 @@ static void load_textures(terra_gl *r, const terra_surface_table *t) {
 
 /* Per surface id: tint, tiling and texture layers, for the fragment stage. */
 static void update_surfaces(terra_gl *r, const terra_surface_table *t) {
-    if (t != r->textures_of || terra_surface_table_version(t) != r->textures_version || (!t && r->textures_version))
+    if (!r->textures_loaded || t != r->textures_of || terra_surface_table_version(t) != r->textures_version)
         load_textures(r, t);
     gl_surface sf[256];
     for (int id = 0; id < 256; id++) {

@@ -1,5 +1,6 @@
 /* Surfaces drawn: a road painted into the surface function is drawn in the road's tint from the
- * surface table, and ground that names no surface is drawn in the built-in style. */
+ * surface table, and ground that names no surface is drawn in the built-in style, with a table or
+ * without one. */
 #include "check.h"
 #include "test_gl_util.h"
 
@@ -48,6 +49,41 @@ static void road_drawn_in_its_tint(void) {
           grass_px, edges);
     free(rgb);
     terra_surface_table_destroy(table);
+    terra_gl_scene_destroy(scene);
+    terra_source_destroy(src);
+    terra_gl_context_destroy(ctx);
+}
+
+/* No surface table at all (what terra fly and terra render draw): the built-in style, lit, never
+ * black - the texture layers must read "none" before any table was seen. */
+static void built_in_style_without_a_table(void) {
+    terra_gl_context *ctx;
+    if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
+        CHECK(0, "no headless OpenGL context: %s", terra_last_error());
+        return;
+    }
+    terra_source *src;
+    terra_source_create(&(terra_source_desc){.height_at = raised, .min_height = 290, .max_height = 310, .name = "plain"},
+                        &src);
+    terra_gl_scene *scene = test_scene(src, 32, TW, TH);
+    terra_camera cam = {.eye = {0, 420, 0}, .pitch_rad = -1.5707, .fov_y_rad = 1.0, .aspect = (double)TW / TH};
+    uint8_t *rgb = malloc((size_t)TW * TH * 3);
+    for (int run = 0; run < 2; run++) { /* the default style, then a sun from above and no fog */
+        terra_gl_style style = run ? (terra_gl_style){.fog_distance = -1, .sun = {0, 1, 0}} : (terra_gl_style){0};
+        CHECK(terra_gl_scene_frame(scene, &cam, &style, true, 60, NULL) == TERRA_OK, "%s", terra_last_error());
+        CHECK(terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb) == TERRA_OK);
+        long green = 0, sum = 0;
+        for (int k = 0; k < TW * TH; k++) {
+            const uint8_t *p = rgb + (size_t)k * 3;
+            green += p[1] > p[0] && p[1] > p[2];
+            sum += p[0] + p[1] + p[2];
+        }
+        const double mean = (double)sum / (3.0 * TW * TH);
+        CHECK(green > TW * TH * 9L / 10, "run %d: only %ld of %d pixels in the built-in grass", run, green, TW * TH);
+        CHECK(mean > 60, "run %d: the ground is drawn dark (mean level %.1f of 255)", run, mean);
+        if (run == 1) printf("  built-in style, no table: %ld of %d pixels grass, mean level %.0f\n", green, TW * TH, mean);
+    }
+    free(rgb);
     terra_gl_scene_destroy(scene);
     terra_source_destroy(src);
     terra_gl_context_destroy(ctx);
@@ -138,6 +174,7 @@ static void textures_drawn_or_reported(void) {
 
 int main(void) {
     RUN(road_drawn_in_its_tint);
+    RUN(built_in_style_without_a_table);
     RUN(textures_drawn_or_reported);
     return finish();
 }
