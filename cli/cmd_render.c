@@ -1,5 +1,6 @@
-/* terra render: one frame of the default world, headless (EGL), to a PNG. */
+/* terra render: one frame of the default world or of a baked archive, headless (EGL), to a PNG. */
 #include "cli.h"
+#include "terra/archive_io.h"
 #include "terra/gl.h"
 #include "terra/io.h"
 
@@ -14,7 +15,7 @@
 static void render_usage(FILE *f) {
     fprintf(f,
             "Usage: terra render -o OUT.png --eye X,Y,Z --yaw DEG --pitch DEG [OPTIONS]\n\n"
-            "Renders one frame of the default world headless (OpenGL 4.5 on EGL, no display needed)\n"
+            "Renders one frame of the default world (or of a local-frame archive from terra bake) headless (OpenGL 4.5 on EGL, no display needed)\n"
             "to a PNG. The streamer is run until every tile the view wants is held, so the frame shows\n"
             "the selection's full detail.\n\n"
             "Options:\n"
@@ -26,7 +27,9 @@ static void render_usage(FILE *f) {
             "      --size WxH      image size (default 1280x720)\n"
             "      --above H       put the eye H metres above the ground at X, Z (Y is ignored)\n"
             "      --clear R,G,B   no sky and no fog: only this colour (0..255) behind the ground\n"
-            "      --archive A     draw a tile archive instead of the default world (not yet supported)\n"
+            "      --archive A     draw a local-frame archive baked by terra bake instead of the default\n"
+            "                      world: its tile size, cells, levels and area; points past its edge\n"
+            "                      are not drawn (--seed, --cells, --levels do not apply)\n"
             "      --seed N        world seed (default 1)\n"
             "      --cells N       cells per tile side, power of two 16..256 (default 32)\n"
             "      --levels N      number of levels (default 12)\n"
@@ -117,8 +120,6 @@ int cmd_render(int argc, char **argv) {
     }
     if (optind < argc) return cli_usage_error("render", "unexpected argument '%s'", argv[optind]);
     if (!out) return cli_usage_error("render", "-o OUT.png is required");
-    if (archive)
-        return cli_error("render", "%s: drawing tile archives is not supported yet (only the default world)", archive);
     if (!have_eye && !have_above) have_above = true; /* default: 40 m above the ground at the origin */
     if (have_clear) {
         style.flat = true;
@@ -131,7 +132,18 @@ int cmd_render(int argc, char **argv) {
     terra_gl_scene *scene = NULL;
     uint8_t *rgb = malloc((size_t)w * h * 3);
     if (!rgb) return cli_error("render", "out of memory for a %dx%d image", w, h);
-    terra_status st = terra_world_create(&(terra_world_desc){.seed = seed}, &src);
+    terra_status st;
+    if (archive) {
+        terra_archive_source_info ai;
+        st = terra_archive_source_create(archive, &src, &ai);
+        if (st == TERRA_OK) {
+            sel.grid = ai.grid;
+            sel.levels = ai.levels;
+            memcpy(sel.bounds, ai.bounds, sizeof sel.bounds);
+        }
+    } else {
+        st = terra_world_create(&(terra_world_desc){.seed = seed}, &src);
+    }
     if (st == TERRA_OK && have_above) {
         float g = 0;
         st = terra_source_height(src, eye[0], eye[2], &g);

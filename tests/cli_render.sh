@@ -42,6 +42,17 @@ msg=$("$terra" render -o "$out/x.png" --pitch 120 2>&1); rc=$?
 msg=$("$terra" render -o /proc/nonexistent/x.png --size 32x18 2>&1); rc=$?
 [ $rc -eq 1 ] && echo "$msg" | grep -q "/proc/nonexistent" && ok "unwritable -o named" || bad "unwritable -o named ($rc: $msg)"
 
+# --archive: a local-frame archive from terra bake, drawn; what cannot be drawn refused by name
+"$terra" bake -q --levels 2 --area 0,0,256,256 "$out/w.terra" >/dev/null 2>&1
+log=$("$terra" render --archive "$out/w.terra" -o "$out/ar.png" --eye 128,0,-40 --above 120 --yaw 180 --pitch -30 --size 160x90 2>&1); rc=$?
+[ $rc -eq 0 ] && is_png "$out/ar.png" && echo "$log" | grep -q "1 draw call" && ok "render --archive" || bad "render --archive (rc $rc): $log"
+"$terra" bake -q --frame geographic --levels 1 --cells 16 --bounds 7,45,7.01,45.01 "$out/g.terra" >/dev/null 2>&1
+msg=$("$terra" render --archive "$out/g.terra" -o "$out/g.png" --size 32x18 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -q "g.terra" && echo "$msg" | grep -q geographic && [ ! -e "$out/g.png" ] \
+  && ok "geographic archive refused by name" || bad "geographic archive refused ($rc: $msg)"
+msg=$("$terra" render --archive "$out/missing.terra" -o "$out/m.png" --size 32x18 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -q "missing.terra" && [ ! -e "$out/m.png" ] && ok "missing archive named" || bad "missing archive ($rc: $msg)"
+
 # terra fly: frames, contact sheet, the per-frame table
 log=$("$terra" fly --frames 4 --size 160x90 --out "$out/fly" 2>&1); rc=$?
 [ $rc -eq 0 ] && ok "fly exits 0" || bad "fly exits 0 (rc $rc): $log"

@@ -5,6 +5,7 @@
 #define TERRA_ARCHIVE_IO_H
 
 #include "terra/archive.h"
+#include "terra/grid.h"
 #include "terra/qmesh.h"
 
 #ifdef __cplusplus
@@ -103,6 +104,25 @@ terra_status terra_archive_layer_json(const terra_archive *a, const terra_tms_ma
 
 /* The Content-Type of the archive's tiles, e.g. "application/vnd.quantized-mesh;extensions=octvertexnormals". */
 const char *terra_archive_content_type(const terra_archive *a);
+
+/* ---- an archive as a height source (what `terra render --archive` draws) ---------------------- */
+
+/* What a renderer needs to draw the archive as it was baked: its grid, levels and area. */
+typedef struct terra_archive_source_info {
+    terra_grid_desc grid;       /* tile0_size (tile_size_m) and cells of the tiles */
+    int levels;                 /* levels 0 .. levels-1 are baked */
+    double bounds[4];           /* the baked area: min x, min z, max x, max z (metres) */
+    float min_height, max_height;
+} terra_archive_source_info;
+
+/* Opens a local-frame archive of regular grid tiles (terra bake's) as a source: heights and
+ * surfaces at the lattice points of every level, each point from the coarsest level holding it
+ * (so the lattice rule of terra/source.h holds across levels and tiles), points outside the area
+ * clamped to its edge, height ranges from the index. Requests must use the archive's lattice
+ * (spacing tile0 / cells * 2^L). Thread-safe (a cache of decoded tiles behind a lock).
+ * Refuses geographic archives, tiles that are not grids, and archives lacking a level from 0 up
+ * (TERRA_E_UNSUPPORTED, naming the file). info may be NULL. */
+terra_status terra_archive_source_create(const char *path, terra_source **out, terra_archive_source_info *info);
 
 #ifdef __cplusplus
 }
