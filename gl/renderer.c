@@ -257,7 +257,8 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     glVertexArrayAttribFormat(r->vao, 2, 2, GL_BYTE, GL_TRUE, (GLuint)offsetof(terra_grid_vertex, normal));
     glVertexArrayAttribIFormat(r->vao, 3, 1, GL_UNSIGNED_BYTE, (GLuint)offsetof(terra_grid_vertex, surface));
     glVertexArrayAttribIFormat(r->vao, 4, 1, GL_UNSIGNED_INT, 0);
-    for (GLuint a = 0; a < 5; a++) {
+    glVertexArrayAttribFormat(r->vao, 5, 2, GL_BYTE, GL_TRUE, (GLuint)offsetof(terra_grid_vertex, morph_normal));
+    for (GLuint a = 0; a < 6; a++) {
         glEnableVertexArrayAttrib(r->vao, a);
         glVertexArrayAttribBinding(r->vao, a, a == 4 ? 1 : 0);
     }

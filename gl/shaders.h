@@ -16,7 +16,8 @@
 /* Vertex stage: the tile origin relative to the camera comes from the draw's record (reached
  * through the instanced draw index, which the indirect command's base instance selects); the
  * CDLOD morph moves each vertex toward its target on the parent grid by its distance from the
- * eye, exactly as terra_morph_factor does on the CPU.
+ * eye, exactly as terra_morph_factor does on the CPU, and its normal with it toward the parent's
+ * normal at the target.
  *
  * The three surfaces of a triangle, without a geometry stage: every grid cell is split along the
  * same diagonal (v00-v11), so colouring vertex (i, j) with (i + j) mod 3 gives the three corners
@@ -34,6 +35,7 @@ static const char *const terra_gl_vs =
     "layout(location = 2) in vec2 a_oct;\n"
     "layout(location = 3) in uint a_surface;\n"
     "layout(location = 4) in uint a_draw;\n"
+    "layout(location = 5) in vec2 a_morph_oct;\n"
     "out vec3 v_rel;\n"
     "out vec3 v_normal;\n"
     "out vec3 v_bary;\n"
@@ -56,7 +58,9 @@ static const char *const terra_gl_vs =
     "    if (u_no_morph != 0) k = 0.0;\n"
     "    p = k >= 1.0 ? t : p + (t - p) * k;\n"
     "    v_rel = p;\n"
-    "    v_normal = oct_decode(a_oct);\n"
+    "    /* the normal morphs with the position, onto the parent's normal at the target: the light\n"
+    "     * on a hillside does not jump when a tile hands over to its parent */\n"
+    "    v_normal = k >= 1.0 ? oct_decode(a_morph_oct) : mix(oct_decode(a_oct), oct_decode(a_morph_oct), k);\n"
     "    int side = u_cells + 1;\n"
     "    int local = gl_VertexID % (side * side); /* base vertex = slot x vertices per tile */\n"
     "    int colour = (local % side + local / side) % 3;\n"

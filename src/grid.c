@@ -22,25 +22,27 @@ double terra_grid_tile_side(const terra_grid_desc *d, int level) { return ldexp(
 
 terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d, terra_tile_key key,
                               terra_grid_vertex *out, float *scratch, terra_grid_info *info) {
-    const int n = d->cells, level = terra_tile_key_level(key), w = n + 3;
+    const int n = d->cells, level = terra_tile_key_level(key), w = n + 5;
     const double side = terra_grid_tile_side(d, level), spacing = side / n;
     const int64_t tx = terra_tile_key_x(key), ty = terra_tile_key_y(key);
-    /* heights and surfaces one sample wider on every side: [(j + 1) * w + (i + 1)] is vertex (i, j) */
+    /* heights and surfaces two samples wider on every side: [(j + 2) * w + (i + 2)] is vertex (i, j) */
     float *h = scratch;
     terra_surface *surf = (terra_surface *)(scratch + w * w);
-    terra_grid_request req = {.ix0 = tx * n - 1, .iz0 = ty * n - 1, .spacing = spacing, .nx = w, .nz = w};
+    terra_grid_request req = {.ix0 = tx * n - 2, .iz0 = ty * n - 2, .spacing = spacing, .nx = w, .nz = w};
     terra_status st = terra_source_sample(src, &req, h, surf);
     if (st != TERRA_OK) return st;
 
-    const float fs = (float)spacing, inv2s = (float)(0.5 / spacing);
+    /* inv2s: this level's central differences; inv4s: the parent's, over the samples two apart,
+     * which are the parent's neighbours (the same numbers the parent tile computes with) */
+    const float fs = (float)spacing, inv2s = (float)(0.5 / spacing), inv4s = (float)(0.5 / (2 * spacing));
     float col[TERRA_GRID_MAX_CELLS + 1]; /* i * spacing, exact as the lattice asks */
     for (int i = 0; i <= n; i++) col[i] = (float)i * fs;
     float hmin = INFINITY, hmax = -INFINITY;
     for (int j = 0; j <= n; j++) {
-        const float *row = h + (size_t)(j + 1) * w + 1;
-        const terra_surface *srow = surf + (size_t)(j + 1) * w + 1;
+        const float *row = h + (size_t)(j + 2) * w + 2;
+        const terra_surface *srow = surf + (size_t)(j + 2) * w + 2;
         const int mj = j & ~1; /* odd indices collapse onto the even vertex below */
-        const float *mrow = h + (size_t)(mj + 1) * w + 1;
+        const float *mrow = h + (size_t)(mj + 2) * w + 2;
         const float z = col[j], mz = col[mj];
         terra_grid_vertex *v = out + (size_t)j * (n + 1);
         for (int i = 0; i <= n; i++, v++) {
@@ -51,9 +53,13 @@ terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d,
              * with y > 0 there is no fold: the same as terra_oct_encode on (nx, nz, 1), branch-free. */
             const float nx = (row[i - 1] - row[i + 1]) * inv2s, nz = (row[i - w] - row[i + w]) * inv2s;
             const float l1 = 127.0f / (fabsf(nx) + fabsf(nz) + 1.0f);
-            const int8_t oct[2] = {(int8_t)lrintf(nx * l1), (int8_t)lrintf(nz * l1)};
+            /* the parent's normal at the target (mi, mj), from its neighbours two samples away */
+            const float px = (mrow[mi - 2] - mrow[mi + 2]) * inv4s, pz = (mrow[mi - 2 * w] - mrow[mi + 2 * w]) * inv4s;
+            const float pl1 = 127.0f / (fabsf(px) + fabsf(pz) + 1.0f);
             *v = (terra_grid_vertex){.x = col[i], .y = y, .z = z, .mx = col[mi], .my = mrow[mi], .mz = mz,
-                                     .normal = {oct[0], oct[1]}, .surface = srow[i], .level = (uint8_t)level};
+                                     .normal = {(int8_t)lrintf(nx * l1), (int8_t)lrintf(nz * l1)},
+                                     .surface = srow[i], .level = (uint8_t)level,
+                                     .morph_normal = {(int8_t)lrintf(px * pl1), (int8_t)lrintf(pz * pl1)}};
             hmin = y < hmin ? y : hmin;
             hmax = y > hmax ? y : hmax;
         }

@@ -282,6 +282,9 @@ static void morphed_tile_is_parent_surface(void) {
             int i = (int)lround(fi), j = (int)lround(fj);
             CHECK(fabs(fi - i) < 1e-9 && fabs(fj - j) < 1e-9, "morph target off the parent grid");
             CHECK(c[k].my == p[j * (n + 1) + i].y, "morph height %f vs parent %f", c[k].my, p[j * (n + 1) + i].y);
+            /* and the parent's normal there, so the light morphs with the shape */
+            CHECK(memcmp(c[k].morph_normal, p[j * (n + 1) + i].normal, 2) == 0, "morph normal (%d, %d) vs parent (%d, %d)",
+                  c[k].morph_normal[0], c[k].morph_normal[1], p[j * (n + 1) + i].normal[0], p[j * (n + 1) + i].normal[1]);
         }
         /* the fully morphed mesh is the parent's mesh over the child's footprint */
         for (int q = 0; q < 200; q++) {
@@ -325,6 +328,7 @@ static void neighbour_edges_identical(void) {
             if (memcmp(&va->y, &vb->y, sizeof(float)) != 0) diffs++;
             if (memcmp(&va->my, &vb->my, sizeof(float)) != 0) diffs++;
             if (memcmp(va->normal, vb->normal, 2) != 0) diffs++;
+            if (memcmp(va->morph_normal, vb->morph_normal, 2) != 0) diffs++;
             if (va->surface != vb->surface) diffs++;
         }
     }

@@ -36,7 +36,9 @@ typedef struct terra_grid_vertex {
                               gives (nx, nz, ny) */
     terra_surface surface; /* surface id of this sample */
     uint8_t level;
-    uint32_t pad_;
+    int8_t morph_normal[2];/* the parent's normal at the morph target, encoded the same way: bit for
+                              bit what the parent tile stores there, so light morphs with the shape */
+    uint16_t pad_;
 } terra_grid_vertex;
 
 /* Summary of one built tile. */
@@ -51,10 +53,11 @@ terra_status terra_grid_desc_resolve(const terra_grid_desc *in, terra_grid_desc 
 
 static inline int terra_grid_vertex_count(int cells) { return (cells + 1) * (cells + 1); }
 static inline int terra_grid_index_count(int cells) { return 6 * cells * cells; }
-/* Floats of scratch that terra_grid_build needs: heights and surfaces one sample wider on every
- * side (the extra ring gives edge normals from both sides of the edge). */
+/* Floats of scratch that terra_grid_build needs: heights and surfaces two samples wider on every
+ * side (the extra rings give edge normals from both sides of the edge, at this level's spacing and
+ * at the parent's). */
 static inline int terra_grid_scratch_floats(int cells) {
-    int n = (cells + 3) * (cells + 3);
+    int n = (cells + 5) * (cells + 5);
     return n + (n + 3) / 4;
 }
 
