@@ -3,6 +3,10 @@
 #define TERRA_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "terra/select.h"
+#include "terra/source.h"
 
 /* Exit codes of every subcommand. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -31,6 +35,10 @@ bool cli_parse_int(const char *s, long *out);
 bool cli_parse_doubles(const char *s, double *out, int n);
 /* Parses WxH. */
 bool cli_parse_size(const char *s, int *w, int *h);
+
+/* The source a drawing command shows: the archive when one is named (its tile size, cells, levels
+ * and area then replace those in *sel), else the default world of `seed`. */
+terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel);
 
 /* Subcommands: one file each (cli/cmd_NAME.c). */
 int cmd_fly(int argc, char **argv);

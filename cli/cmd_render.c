@@ -1,6 +1,5 @@
 /* terra render: one frame of the default world or of a baked archive, headless (EGL), to a PNG. */
 #include "cli.h"
-#include "terra/archive_io.h"
 #include "terra/gl.h"
 #include "terra/io.h"
 
@@ -132,17 +131,10 @@ int cmd_render(int argc, char **argv) {
     terra_gl_scene *scene = NULL;
     uint8_t *rgb = malloc((size_t)w * h * 3);
     if (!rgb) return cli_error("render", "out of memory for a %dx%d image", w, h);
-    terra_status st;
-    if (archive) {
-        terra_archive_source_info ai;
-        st = terra_archive_source_create(archive, &src, &ai);
-        if (st == TERRA_OK) {
-            sel.grid = ai.grid;
-            sel.levels = ai.levels;
-            memcpy(sel.bounds, ai.bounds, sizeof sel.bounds);
-        }
-    } else {
-        st = terra_world_create(&(terra_world_desc){.seed = seed}, &src);
+    terra_status st = cli_open_source(archive, seed, &src, &sel);
+    if (st == TERRA_OK && archive && !have_eye) { /* start over the middle of the archive */
+        eye[0] = 0.5 * (sel.bounds[0] + sel.bounds[2]);
+        eye[2] = 0.5 * (sel.bounds[1] + sel.bounds[3]);
     }
     if (st == TERRA_OK && have_above) {
         float g = 0;

@@ -44,6 +44,8 @@ static void view_usage(FILE *f) {
             "      --above H         start H metres above the ground at X, Z\n"
             "      --yaw DEG         start heading (default 90: east)\n"
             "      --pitch DEG       start pitch (default -8)\n"
+            "      --archive A       fly over a local-frame archive from terra bake instead of the\n"
+            "                        default world (its tile size, cells, levels and area)\n"
             "      --seed N          world seed (default 1)\n"
             "      --cells N         cells per tile side (default 32)\n"
             "      --frames N        quit after N frames (0: run until closed)\n"
@@ -116,13 +118,14 @@ static void move_camera(GLFWwindow *w, view_state *v, double dt) {
 }
 
 int cmd_view(int argc, char **argv) {
-    enum { OPT_SIZE = 256, OPT_EYE, OPT_ABOVE, OPT_YAW, OPT_PITCH, OPT_SEED, OPT_CELLS, OPT_FRAMES, OPT_SHOT };
+    enum { OPT_SIZE = 256, OPT_EYE, OPT_ABOVE, OPT_YAW, OPT_PITCH, OPT_SEED, OPT_CELLS, OPT_FRAMES, OPT_SHOT, OPT_ARCHIVE };
     static const struct option longopts[] = {
         {"size", required_argument, 0, OPT_SIZE},   {"eye", required_argument, 0, OPT_EYE},
         {"above", required_argument, 0, OPT_ABOVE}, {"yaw", required_argument, 0, OPT_YAW},
         {"pitch", required_argument, 0, OPT_PITCH}, {"seed", required_argument, 0, OPT_SEED},
         {"cells", required_argument, 0, OPT_CELLS}, {"frames", required_argument, 0, OPT_FRAMES},
-        {"screenshot", required_argument, 0, OPT_SHOT}, {"help", no_argument, 0, 'h'},
+        {"screenshot", required_argument, 0, OPT_SHOT}, {"archive", required_argument, 0, OPT_ARCHIVE},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int w = 1280, h = 720;
@@ -130,7 +133,7 @@ int cmd_view(int argc, char **argv) {
     bool have_eye = false, have_above = false;
     long v, frames = 0;
     uint64_t seed = 1;
-    const char *shot = NULL;
+    const char *shot = NULL, *archive = NULL;
     terra_select_desc sel = {.grid.cells = 32};
     optind = 1;
     int c;
@@ -172,6 +175,7 @@ int cmd_view(int argc, char **argv) {
                 return cli_usage_error("view", "--frames wants a whole number, not '%s'", optarg);
             break;
         case OPT_SHOT: shot = optarg; break;
+        case OPT_ARCHIVE: archive = optarg; break;
         case 'h': view_usage(stdout); return EXIT_OK;
         default: return cli_usage_error("view", "unknown option");
         }
@@ -197,7 +201,11 @@ int cmd_view(int argc, char **argv) {
     terra_source *src = NULL;
     terra_gl_scene *scene = NULL;
     uint8_t *rgb = NULL;
-    terra_status st = terra_world_create(&(terra_world_desc){.seed = seed}, &src);
+    terra_status st = cli_open_source(archive, seed, &src, &sel);
+    if (st == TERRA_OK && archive && !have_eye) { /* start over the middle of the archive */
+        eye[0] = 0.5 * (sel.bounds[0] + sel.bounds[2]);
+        eye[2] = 0.5 * (sel.bounds[1] + sel.bounds[3]);
+    }
     if (st == TERRA_OK && have_above) {
         float g = 0;
         st = terra_source_height(src, eye[0], eye[2], &g);

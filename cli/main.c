@@ -1,5 +1,6 @@
 /* terra: the command-line tool. One subcommand per file; this file dispatches. */
 #include "cli.h"
+#include "terra/archive_io.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -112,4 +113,16 @@ bool cli_parse_size(const char *s, int *w, int *h) {
     *w = (int)a;
     *h = (int)b;
     return true;
+}
+
+terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel) {
+    if (!archive) return terra_world_create(&(terra_world_desc){.seed = seed}, src);
+    terra_archive_source_info ai;
+    terra_status st = terra_archive_source_create(archive, src, &ai);
+    if (st == TERRA_OK) {
+        sel->grid = ai.grid;
+        sel->levels = ai.levels;
+        memcpy(sel->bounds, ai.bounds, sizeof sel->bounds);
+    }
+    return st;
 }

@@ -65,6 +65,8 @@ echo "$log" | grep -q "calls" && echo "$log" | grep -q "^summary: .*draw calls p
 if command -v xvfb-run >/dev/null 2>&1; then
   log=$(xvfb-run -a -s "-screen 0 640x480x24" "$terra" view --size 160x90 --frames 3 --screenshot "$out/v.png" 2>&1); rc=$?
   [ $rc -eq 0 ] && is_png "$out/v.png" && ok "view under Xvfb with a screenshot" || bad "view under Xvfb (rc $rc): $log"
+  log=$(xvfb-run -a -s "-screen 0 640x480x24" "$terra" view --archive "$out/w.terra" --size 160x90 --frames 3 --screenshot "$out/va.png" 2>&1); rc=$?
+  [ $rc -eq 0 ] && is_png "$out/va.png" && ok "view --archive under Xvfb" || bad "view --archive under Xvfb (rc $rc): $log"
 else
   echo "skip view (no xvfb-run)"
 fi
