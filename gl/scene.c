@@ -10,7 +10,7 @@ struct terra_gl_scene {
     terra_pool *pool;
     terra_stream *stream;
     terra_gl *gl;
-    terra_select *sel; /* the stream's options: ranges for callers, and select_ms measured on it */
+    terra_select *sel; /* the stream's options: ranges for callers */
     terra_focus camera;
 };
 
@@ -80,17 +80,7 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
     }
     if (st != TERRA_OK) return st;
 
-    /* The streamer selects inside its update and does not report that time; the selection is
-     * timed here on an identical selection object. */
-    terra_frustum fr;
-    terra_camera_frustum(&cam, &fr);
-    const terra_selected_tile *tiles;
-    int ntiles;
-    double t0 = terra_now_s();
-    st = terra_select_run(s->sel, cam.eye, &fr, &tiles, &ntiles);
-    fs->select_ms = (terra_now_s() - t0) * 1e3;
-    if (st != TERRA_OK) return st;
-
+    double t0;
     const double deadline = terra_now_s() + (max_wait_s > 0 ? max_wait_s : 60.0);
     double stream_ms = 0;
     const terra_stream_stats *ss = terra_stream_get_stats(s->stream);
@@ -99,6 +89,8 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
         st = terra_stream_update(s->stream);
         stream_ms += (terra_now_s() - t0) * 1e3;
         if (st != TERRA_OK) return st;
+        fs->select_ms = ss->select_ms; /* the selection of the last update (each update selects) */
+        stream_ms -= ss->select_ms;
         terra_gl_release_gone(s->gl, s->stream);
         fs->updates++;
         fs->settled = ss->fallbacks == 0 && ss->uncovered == 0;

@@ -565,7 +565,9 @@ static terra_status gather_wanted(terra_stream *s) {
         if (f->kind == TERRA_FOCUS_CAMERA) terra_camera_frustum(&f->camera, &fr);
         const terra_selected_tile *tiles;
         int n;
+        const double t0 = clock_ms(s);
         terra_status st = terra_select_run(s->sel, f->camera.eye, f->kind == TERRA_FOCUS_CAMERA ? &fr : NULL, &tiles, &n);
+        s->stats.select_ms += clock_ms(s) - t0;
         if (st != TERRA_OK) return st;
         camera_lists *cl = f->camera_index >= 0 ? &s->cams[f->camera_index] : NULL;
         if (cl) cl->nwanted = 0;

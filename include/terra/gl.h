@@ -134,8 +134,8 @@ typedef struct terra_gl_scene_desc {
 
 /* What one frame cost and drew. */
 typedef struct terra_gl_frame_stats {
-    double select_ms;   /* the CDLOD selection for the camera (measured on its own, see gl.c) */
-    double stream_ms;   /* the streamer's update without the uploads it ran */
+    double select_ms;   /* the CDLOD selection inside the streamer's (last) update */
+    double stream_ms;   /* the streamer's updates without the uploads and selections they ran */
     double upload_ms;   /* copies of arrived tiles into the vertex buffer */
     double submit_ms;   /* per-draw records, buffers, state and issuing the one draw call */
     double driver_ms;   /* inside the draw call (a software driver's vertex work), not terra's */
@@ -153,8 +153,7 @@ terra_gl *terra_gl_scene_renderer(terra_gl_scene *s);
 terra_stream *terra_gl_scene_stream(terra_gl_scene *s);
 /* The camera's focus in the stream (0 before the first frame). */
 terra_focus terra_gl_scene_focus(const terra_gl_scene *s);
-/* A selection object with the stream's options (ranges, morph, tile sides; also what select_ms
- * is measured on). */
+/* A selection object with the stream's options (ranges, morph, tile sides). */
 const terra_select *terra_gl_scene_select(const terra_gl_scene *s);
 
 /* Moves the camera, runs the streamer and draws. With `settle` the streamer is run (waiting for

@@ -92,6 +92,7 @@ typedef struct terra_stream_stats {
     size_t bytes_held, bytes_cap, peak_bytes;                    /* held + ready + in flight */
     double work_ms, worst_work_ms;                               /* budgeted work this frame, worst so far */
     double update_ms;                                            /* the whole update this frame */
+    double select_ms;                                            /* of which the CDLOD selections */
     double cost_ms[TERRA_WORK_KINDS];                            /* mean cost of one piece of each kind */
     int pieces[TERRA_WORK_KINDS];                                /* pieces of each kind this frame */
     uint64_t total_requested, total_arrived;
