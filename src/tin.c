@@ -2,28 +2,39 @@
  *
  * Data layout (half-edge arrays, after delatin/hmm):
  *   hv[3t+i]  half-edge i of triangle t: .v its first vertex (vertex i of t, positive orient, see
- *             orient()), .he the opposite half-edge of 3t+i (vertex i -> i+1), -1 on the hull
- *             (vertices and twins side by side: a triangle is 24 bytes, mostly one cache line)
- *   cand[t]   the triangle's worst sample (x | y << 16); its error lives in the queue beside the id.
- *             Only triangles whose error is over the finest bound enter the queue: the rest can never
- *             be refined, and leaving them out keeps the queue small.
- *   qi[t]     >= 0: position in the max-queue; -1: nowhere; <= -2: position -2-qi in `pend`
+ *             orient()) as its sample x | y << 16 (no lookup to test or rasterise; vertex ids are
+ *             only needed for output: take_level maps samples back through a hash of vp[]), .he the
+ *             opposite half-edge of 3t+i (vertex i -> i+1), -1 on the hull (a triangle: 24 bytes)
+ *   vp[i]     vertex i's sample, in insertion order; heights are read from the raster
+ *   tm[t]     the triangle's worst sample (cand, x | y << 16) and its error's key (a float rounded
+ *             up, never below the error) while it is queued, else 0. Only triangles whose error is
+ *             over the finest bound enter the queue: the rest can never be refined.
+ *   queue     lazy: an entry (key, t) is live while tm[t].key still equals its key; stale ones are
+ *             dropped at the top, or by a compaction when they would be the majority. Only the
+ *             highest bucket of keys is a heap (`q`, small, hot in cache); lower keys wait unsorted
+ *             in buckets of 1/32 octave (chunk lists), moved in one bucket at a time. The top is
+ *             always the largest live key (ties by the higher triangle id): a true greedy order.
  * Triangle slots are never freed: a split reuses the old slot and adds two, a flip reuses both,
- * so every slot in [0, nt) is a live triangle. Triangles whose candidate is stale wait in `pend`
- * until flush() rasterises them.
+ * so every slot in [0, nt) is a live triangle. Triangles whose candidate is stale are marked in
+ * `pbits` and wait (once) in `pend` until flush() rasterises them; nothing is popped meanwhile.
  *
  * Exactness: coordinates are integers below 2^16 (TERRA_TIN_MAX_SIDE), so orient() is exact in
- * int64 and incircle() in a double filter backed by int128; the rasteriser's edge functions are
- * integers and each row's span is walked exactly from row to row, so the set of samples scanned
- * per triangle is exact (the closed triangle, edges included). Heights are interpolated in double
- * as delatin does (z0*w0 + z1*w1 + z2*w2 at the span start, then a step per sample), the worst
- * sample is the first maximum in row-major order: the same meshes as delatin on the same heights
- * (fuji 30 m: 5,668 vertices, 11,140 triangles), bar ties broken by the queue. */
+ * int64 and incircle() in a double filter backed by int128; the rasteriser walks each edge's
+ * crossing from row to row as an integer floor plus remainder (no rounding), so the set of
+ * samples scanned per triangle is exact (the closed triangle, edges included). Heights are
+ * interpolated in double as delatin does (z0*w0 + z1*w1 + z2*w2 at the span start, integer
+ * weights, then a step per sample; two samples at a time with SSE2, each rounded exactly as the
+ * scalar loop), the worst sample is the first maximum in row-major order: the same meshes as
+ * delatin on the same heights (fuji 30 m: 5,668 vertices, 11,140 triangles), bar ties broken by
+ * the queue. */
 #include "terra/tin.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #if defined(__SIZEOF_INT128__)
 __extension__ typedef __int128 tin_i128;
@@ -32,34 +43,54 @@ __extension__ typedef __int128 tin_i128;
 #endif
 
 typedef struct tin_half {
-    uint32_t v;                 /* vertex the half-edge starts from */
+    uint32_t v;                 /* vertex the half-edge starts from: its sample, x | y << 16 */
     int32_t he;                 /* opposite half-edge, -1 on the hull */
 } tin_half;
 
-typedef struct tin_vtx {
-    int32_t x, y;
-    float z;                    /* lower height (NaN on a hole) */
-} tin_vtx;
+/* A vertex's sample, packed: x | y << 16 (x, y < TERRA_TIN_MAX_SIDE). */
+#define PX(p) ((int64_t)((p) & 0xffffu))
+#define PY(p) ((int64_t)((p) >> 16))
 
-typedef struct tin_qent {
-    double e;
-    int32_t t;
-} tin_qent;
+typedef struct tin_meta {
+    uint32_t cand;              /* worst sample, x | y << 16 (0 when out of the queue) */
+    uint32_t key;               /* its error's key (see err_key) while queued, else 0 */
+} tin_meta;
+
+/* A queue entry: the error's key in the high half, the triangle in the low half, so entries order
+ * by error first, then by triangle id (ties broken deterministically). An entry is live while its
+ * key is the triangle's key (tm[t].key); the others are dropped when they come to the top. */
+typedef uint64_t tin_qent;
+
+/* Cold entries wait unsorted in buckets of keys (key >> TIN_BSHIFT: 1/32 of an octave of error),
+ * kept as lists of chunks; only the highest bucket is a heap (the hot queue). */
+#define TIN_BSHIFT 18
+#define TIN_NBUCKET ((0x7f800000u >> TIN_BSHIFT) + 1) /* up to +inf */
+#define TIN_CHUNK 126
+typedef struct tin_chunk {
+    int32_t next, n;
+    tin_qent e[TIN_CHUNK];
+} tin_chunk;
 
 typedef struct tin {
     int w, h;
     const float *hl, *hu;       /* lower, upper (NULL) */
-    tin_vtx *vt;                /* vertices: sample position and height side by side */
+    bool holes;                 /* the lower layer has NaN samples */
+    uint32_t *vp;               /* vertices in insertion order: their samples, packed */
     size_t nv, cap_v;
     tin_half *hv;               /* per half-edge: its first vertex and its opposite half-edge */
-    uint32_t *cand;             /* worst sample, x | y << 16 */
-    int32_t *qi;
+    tin_meta *tm;               /* per triangle: candidate and queue key */
     size_t nt, cap_t;
-    tin_qent *q;                /* queue: binary max-heap of (error, triangle) */
-    size_t nq;
-    size_t cap_q;
+    tin_qent *q;                /* the hot queue: 4-ary max-heap of entries with key >> TIN_BSHIFT >= hot_b */
+    size_t nq, cap_q;
+    size_t nlive;               /* triangles with a key (each has exactly one live entry) */
+    uint32_t hot_b;             /* buckets below it are cold */
+    int32_t *bhead;             /* per cold bucket: its first chunk, -1 when empty */
+    tin_chunk *ch;              /* chunk pool */
+    size_t nch, cap_ch, ncold;
+    int32_t ch_free;            /* free chunks, linked by .next */
     int32_t *pend;
     size_t npend, cap_pend;
+    uint64_t *pbits;            /* per triangle: stale (in `pend`) */
     double bound;               /* finest bound: triangles at or under it stay out of the queue */
     bool nomem;
 } tin;
@@ -103,11 +134,12 @@ static bool reserve_triangles(tin *T, size_t need) {
     if (need <= T->cap_t) return true;
     size_t cap = T->cap_t ? T->cap_t + T->cap_t / 2 : 1024;
     if (cap < need) cap = need;
-    if (!grow((void **)&T->hv, 3 * sizeof(tin_half), cap) ||
-        !grow((void **)&T->cand, sizeof(uint32_t), cap) || !grow((void **)&T->qi, sizeof(int32_t), cap)) {
+    if (!grow((void **)&T->hv, 3 * sizeof(tin_half), cap) || !grow((void **)&T->tm, sizeof(tin_meta), cap) ||
+        !grow((void **)&T->pbits, sizeof(uint64_t), cap / 64 + 1)) {
         T->nomem = true;
         return false;
     }
+    memset(T->pbits + (T->cap_t ? T->cap_t / 64 + 1 : 0), 0, (cap / 64 + 1 - (T->cap_t ? T->cap_t / 64 + 1 : 0)) * sizeof(uint64_t));
     T->cap_t = cap;
     return true;
 }
@@ -116,7 +148,7 @@ static bool reserve_vertices(tin *T, size_t need) {
     if (need <= T->cap_v) return true;
     size_t cap = T->cap_v ? T->cap_v + T->cap_v / 2 : 1024;
     if (cap < need) cap = need;
-    if (!grow((void **)&T->vt, sizeof(tin_vtx), cap)) {
+    if (!grow((void **)&T->vp, sizeof(uint32_t), cap)) {
         T->nomem = true;
         return false;
     }
@@ -125,111 +157,230 @@ static bool reserve_vertices(tin *T, size_t need) {
 }
 
 static uint32_t add_point(tin *T, int32_t x, int32_t y) {
-    size_t i = T->nv++;
-    T->vt[i].x = x;
-    T->vt[i].y = y;
-    T->vt[i].z = T->hl[(size_t)y * (size_t)T->w + (size_t)x];
-    return (uint32_t)i;
+    uint32_t p = (uint32_t)x | (uint32_t)y << 16;
+    T->vp[T->nv++] = p;
+    return p;
 }
 
-/* ---- the queue (max-heap of triangles by error; errors stored by heap position) ----------- */
 
-static inline bool q_less(const tin *T, size_t i, size_t j) { return T->q[i].e > T->q[j].e; }
+/* ---- the queue (lazy max-heap of triangles by error) ---------------------------------------- */
 
-static inline void q_swap(tin *T, size_t i, size_t j) {
-    tin_qent a = T->q[i], b = T->q[j];
-    T->q[i] = b;
-    T->q[j] = a;
-    T->qi[a.t] = (int32_t)j;
-    T->qi[b.t] = (int32_t)i;
+/* The error as a float rounded up (never below the error, so a key at or under a bound means the
+ * error is too); non-negative floats order as their bit patterns. */
+static inline uint32_t err_key(double e) {
+    float f = (float)e;
+    if ((double)f < e) f = nextafterf(f, INFINITY);
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
 }
 
-static void q_up(tin *T, size_t j) {
+static inline double key_err(tin_qent q) {
+    uint32_t u = (uint32_t)(q >> 32);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return (double)f;
+}
+
+static inline int32_t q_tri(tin_qent q) { return (int32_t)(uint32_t)q; }
+static inline bool q_live(const tin *T, tin_qent q) { return T->tm[q_tri(q)].key == (uint32_t)(q >> 32); }
+
+/* The heap is 4-ary (children of i: 4i+1 .. 4i+4), about half as deep as a binary one, and the four
+ * children sit side by side; q[nq .. nq+3] are kept 0 (below every entry) so the last parent's
+ * missing children need no test. */
+
+/* Moves entry x up from hole j (sifting parents down into it). */
+static void q_up(tin_qent *q, size_t j, tin_qent x) {
     while (j > 0) {
-        size_t i = (j - 1) >> 1;
-        if (!q_less(T, j, i)) break;
-        q_swap(T, i, j);
+        size_t i = (j - 1) >> 2;
+        tin_qent p = q[i];
+        if (p >= x) break;
+        q[j] = p;
         j = i;
     }
+    q[j] = x;
 }
 
-static bool q_down(tin *T, size_t i0, size_t n) {
-    size_t i = i0;
+/* Moves entry x down from hole i (sifting the largest child up into it). */
+static void q_down(tin_qent *q, size_t n, size_t i, tin_qent x) {
     for (;;) {
-        size_t j1 = 2 * i + 1;
-        if (j1 >= n) break;
-        size_t j = j1, j2 = j1 + 1;
-        if (j2 < n && q_less(T, j2, j1)) j = j2;
-        if (!q_less(T, j, i)) break;
-        q_swap(T, i, j);
-        i = j;
+        size_t c = 4 * i + 1;
+        if (c >= n) break;
+        tin_qent c0 = q[c], c1 = q[c + 1], c2 = q[c + 2], c3 = q[c + 3];
+        size_t k01 = c1 > c0, k23 = c3 > c2;
+        tin_qent m01 = k01 ? c1 : c0, m23 = k23 ? c3 : c2;
+        size_t k = m23 > m01 ? 2 + k23 : k01;
+        tin_qent m = m23 > m01 ? m23 : m01;
+        if (m <= x) break;
+        q[i] = m;
+        i = c + k;
     }
-    return i > i0;
+    q[i] = x;
 }
 
-static void q_push(tin *T, int32_t t, double err) {
-    if (!(err > T->bound)) return; /* never refined: stays out of the queue (qi = -1) */
-    if (T->nq == T->cap_q) {
-        size_t cap = T->cap_q ? T->cap_q * 2 : 1024;
-        if (!grow((void **)&T->q, sizeof(tin_qent), cap)) {
-            T->nomem = true;
-            return;
+/* Pops the top. The next top is one of its children: their triangles' keys (read to tell whether
+ * an entry is live) are asked for now, so that they are there when needed. */
+static void q_pop(tin *T) {
+    tin_qent x = T->q[--T->nq];
+    T->q[T->nq] = 0;
+    if (T->nq) q_down(T->q, T->nq, 0, x);
+    for (size_t i = 0; i < 5 && i < T->nq; i++) __builtin_prefetch(&T->tm[q_tri(T->q[i])]);
+}
+
+static bool q_reserve(tin *T, size_t need) {
+    if (need <= T->cap_q) return true;
+    size_t cap = T->cap_q ? T->cap_q * 2 : 1024;
+    if (cap < need) cap = need;
+    if (!grow((void **)&T->q, sizeof(tin_qent), cap + 4)) {
+        T->nomem = true;
+        return false;
+    }
+    memset(T->q + T->cap_q, 0, (cap + 4 - T->cap_q) * sizeof(tin_qent));
+    T->cap_q = cap;
+    return true;
+}
+
+static void q_heapify(tin *T) {
+    for (size_t i = T->nq / 4 + 1; i-- > 0;)
+        if (i < T->nq) q_down(T->q, T->nq, i, T->q[i]);
+}
+
+static void chunk_free(tin *T, int32_t c) {
+    T->ch[c].next = T->ch_free;
+    T->ch_free = c;
+}
+
+static void cold_push(tin *T, uint32_t b, tin_qent x) {
+    int32_t h = T->bhead[b];
+    if (h < 0 || T->ch[h].n == TIN_CHUNK) {
+        int32_t c = T->ch_free;
+        if (c >= 0) {
+            T->ch_free = T->ch[c].next;
+        } else {
+            if (T->nch == T->cap_ch) {
+                size_t cap = T->cap_ch ? T->cap_ch + T->cap_ch / 2 : 256;
+                if (!grow((void **)&T->ch, sizeof(tin_chunk), cap)) {
+                    T->nomem = true;
+                    return;
+                }
+                T->cap_ch = cap;
+            }
+            c = (int32_t)T->nch++;
         }
-        T->cap_q = cap;
+        T->ch[c].next = h;
+        T->ch[c].n = 0;
+        T->bhead[b] = h = c;
     }
-    size_t i = T->nq++;
-    T->q[i].t = t;
-    T->q[i].e = err;
-    T->qi[t] = (int32_t)i;
-    q_up(T, i);
+    T->ch[h].e[T->ch[h].n++] = x;
+    T->ncold++;
 }
 
-static int32_t q_pop_back(tin *T) {
-    int32_t t = T->q[--T->nq].t;
-    T->qi[t] = -1;
-    return t;
+/* Keeps the live entries only (when stale ones are the majority): the hot heap is rebuilt, each
+ * bucket's list is packed into its first chunks. */
+static void q_compact(tin *T) {
+    size_t n = 0;
+    for (size_t i = 0; i < T->nq; i++)
+        if (q_live(T, T->q[i])) T->q[n++] = T->q[i];
+    for (size_t i = n; i < T->nq; i++) T->q[i] = 0;
+    T->nq = n;
+    q_heapify(T);
+    size_t ncold = 0;
+    for (uint32_t b = 0; b < T->hot_b; b++) {
+        int32_t first = T->bhead[b];
+        if (first < 0) continue;
+        /* The write position never passes the read position, and no link changes on the way. */
+        int32_t wc = first, wn = 0;
+        for (int32_t rc = first; rc >= 0; rc = T->ch[rc].next) {
+            const int32_t m = T->ch[rc].n;
+            for (int32_t i = 0; i < m; i++) {
+                tin_qent x = T->ch[rc].e[i];
+                if (!q_live(T, x)) continue;
+                if (wn == TIN_CHUNK) T->ch[wc].n = wn, wc = T->ch[wc].next, wn = 0;
+                T->ch[wc].e[wn++] = x;
+            }
+        }
+        ncold += (size_t)wn;
+        for (int32_t c = first; c != wc; c = T->ch[c].next) ncold += TIN_CHUNK;
+        T->ch[wc].n = wn;
+        int32_t c = T->ch[wc].next;
+        T->ch[wc].next = -1;
+        while (c >= 0) {
+            int32_t nx = T->ch[c].next;
+            chunk_free(T, c);
+            c = nx;
+        }
+        if (wn == 0) { /* only when nothing was kept: wc is still the first */
+            chunk_free(T, wc);
+            T->bhead[b] = -1;
+        }
+    }
+    T->ncold = ncold;
 }
 
-static int32_t q_pop(tin *T) {
-    size_t n = T->nq - 1;
-    q_swap(T, 0, n);
-    q_down(T, 0, n);
-    return q_pop_back(T);
+/* Drops stale entries from the top, moving the next cold bucket in when the hot heap runs dry:
+ * after it the top (if any) is live. */
+static void q_clean_top(tin *T) {
+    for (;;) {
+        while (T->nq && !q_live(T, T->q[0])) q_pop(T);
+        if (T->nq || !T->ncold) return;
+        uint32_t b = T->hot_b;
+        while (T->bhead[--b] < 0) {}
+        size_t n = 0;
+        for (int32_t c = T->bhead[b]; c >= 0; c = T->ch[c].next) n += (size_t)T->ch[c].n;
+        if (!q_reserve(T, n)) return;
+        for (int32_t c = T->bhead[b]; c >= 0;) {
+            int32_t nx = T->ch[c].next;
+            memcpy(T->q + T->nq, T->ch[c].e, (size_t)T->ch[c].n * sizeof(tin_qent));
+            T->nq += (size_t)T->ch[c].n;
+            chunk_free(T, c);
+            c = nx;
+        }
+        T->bhead[b] = -1;
+        T->ncold -= n;
+        T->hot_b = b;
+        q_heapify(T);
+    }
 }
+
+static void q_push(tin *T, tin_qent x) {
+    if (T->nq + T->ncold >= T->nlive + T->nlive / 2 + 16384) q_compact(T);
+    uint32_t b = (uint32_t)(x >> 32) >> TIN_BSHIFT;
+    if (b < T->hot_b) {
+        cold_push(T, b, x);
+        return;
+    }
+    if (!q_reserve(T, T->nq + 1)) return;
+    q_up(T->q, T->nq++, x);
+}
+
+/* Sets triangle t's candidate and error: queued when over the finest bound (an entry already in the
+ * queue with the same key stays live), else out (its entry, if any, goes stale). */
+static void q_set(tin *T, int32_t t, uint32_t cand, double err) {
+    uint32_t key = err > T->bound ? err_key(err) : 0;
+    tin_meta *m = &T->tm[t];
+    m->cand = key ? cand : 0;
+    if (key == m->key) return;
+    T->nlive += (size_t)(key != 0) - (size_t)(m->key != 0);
+    m->key = key;
+    if (key) q_push(T, (tin_qent)key << 32 | (uint32_t)t);
+}
+
+/* Marks triangle t stale (once): flush() rasterises it again. Its queue entry (if any) keeps its
+ * key until then (nothing is popped between). */
+static inline bool pend_has(const tin *T, int32_t t) { return T->pbits[(uint32_t)t >> 6] >> ((uint32_t)t & 63) & 1u; }
 
 static void pend_add(tin *T, int32_t t) {
+    T->pbits[(uint32_t)t >> 6] |= (uint64_t)1 << ((uint32_t)t & 63);
+    __builtin_prefetch(&T->tm[t], 1);
     if (T->npend == T->cap_pend) {
         size_t cap = T->cap_pend ? 2 * T->cap_pend : 256;
         if (!grow((void **)&T->pend, sizeof(int32_t), cap)) {
             T->nomem = true;
-            T->qi[t] = -1;
             return;
         }
         T->cap_pend = cap;
     }
-    T->qi[t] = -2 - (int32_t)T->npend;
     T->pend[T->npend++] = t;
-}
-
-/* Takes t out of the queue or the pending list. */
-static void q_remove(tin *T, int32_t t) {
-    int32_t i = T->qi[t];
-    if (i < 0) {
-        if (i <= -2) {
-            size_t k = (size_t)(-2 - i);
-            int32_t last = T->pend[--T->npend];
-            T->pend[k] = last;
-            if (last != t) T->qi[last] = -2 - (int32_t)k;
-            T->qi[t] = -1;
-        }
-        return;
-    }
-    size_t n = T->nq - 1;
-    if (n != (size_t)i) {
-        q_swap(T, (size_t)i, n);
-        if (!q_down(T, (size_t)i, n)) q_up(T, (size_t)i);
-    }
-    q_pop_back(T);
 }
 
 /* ---- triangles ----------------------------------------------------------------------------- */
@@ -237,7 +388,8 @@ static void q_remove(tin *T, int32_t t) {
 /* Writes triangle (a, b, c) with outer half-edges ab, bc, ca into slot e (or a new one when e < 0)
  * and marks it pending. Returns its first half-edge. */
 static int32_t add_tri(tin *T, uint32_t a, uint32_t b, uint32_t c, int32_t ab, int32_t bc, int32_t ca, int32_t e) {
-    if (e < 0) e = (int32_t)(3 * T->nt++);
+    bool fresh = e < 0;
+    if (fresh) e = (int32_t)(3 * T->nt++);
     int32_t t = e / 3;
     T->hv[e].v = a;
     T->hv[e + 1].v = b;
@@ -248,8 +400,8 @@ static int32_t add_tri(tin *T, uint32_t a, uint32_t b, uint32_t c, int32_t ab, i
     if (ab >= 0) T->hv[ab].he = e;
     if (bc >= 0) T->hv[bc].he = e + 1;
     if (ca >= 0) T->hv[ca].he = e + 2;
-    T->cand[t] = 0;
-    pend_add(T, t);
+    if (fresh) T->tm[t].key = 0;
+    if (!pend_has(T, t)) pend_add(T, t);
     return e;
 }
 
@@ -260,13 +412,8 @@ static void legalize(tin *T, int32_t a) {
     int32_t al = a0 + (a + 1) % 3, ar = a0 + (a + 2) % 3;
     int32_t bl = b0 + (b + 2) % 3, br = b0 + (b + 1) % 3;
     uint32_t p0 = T->hv[ar].v, pr = T->hv[a].v, pl = T->hv[al].v, p1 = T->hv[bl].v;
-    const tin_vtx *c = T->vt;
-    if (!incircle(c[p0].x, c[p0].y, c[pr].x, c[pr].y, c[pl].x, c[pl].y, c[p1].x,
-                  c[p1].y))
-        return;
+    if (!incircle(PX(p0), PY(p0), PX(pr), PY(pr), PX(pl), PY(pl), PX(p1), PY(p1))) return;
     int32_t hal = T->hv[al].he, har = T->hv[ar].he, hbl = T->hv[bl].he, hbr = T->hv[br].he;
-    q_remove(T, a0 / 3);
-    q_remove(T, b0 / 3);
     int32_t t0 = add_tri(T, p0, p1, pl, -1, hbl, hal, a0);
     int32_t t1 = add_tri(T, p1, p0, pr, t0, har, hbr, b0);
     legalize(T, t0 + 1);
@@ -289,7 +436,6 @@ static void split_edge(tin *T, uint32_t pn, int32_t a) {
     int32_t b0 = b - b % 3, bl = b0 + (b + 2) % 3, br = b0 + (b + 1) % 3;
     uint32_t p1 = T->hv[bl].v;
     int32_t hbl = T->hv[bl].he, hbr = T->hv[br].he;
-    q_remove(T, b0 / 3);
     int32_t t0 = add_tri(T, p0, pr, pn, har, -1, -1, a0);
     int32_t t1 = add_tri(T, pr, p1, pn, hbr, -1, t0 + 1, b0);
     int32_t t2 = add_tri(T, p1, pl, pn, hbl, -1, t1 + 1, -1);
@@ -300,12 +446,11 @@ static void split_edge(tin *T, uint32_t pn, int32_t a) {
     legalize(T, t3);
 }
 
-/* Inserts (px, py) into triangle t (already out of the queue). */
+/* Inserts (px, py) into triangle t (its slot is reused, so it goes stale). */
 static void insert_in(tin *T, int32_t t, int32_t px, int32_t py) {
     int32_t e0 = 3 * t, e1 = e0 + 1, e2 = e0 + 2;
     uint32_t p0 = T->hv[e0].v, p1 = T->hv[e1].v, p2 = T->hv[e2].v;
-    const tin_vtx *c = T->vt;
-    int64_t ax = c[p0].x, ay = c[p0].y, bx = c[p1].x, by = c[p1].y, cx = c[p2].x, cy = c[p2].y;
+    int64_t ax = PX(p0), ay = PY(p0), bx = PX(p1), by = PY(p1), cx = PX(p2), cy = PY(p2);
     uint32_t pn = add_point(T, px, py);
     if (orient(ax, ay, bx, by, px, py) == 0) {
         split_edge(T, pn, e0);
@@ -388,9 +533,9 @@ typedef struct tri_geom {
 static void tri_setup_from(const tin *T, const tin_half *hv, int32_t t, tri_geom *g) {
     for (int i = 0; i < 3; i++) {
         uint32_t v = hv[3 * t + i].v;
-        g->x[i] = T->vt[v].x;
-        g->y[i] = T->vt[v].y;
-        g->z[i] = T->vt[v].z;
+        g->x[i] = PX(v);
+        g->y[i] = PY(v);
+        g->z[i] = T->hl[(size_t)PY(v) * (size_t)T->w + (size_t)PX(v)];
     }
     int64_t *x = g->x, *y = g->y;
     g->minx = x[0] < x[1] ? (x[0] < x[2] ? x[0] : x[2]) : (x[1] < x[2] ? x[1] : x[2]);
@@ -485,81 +630,256 @@ static void find_candidate_general(tin *T, int32_t t, const tri_geom *g) {
     for (int l = 0; l < nl; l++) {
         bool drawable = vert_ok[l] && invalid[l] == 0;
         if (!drawable && valid_nv[l] > 0) {
-            T->cand[t] = (uint32_t)near_x[l] | (uint32_t)near_y[l] << 16;
-            q_push(T, t, INFINITY);
+            q_set(T, t, (uint32_t)near_x[l] | (uint32_t)near_y[l] << 16, INFINITY);
             return;
         }
     }
-    T->cand[t] = (uint32_t)bx | (uint32_t)by << 16;
-    q_push(T, t, best);
+    q_set(T, t, (uint32_t)bx | (uint32_t)by << 16, best);
+}
+
+/* One triangle edge walked down the rows: its crossing with row y is xs + (y - ys) * dx / dy, kept
+ * as floor (x) plus remainder (r / dy, 0 <= r < dy), so the closed span's ends are exact integers
+ * (floor on the right, ceiling on the left) after a few additions per row. */
+typedef struct edge_dda {
+    int64_t x, r;               /* floor of the crossing, remainder */
+    int64_t q, rq, dy;          /* per row: floor(dx / dy), dx - q * dy, dy (1 for a flat edge) */
+} edge_dda;
+
+static inline edge_dda dda_init(int64_t xs, int64_t dx, int64_t dy) {
+    edge_dda d = {xs, 0, 0, 0, 1};
+    if (dy > 0) {
+        /* |dx|, |dy| < 2^16: the double quotient is never rounded across an integer. */
+        d.q = (int64_t)floor((double)dx / (double)dy);
+        d.rq = dx - d.q * dy;
+        d.dy = dy;
+    }
+    return d;
+}
+
+static inline void dda_step(edge_dda *d) {
+    d->x += d->q;
+    d->r += d->rq;
+    int64_t c = d->r >= d->dy;
+    d->x += c;
+    d->r -= c * d->dy;
+}
+
+/* The worst sample of a triangle, row after row: the largest |zs + k * dzdx - row[k]| (each term
+ * rounded as in a scalar loop) and the first sample (in row-major order) where it is reached, kept
+ * as its index in the raster (exact in a double). With SSE2 two lanes each keep their own first
+ * maximum over the samples they see (in raster order), merged at the end; NaN heights are ignored
+ * (and reported with `check_nan`). All terms 0 give (0, index 0). */
+typedef struct scan_acc {
+#if defined(__SSE2__)
+    __m128d m, mk, bad;
+#else
+    double m, mk;
+    bool bad;
+#endif
+} scan_acc;
+
+static inline void scan_init(scan_acc *a) {
+#if defined(__SSE2__)
+    a->m = a->mk = a->bad = _mm_setzero_pd();
+#else
+    a->m = a->mk = 0, a->bad = false;
+#endif
+}
+
+/* Samples k in [0, n] of a row; the first one is raster sample `pos0`. */
+static inline void scan_row(scan_acc *a, const float *row, int64_t n, double zs, double dzdx, double pos0,
+                            bool check_nan) {
+#if defined(__SSE2__)
+    const __m128d vzs = _mm_set1_pd(zs), vd = _mm_set1_pd(dzdx), two = _mm_set1_pd(2.0);
+    __m128d kv = _mm_set_pd(1.0, 0.0), pv = _mm_add_pd(_mm_set1_pd(pos0), kv);
+    __m128d m = a->m, mk = a->mk, bad = a->bad;
+    int64_t k = 0;
+    for (; k + 1 <= n; k += 2) {
+        double two_h; /* two floats, as one 8-byte load (rows have no alignment) */
+        memcpy(&two_h, row + k, sizeof two_h);
+        __m128d h = _mm_cvtps_pd(_mm_castpd_ps(_mm_set_sd(two_h)));
+        __m128d dz = _mm_and_pd(_mm_sub_pd(_mm_add_pd(vzs, _mm_mul_pd(kv, vd)), h),
+                                _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX)));
+        if (check_nan) bad = _mm_or_pd(bad, _mm_cmpunord_pd(h, h));
+        __m128d gt = _mm_cmpgt_pd(dz, m); /* false for a NaN dz */
+        m = _mm_max_pd(dz, m);
+        mk = _mm_or_pd(_mm_and_pd(gt, pv), _mm_andnot_pd(gt, mk));
+        kv = _mm_add_pd(kv, two);
+        pv = _mm_add_pd(pv, two);
+    }
+    if (k == n) { /* the last sample alone, in the low lane (the high one is masked to 0) */
+        __m128d h = _mm_cvtps_pd(_mm_load_ss(row + k));
+        __m128d dz = _mm_and_pd(_mm_sub_pd(_mm_add_pd(vzs, _mm_mul_pd(kv, vd)), h),
+                                _mm_castsi128_pd(_mm_set_epi64x(0, INT64_MAX)));
+        if (check_nan) bad = _mm_or_pd(bad, _mm_cmpunord_pd(h, h));
+        __m128d gt = _mm_cmpgt_pd(dz, m);
+        m = _mm_max_pd(dz, m);
+        mk = _mm_or_pd(_mm_and_pd(gt, pv), _mm_andnot_pd(gt, mk));
+    }
+    a->m = m, a->mk = mk, a->bad = bad;
+#else
+    for (int64_t k = 0; k <= n; k++) {
+        double z = zs + (double)k * dzdx;
+        float hv = row[k];
+        double dz = fabs(z - (double)hv);
+        if (dz > a->m) a->m = dz, a->mk = pos0 + (double)k;
+        if (check_nan) a->bad |= hv != hv;
+    }
+#endif
+}
+
+/* The maximum; *pos its first sample; *nan whether a NaN was seen (with check_nan). */
+static inline double scan_result(const scan_acc *a, double *pos, bool *nan) {
+#if defined(__SSE2__)
+    double m0 = _mm_cvtsd_f64(a->m), m1 = _mm_cvtsd_f64(_mm_unpackhi_pd(a->m, a->m));
+    double k0 = _mm_cvtsd_f64(a->mk), k1 = _mm_cvtsd_f64(_mm_unpackhi_pd(a->mk, a->mk));
+    *nan = _mm_movemask_pd(a->bad) != 0;
+    if (m1 > m0 || (m1 == m0 && k1 < k0)) {
+        *pos = k1;
+        return m1;
+    }
+    *pos = k0;
+    return m0;
+#else
+    *nan = a->bad;
+    *pos = a->mk;
+    return a->m;
+#endif
+}
+
+/* The lower layer alone, without holes under the triangle (else find_candidate_general). */
+static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, int32_t t, const bool check_nan) {
+    int64_t x[3], y[3];
+    float zf[3];
+    for (int i = 0; i < 3; i++) {
+        const uint32_t v = T->hv[3 * t + i].v;
+        x[i] = PX(v), y[i] = PY(v);
+        zf[i] = T->hl[(size_t)y[i] * (size_t)T->w + (size_t)x[i]];
+    }
+    if (zf[0] != zf[0] || zf[1] != zf[1] || zf[2] != zf[2]) goto general;
+    {
+        const float *hd = T->hl;
+        const size_t W = (size_t)T->w;
+        /* Barycentric weights times area: w_i(px, py) = c_i + a_i * px + b_i * py, as orient(). */
+        const int64_t a12 = y[2] - y[1], b12 = x[1] - x[2], c12 = x[2] * y[1] - y[2] * x[1];
+        const int64_t a20 = y[0] - y[2], b20 = x[2] - x[0], c20 = x[0] * y[2] - y[0] * x[2];
+        const int64_t a01 = y[1] - y[0], b01 = x[0] - x[1], c01 = x[1] * y[0] - y[1] * x[0];
+        const double area = (double)orient(x[0], y[0], x[1], y[1], x[2], y[2]);
+        const double z0 = (double)zf[0] / area, z1 = (double)zf[1] / area, z2 = (double)zf[2] / area;
+        const double dzdx = z0 * (double)a12 + z1 * (double)a20 + z2 * (double)a01;
+        /* Vertices by row: top, middle, bottom. */
+        int it = 0, im = 1, ib = 2;
+        if (y[im] < y[it]) { int s = it; it = im; im = s; }
+        if (y[ib] < y[im]) { int s = im; im = ib; ib = s; }
+        if (y[im] < y[it]) { int s = it; it = im; im = s; }
+        const int64_t xt = x[it], yt = y[it], xm = x[im], ym = y[im], xb = x[ib], yb = y[ib];
+        /* Ask for the rows early: the loads then overlap instead of missing one after another. */
+        {
+            int64_t minx = x[0] < x[1] ? x[0] : x[1], maxx = x[0] < x[1] ? x[1] : x[0];
+            if (x[2] < minx) minx = x[2];
+            if (x[2] > maxx) maxx = x[2];
+            const float *p = hd + (size_t)yt * W + (size_t)minx;
+            const int64_t wd = maxx - minx;
+            int64_t nr = yb - yt < 24 ? yb - yt : 24;
+            for (int64_t i = 0; i <= nr; i++, p += W) {
+                __builtin_prefetch(p);
+                if (wd >= 8) __builtin_prefetch(p + wd);
+            }
+        }
+        /* Is the middle vertex left of edge top-bottom? */
+        const bool mleft = (xm - xt) * (yb - yt) < (xb - xt) * (ym - yt);
+        const edge_dda etb = dda_init(xt, xb - xt, yb - yt), etm = dda_init(xt, xm - xt, ym - yt);
+        edge_dda l = mleft ? etm : etb, r = mleft ? etb : etm;
+        scan_acc acc;
+        scan_init(&acc);
+        int64_t y0 = yt;
+        for (int half = 0; half < 2; half++) {
+            const int64_t yend = half ? yb + 1 : ym;
+            for (; y0 < yend; y0++) {
+                const int64_t lo = l.x + (l.r > 0), hi = r.x;
+                dda_step(&l);
+                dda_step(&r);
+                if (lo > hi) continue;
+                const size_t s0 = (size_t)y0 * W + (size_t)lo;
+                /* z is affine along the row: its value at the span start plus a step per sample. */
+                double w0 = (double)(c12 + b12 * y0 + a12 * lo), w1 = (double)(c20 + b20 * y0 + a20 * lo),
+                       w2 = (double)(c01 + b01 * y0 + a01 * lo);
+                const double zs = z0 * w0 + z1 * w1 + z2 * w2;
+                scan_row(&acc, hd + s0, hi - lo, zs, dzdx, (double)s0, check_nan);
+            }
+            if (half == 0) {
+                const edge_dda emb = dda_init(xm, xb - xm, yb - ym);
+                if (mleft)
+                    l = emb;
+                else
+                    r = emb;
+            }
+        }
+        double pos;
+        bool nan;
+        double best = scan_result(&acc, &pos, &nan);
+        if (check_nan && nan) goto general;
+        const size_t ps = (size_t)pos;
+        const int64_t by = (int64_t)(ps / W), bx = (int64_t)(ps - (size_t)by * W);
+        if ((bx == x[0] && by == y[0]) || (bx == x[1] && by == y[1]) || (bx == x[2] && by == y[2])) best = 0;
+        q_set(T, t, (uint32_t)bx | (uint32_t)by << 16, best);
+        return;
+    }
+general : {
+    tri_geom g;
+    tri_setup(T, t, &g);
+    find_candidate_general(T, t, &g);
+}
 }
 
 static void find_candidate(tin *T, int32_t t) {
-    tri_geom g;
-    tri_setup(T, t, &g);
     if (T->hu) {
+        tri_geom g;
+        tri_setup(T, t, &g);
         find_candidate_general(T, t, &g);
-        return;
+    } else if (T->holes) {
+        find_candidate_fast(T, t, true);
+    } else {
+        find_candidate_fast(T, t, false);
     }
-    const float *hd = T->hl;
-    const size_t W = (size_t)T->w;
-    float h0 = g.z[0], h1 = g.z[1], h2 = g.z[2];
-    if (h0 != h0 || h1 != h1 || h2 != h2) {
-        find_candidate_general(T, t, &g);
-        return;
-    }
-    const double area = (double)g.area;
-    const double z0 = (double)h0 / area, z1 = (double)h1 / area, z2 = (double)h2 / area;
-    const double dzdx = z0 * (double)g.a12 + z1 * (double)g.a20 + z2 * (double)g.a01;
-    double best = 0;
-    int64_t bx = 0, by = 0;
-    bool nan = false;
-    tri_geom G = g;
-    for (int64_t y = g.miny; y <= g.maxy; y++, next_row(&G)) {
-        int64_t lo, hi;
-        row_span(&G, &lo, &hi);
-        /* Rows are far apart in memory: ask for the one a few rows down early. */
-        if (y + 4 <= g.maxy) __builtin_prefetch(hd + (size_t)(y + 4) * W + (size_t)(g.minx + lo));
-        if (lo > hi) continue;
-        const float *row = hd + (size_t)y * W + (size_t)g.minx + lo;
-        /* z is affine along the row: its value at the span start plus a step per sample. */
-        double w0 = (double)(G.e0.w + g.a12 * lo), w1 = (double)(G.e1.w + g.a20 * lo), w2 = (double)(G.e2.w + g.a01 * lo);
-        const double zs = z0 * w0 + z1 * w1 + z2 * w2;
-        double rbest = best;
-        int64_t rk = -1;
-        const int64_t n = hi - lo;
-        for (int64_t k = 0; k <= n; k++) {
-            double z = zs + (double)k * dzdx;
-            float hv = row[k];
-            double dz = fabs(z - (double)hv);
-            if (dz > rbest) rbest = dz, rk = k;
-            nan |= hv != hv;
-        }
-        if (rk >= 0) rk += lo;
-        if (rk >= 0) best = rbest, bx = g.minx + rk, by = y;
-    }
-    if (nan) {
-        find_candidate_general(T, t, &g);
-        return;
-    }
-    if (is_vertex(&g, bx, by)) best = 0;
-    T->cand[t] = (uint32_t)bx | (uint32_t)by << 16;
-    q_push(T, t, best);
 }
 
 static void flush(tin *T) {
     for (size_t i = 0; i < T->npend; i++) {
         int32_t t = T->pend[i];
-        T->qi[t] = -1;
+        T->pbits[(uint32_t)t >> 6] &= ~((uint64_t)1 << ((uint32_t)t & 63));
         find_candidate(T, t);
     }
     T->npend = 0;
 }
 
-/* Inserts the worst sample of the worst triangle. */
+/* Inserts the worst sample of the worst triangle (the queue's top, live). */
 static void step(tin *T) {
-    int32_t t = q_pop(T);
-    insert_in(T, t, (int32_t)(T->cand[t] & 0xffffu), (int32_t)(T->cand[t] >> 16));
+    int32_t t = q_tri(T->q[0]);
+    uint32_t c = T->tm[t].cand;
+    {
+        /* The triangle's rows are cold (last read when it was made): ask for them now, so that they
+         * arrive while the mesh is updated around the new point. */
+        const uint32_t v0 = T->hv[3 * t].v, v1 = T->hv[3 * t + 1].v, v2 = T->hv[3 * t + 2].v;
+        int64_t x0 = PX(v0), x1 = x0, y0 = PY(v0), y1 = y0;
+        if (PX(v1) < x0) x0 = PX(v1);
+        if (PX(v1) > x1) x1 = PX(v1);
+        if (PX(v2) < x0) x0 = PX(v2);
+        if (PX(v2) > x1) x1 = PX(v2);
+        if (PY(v1) < y0) y0 = PY(v1);
+        if (PY(v1) > y1) y1 = PY(v1);
+        if (PY(v2) < y0) y0 = PY(v2);
+        if (PY(v2) > y1) y1 = PY(v2);
+        if ((y1 - y0 + 1) * ((x1 - x0) / 16 + 1) <= 64) {
+            const float *row = T->hl + (size_t)y0 * (size_t)T->w;
+            for (int64_t y = y0; y <= y1; y++, row += T->w)
+                for (int64_t x = x0; x <= x1 + 15; x += 16) __builtin_prefetch(row + (x < x1 ? x : x1));
+        }
+    }
+    q_pop(T);
+    T->tm[t].key = 0;
+    T->nlive--;
+    insert_in(T, t, (int32_t)(c & 0xffffu), (int32_t)(c >> 16));
     flush(T);
 }
 
@@ -571,7 +891,7 @@ static int32_t locate(const tin *T, int32_t start, int64_t px, int64_t py) {
         bool moved = false;
         for (int i = 0; i < 3 && !moved; i++) {
             uint32_t a = T->hv[3 * t + i].v, b = T->hv[3 * t + (i + 1) % 3].v;
-            if (orient(T->vt[a].x, T->vt[a].y, T->vt[b].x, T->vt[b].y, px, py) < 0) {
+            if (orient(PX(a), PY(a), PX(b), PY(b), px, py) < 0) {
                 int32_t n = T->hv[3 * t + i].he;
                 if (n < 0) return -1;
                 t = n / 3;
@@ -607,6 +927,35 @@ static unsigned tri_drawable(const tin *T, const tin_half *hv, int32_t t) {
     return ok;
 }
 
+/* Samples back to vertex ids: an open-addressing table (load <= 1/2) of (sample, id + 1). */
+typedef struct tin_vmap {
+    uint32_t *slot;
+    uint32_t mask, shift;
+} tin_vmap;
+
+static inline uint32_t vmap_hash(const tin_vmap *m, uint32_t p) { return (p * 0x9E3779B1u) >> m->shift & m->mask; }
+
+static bool vmap_build(const tin *T, tin_vmap *m) {
+    uint32_t bits = 4;
+    while (((size_t)1 << bits) < 2 * T->nv) bits++;
+    m->mask = ((uint32_t)1 << bits) - 1;
+    m->shift = 32 - bits;
+    m->slot = terra_calloc((size_t)2 << bits, sizeof(uint32_t));
+    if (!m->slot) return false;
+    for (size_t v = 0; v < T->nv; v++) {
+        uint32_t p = T->vp[v], h = vmap_hash(m, p);
+        while (m->slot[2 * h + 1]) h = (h + 1) & m->mask;
+        m->slot[2 * h] = p, m->slot[2 * h + 1] = (uint32_t)v + 1;
+    }
+    return true;
+}
+
+static inline uint32_t vmap_get(const tin_vmap *m, uint32_t p) {
+    uint32_t h = vmap_hash(m, p);
+    while (m->slot[2 * h] != p || !m->slot[2 * h + 1]) h = (h + 1) & m->mask;
+    return m->slot[2 * h + 1] - 1;
+}
+
 /* Copies the live triangles (those the layers may draw) into a level. `in_place` (the last level):
  * the half-edge array itself is compacted into the triangle list (triangle t moves from byte 24t
  * to 12t, never over a triangle still to be read) and handed over, saving a copy at the peak. */
@@ -616,14 +965,18 @@ static terra_status take_level(tin *T, terra_tin_level *lv, bool filter, bool in
     lv->triangles = in_place ? (uint32_t *)(void *)T->hv : terra_alloc(3 * n * sizeof(uint32_t) + 1);
     if (T->hu) lv->upper_triangles = terra_alloc(3 * n * sizeof(uint32_t) + 1);
     if (in_place) T->hv = NULL, T->cap_t = 0;
-    if (!lv->triangles || (T->hu && !lv->upper_triangles)) return terra_fail(TERRA_E_NOMEM, "tin: out of memory");
+    tin_vmap vm;
+    if (!lv->triangles || (T->hu && !lv->upper_triangles) || !vmap_build(T, &vm))
+        return terra_fail(TERRA_E_NOMEM, "tin: out of memory");
     size_t nl = 0, nu = 0;
     const bool check = filter || T->hu;
     const tin_half *hv = in_place ? (const tin_half *)(const void *)lv->triangles : T->hv;
     for (size_t t = 0; t < n; t++) {
+        if (t + 16 < n) /* the table is read at random: ask a few triangles ahead */
+            for (int i = 0; i < 3; i++) __builtin_prefetch(&vm.slot[2 * vmap_hash(&vm, hv[3 * (t + 16) + (size_t)i].v)]);
         unsigned ok = 1u;
-        if (check) ok = tri_drawable(T, hv, (int32_t)t); /* reads triangle t only */
-        uint32_t v0 = hv[3 * t].v, v1 = hv[3 * t + 1].v, v2 = hv[3 * t + 2].v;
+        if (check) ok = tri_drawable(T, hv, (int32_t)t); /* reads triangle t only (and ahead) */
+        uint32_t v0 = vmap_get(&vm, hv[3 * t].v), v1 = vmap_get(&vm, hv[3 * t + 1].v), v2 = vmap_get(&vm, hv[3 * t + 2].v);
         if (ok & 1u) {
             lv->triangles[3 * nl] = v0, lv->triangles[3 * nl + 1] = v1, lv->triangles[3 * nl + 2] = v2;
             nl++;
@@ -633,6 +986,7 @@ static terra_status take_level(tin *T, terra_tin_level *lv, bool filter, bool in
             nu++;
         }
     }
+    terra_free(vm.slot);
     if (in_place) {
         uint32_t *shrunk = terra_realloc(lv->triangles, 3 * nl * sizeof(uint32_t) + 1);
         if (shrunk) lv->triangles = shrunk;
@@ -661,12 +1015,14 @@ void terra_tin_mesh_free(terra_tin_mesh *m) {
 }
 
 static void tin_release(tin *T) {
-    terra_free(T->vt);
+    terra_free(T->vp);
     terra_free(T->hv);
-    terra_free(T->cand);
-    terra_free(T->qi);
+    terra_free(T->tm);
     terra_free(T->q);
     terra_free(T->pend);
+    terra_free(T->bhead);
+    terra_free(T->ch);
+    terra_free(T->pbits);
 }
 
 terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
@@ -724,10 +1080,15 @@ terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
     T.h = d->height;
     T.hl = d->heights;
     T.hu = d->upper;
+    T.holes = holes;
+    T.hot_b = TIN_NBUCKET;
+    T.ch_free = -1;
+    T.bhead = terra_alloc(TIN_NBUCKET * sizeof(int32_t));
+    if (T.bhead) memset(T.bhead, 0xff, TIN_NBUCKET * sizeof(int32_t));
     T.bound = d->max_error;
     terra_status st = TERRA_OK;
     out->levels = terra_calloc((size_t)nb, sizeof(terra_tin_level));
-    if (!out->levels || !reserve_triangles(&T, 1024) || !reserve_vertices(&T, 1024 + d->seed_count)) {
+    if (!out->levels || !T.bhead || !reserve_triangles(&T, 1024) || !reserve_vertices(&T, 1024 + d->seed_count)) {
         st = terra_fail(TERRA_E_NOMEM, "tin: out of memory");
         goto done;
     }
@@ -756,10 +1117,9 @@ terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
         bool dup = false;
         for (int k = 0; k < 3; k++) {
             uint32_t v = T.hv[3 * t + k].v;
-            if (T.vt[v].x == sx && T.vt[v].y == sy) dup = true;
+            if (PX(v) == sx && PY(v) == sy) dup = true;
         }
         if (dup) continue;
-        q_remove(&T, t);
         insert_in(&T, t, sx, sy);
     }
     flush(&T);
@@ -771,7 +1131,8 @@ terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
     int li = 0;
     terra_tin_stop stop = TERRA_TIN_STOP_ERROR;
     for (;;) {
-        double top = T.nq ? T.q[0].e : 0.0;
+        q_clean_top(&T);
+        double top = T.nq ? key_err(T.q[0]) : 0.0;
         while (li < nb && top <= bounds[li]) {
             terra_tin_level *lv = &out->levels[li];
             lv->max_error = bounds[li];
@@ -810,9 +1171,11 @@ terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
 
     /* The last level: the queue and candidates go first, then the half-edges become its list. */
     terra_free(T.q), T.q = NULL;
-    terra_free(T.cand), T.cand = NULL;
-    terra_free(T.qi), T.qi = NULL;
+    terra_free(T.bhead), T.bhead = NULL;
+    terra_free(T.ch), T.ch = NULL;
+    terra_free(T.tm), T.tm = NULL;
     terra_free(T.pend), T.pend = NULL;
+    terra_free(T.pbits), T.pbits = NULL;
     if ((st = take_level(&T, &out->levels[nb - 1], holes, true)) != TERRA_OK) goto done;
     out->vertex_count = T.nv;
     out->xy = terra_alloc(2 * T.nv * sizeof(int32_t));
@@ -822,9 +1185,9 @@ terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
         st = terra_fail(TERRA_E_NOMEM, "tin: out of memory");
         goto done;
     }
-    for (size_t v = 0; v < T.nv; v++) out->xy[2 * v] = T.vt[v].x, out->xy[2 * v + 1] = T.vt[v].y;
+    for (size_t v = 0; v < T.nv; v++) out->xy[2 * v] = (int32_t)PX(T.vp[v]), out->xy[2 * v + 1] = (int32_t)PY(T.vp[v]);
     for (size_t v = 0; v < T.nv; v++) {
-        size_t s = (size_t)T.vt[v].y * W + (size_t)T.vt[v].x;
+        size_t s = (size_t)PY(T.vp[v]) * W + (size_t)PX(T.vp[v]);
         out->z[v] = d->heights[s];
         if (d->upper) out->z_upper[v] = d->heights[s] == d->heights[s] ? d->upper[s] : NAN;
     }
