@@ -4,8 +4,6 @@
 #include "terra/raster.h"
 #include "terra/tin.h"
 
-#include <cpl_conv.h>
-#include <gdal.h>
 #include <getopt.h>
 #include <math.h>
 #include <stddef.h>
@@ -53,11 +51,14 @@ static void help(FILE *f) {
             "  -q, --quiet               no progress on stderr\n"
             "  -h, --help                this help\n\n"
             "Prints a report (key value lines): vertices, triangles, max_error, rms_error, mesh_ms,\n"
-            "peak_mb. Exit 0 on success, 1 on failure, 2 on bad usage.\n");
+            "peak_mb (this process), alloc_peak_mb (terra's own allocations), reader_peak_mb (the\n"
+            "terra-raster process that read IN through GDAL, so the mesher never maps GDAL).\n"
+            "Exit 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 
 /* terra's own allocations (raster, mesher, output), counted through the allocator hooks: the
- * process peak (peak_mb) also holds ~35 MB of GDAL and its libraries. Atomic: the tiled mode
+ * process peak (peak_mb) adds the program and its libraries; GDAL's are mapped only by the
+ * terra-raster reader (reader_peak_mb). Atomic: the tiled mode
  * allocates from every worker. */
 static _Atomic size_t alloc_now, alloc_peak;
 typedef union alloc_head {
@@ -97,9 +98,15 @@ static void *count_realloc(void *p, size_t n, void *u) {
     return q + 1;
 }
 
+/* Peak resident memory of this process, and of the terra-raster reader it ran (GDAL's process). */
 static double peak_mb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+static double reader_peak_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
     return (double)ru.ru_maxrss / 1024.0;
 }
 
@@ -280,7 +287,8 @@ static int mesh_tiles(const char *in, const char *out, const terra_raster *r, co
         for (int l = 0; l < nl; l++)
             printf("level %d max_error %g vertices %zu triangles %zu%s%.6f\n", l, levels[l], verts[l], tris[l],
                    verify ? " checked " : "", verify ? worst[l] : 0.0);
-        printf("triangles %zu\nmesh_ms %.3f\nthreads %d\npeak_mb %.1f\n", tris[nl - 1], T.seconds * 1e3, threads, peak_mb());
+        printf("triangles %zu\nmesh_ms %.3f\nthreads %d\npeak_mb %.1f\nreader_peak_mb %.1f\n", tris[nl - 1], T.seconds * 1e3,
+               threads, peak_mb(), reader_peak_mb());
         if (verify) printf("verify ok\n");
     }
 end:
@@ -479,10 +487,8 @@ int cmd_mesh(int argc, char **argv) {
     rd.max_side = TERRA_TIN_MAX_SIDE;
     terra_allocator counting = {count_alloc, count_realloc, count_free, NULL};
     terra_set_allocator(&counting);
-    /* GDAL's block cache would keep a decoded copy of the input beside terra's: keep it small. */
-    if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL)) GDALSetCacheMax64((GIntBig)16 << 20);
     double t_read = terra_now_s();
-    if (terra_raster_read(&rd, &r) != TERRA_OK) return cli_error(CMD, "%s", terra_last_error());
+    if (terra_raster_read_isolated(&rd, NULL, &r) != TERRA_OK) return cli_error(CMD, "%s", terra_last_error());
     t_read = terra_now_s() - t_read;
     if (r.width < 2 || r.height < 2) {
         terra_raster_free(&r);
@@ -502,7 +508,7 @@ int cmd_mesh(int argc, char **argv) {
     if (upper_path) {
         rd.path = upper_path;
         if (upper_band) rd.band = (int)upper_band;
-        if (terra_raster_read(&rd, &ru) != TERRA_OK) {
+        if (terra_raster_read_isolated(&rd, NULL, &ru) != TERRA_OK) {
             terra_raster_free(&r);
             return cli_error(CMD, "%s", terra_last_error());
         }
@@ -577,9 +583,10 @@ int cmd_mesh(int argc, char **argv) {
         free(t2);
         if (rc == EXIT_OK)
             printf("input %s %dx%d\nvertices %zu\nlower_triangles %zu\nupper_triangles %zu\nwalls %zu\n"
-                   "triangles %zu\nmesh_ms %.3f\npeak_mb %.1f\n",
+                   "triangles %zu\nmesh_ms %.3f\npeak_mb %.1f\nreader_peak_mb %.1f\n",
                    in, r.width, r.height, L.mesh.vertex_count, L.mesh.levels[0].triangle_count,
-                   L.mesh.levels[0].upper_triangle_count, L.wall_count, L.soup_triangle_count, mesh_s * 1e3, peak_mb());
+                   L.mesh.levels[0].upper_triangle_count, L.wall_count, L.soup_triangle_count, mesh_s * 1e3, peak_mb(),
+                   reader_peak_mb());
         goto out;
     }
 
@@ -625,9 +632,10 @@ int cmd_mesh(int argc, char **argv) {
                lv->stop == TERRA_TIN_STOP_TRIANGLES ? " (stopped at max triangles)"
                : lv->stop == TERRA_TIN_STOP_VERTICES ? " (stopped at max vertices)" : "");
     }
-    printf("vertices %zu\ntriangles %zu\nmax_error %.6f\nrms_error %.6f\nmesh_ms %.3f\npeak_mb %.1f\nalloc_peak_mb %.1f\n",
+    printf("vertices %zu\ntriangles %zu\nmax_error %.6f\nrms_error %.6f\nmesh_ms %.3f\npeak_mb %.1f\nalloc_peak_mb %.1f\n"
+           "reader_peak_mb %.1f\n",
            fl->vertex_count, fl->triangle_count, res.max_error, res.rms_error, mesh_s * 1e3, peak_mb(),
-           (double)alloc_peak / 1048576.0);
+           (double)alloc_peak / 1048576.0, reader_peak_mb());
     if (heatmap) {
         uint8_t *rgb = malloc((size_t)r.width * (size_t)r.height * 3);
         if (!rgb) {

@@ -1,5 +1,6 @@
 /* Elevation rasters through GDAL: plain bands, Terrain-RGB and Terrarium PNGs, no-data as holes,
- * spacing from georeferencing. */
+ * spacing from georeferencing. libterra-gdal: the one file of terra that links GDAL (the terra
+ * command reads rasters through the terra-raster program instead, see raster_client.c). */
 #include "terra/raster.h"
 
 #include <cpl_conv.h>
@@ -15,12 +16,6 @@ static void quiet_handler(CPLErr cls, CPLErrorNum num, const char *msg) {
     (void)cls;
     (void)num;
     (void)msg;
-}
-
-void terra_raster_free(terra_raster *r) {
-    if (!r) return;
-    terra_free(r->heights);
-    memset(r, 0, sizeof *r);
 }
 
 /* The last GDAL message without its trailing newline, or a fallback. */

@@ -25,6 +25,9 @@ grep -q "max-error" "$T/out" || bad "help text"
 expect "fuji obj" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 30 -o "$T/fuji.obj" --verify -q
 [ "$(field vertices)" = 5668 ] && [ "$(field triangles)" = 11140 ] && ok "fuji counts" || bad "fuji counts: $(field vertices) $(field triangles)"
 grep -q "^verify ok" "$T/out" && ok "verify line" || bad "verify line"
+# GDAL is mapped by the terra-raster reader alone, never by the mesher
+ldd "$BIN" | grep -q gdal && bad "terra links GDAL" || ok "terra does not link GDAL"
+[ -n "$(field reader_peak_mb)" ] && [ -n "$(field peak_mb)" ] && ok "peak figures reported" || bad "peak figures reported"
 [ "$(grep -c '^v ' "$T/fuji.obj")" = 5668 ] && [ "$(grep -c '^f ' "$T/fuji.obj")" = 11140 ] && ok "obj contents" || bad "obj contents"
 
 # The same mesh measured back by the checker, as any tool's output would be.

@@ -233,10 +233,58 @@ static void test_writers(void) {
     remove(stl);
 }
 
+/* Through the terra-raster child process: the same raster, bit for bit, and the same errors. */
+static void test_isolated_read_equals_in_process(void) {
+    char p[1024], bad[256], msg[1024];
+    struct {
+        const char *file;
+        terra_raster_encoding enc;
+        double z_scale;
+    } cases[] = {{"data/dem/N44W072.hgt", TERRA_RASTER_PLAIN, 0}, {"data/dem/sthelens_10m.png", TERRA_RASTER_PLAIN, 0.1},
+                 {"data/dem/fuji.png", TERRA_RASTER_TERRAIN_RGB, 0}, {"data/dem/sthelens_10m.png", TERRA_RASTER_TERRAIN_RGB, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        terra_raster_desc d = {.path = shared_path(cases[c].file, p, sizeof p), .encoding = cases[c].enc,
+                               .z_scale = cases[c].z_scale};
+        terra_raster a, b;
+        terra_status sa = terra_raster_read(&d, &a);
+        snprintf(msg, sizeof msg, "%s", terra_last_error());
+        terra_status sb = terra_raster_read_isolated(&d, NULL, &b);
+        CHECK(sa == sb, "%s: status %d in process, %d isolated (%s)", cases[c].file, sa, sb, terra_last_error());
+        if (sa != TERRA_OK) {
+            CHECK(strcmp(msg, terra_last_error()) == 0, "messages differ: '%s' vs '%s'", msg, terra_last_error());
+            continue;
+        }
+        if (sb != TERRA_OK) {
+            terra_raster_free(&a);
+            continue;
+        }
+        const size_t n = (size_t)a.width * (size_t)a.height;
+        CHECK(a.width == b.width && a.height == b.height && a.nodata_count == b.nodata_count &&
+                  a.georeferenced == b.georeferenced && memcmp(a.geo, b.geo, sizeof a.geo) == 0 &&
+                  a.spacing_x == b.spacing_x && a.spacing_y == b.spacing_y && a.min_z == b.min_z && a.max_z == b.max_z,
+              "%s: fields differ", cases[c].file);
+        CHECK(memcmp(a.heights, b.heights, n * sizeof(float)) == 0, "%s: heights differ", cases[c].file);
+        terra_raster_free(&a);
+        terra_raster_free(&b);
+    }
+    /* A file that is not a raster: the reader's message, naming it, and no heights. */
+    tmp_path("junk.tif", bad, sizeof bad);
+    write_text(bad, "not a raster\n");
+    terra_raster r;
+    CHECK(terra_raster_read_isolated(&(terra_raster_desc){.path = bad}, NULL, &r) == TERRA_E_FORMAT && !r.heights);
+    CHECK(strstr(terra_last_error(), bad) != NULL, "%s", terra_last_error());
+    remove(bad);
+    /* No reader where it is said to be: a clear error. */
+    CHECK(terra_raster_read_isolated(&(terra_raster_desc){.path = bad}, "/nonexistent/terra-raster", &r) ==
+          TERRA_E_UNSUPPORTED);
+    CHECK(strstr(terra_last_error(), "/nonexistent/terra-raster") != NULL, "%s", terra_last_error());
+}
+
 int main(void) {
     RUN(test_geotiff_nodata_georef);
     RUN(test_ascii_grid_and_bad_values);
     RUN(test_real_formats);
     RUN(test_writers);
+    RUN(test_isolated_read_equals_in_process);
     return finish();
 }

@@ -1,5 +1,6 @@
-/* libterra-io: elevation rasters through GDAL, and triangle meshes out (OBJ, PLY, STL).
- * Not part of the core (links GDAL). */
+/* Elevation rasters through GDAL, and triangle meshes out (OBJ, PLY, STL). Not part of the core.
+ * terra_raster_read lives in libterra-gdal (the one library linking GDAL); everything else here,
+ * terra_raster_read_isolated included, in libterra-io. */
 #ifndef TERRA_RASTER_H
 #define TERRA_RASTER_H
 
@@ -40,6 +41,13 @@ typedef struct terra_raster {
  * value is NaN), every sample no-data. */
 terra_status terra_raster_read(const terra_raster_desc *desc, terra_raster *out);
 void terra_raster_free(terra_raster *r);
+
+/* The same, read by the terra-raster program in a child process (built with terra; `reader` NULL:
+ * $TERRA_RASTER_READER, else terra-raster next to the running program) and handed over through a
+ * pipe. The caller links no GDAL and never maps its ~35 MB of libraries, so a program that goes on
+ * to mesh the heights does so without them. The same heights, fields and errors as
+ * terra_raster_read; getrusage(RUSAGE_CHILDREN) then reports the reader's peak memory. */
+terra_status terra_raster_read_isolated(const terra_raster_desc *desc, const char *reader, terra_raster *out);
 
 /* ---- meshes out ---------------------------------------------------------------------------- */
 
