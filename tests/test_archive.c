@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* mincore */
 #include "check.h"
 #include "terra/archive_io.h"
+#include "terra/bake.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -432,6 +433,56 @@ static void test_lookup_reads_little(void) {
     unlink(path);
 }
 
+/* An archive read as a source by two threads at once (as the streamer's workers do): the same
+ * answers as one thread, and nothing for ThreadSanitizer to find. */
+#define SRC_REQUESTS 64
+typedef struct src_job {
+    const terra_source *src;
+    const terra_grid_request *req;
+    float (*expect)[35 * 35];
+    int mismatches;
+} src_job;
+static void *sample_many(void *arg) {
+    src_job *j = arg;
+    float h[35 * 35];
+    for (int round = 0; round < 3; round++)
+        for (int r = 0; r < SRC_REQUESTS; r++) {
+            if (terra_source_sample(j->src, &j->req[r], h, NULL) != TERRA_OK) j->mismatches++;
+            else j->mismatches += memcmp(h, j->expect[r], sizeof h) != 0;
+        }
+    return NULL;
+}
+static void test_archive_source_threads(void) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/src.terra", dir);
+    terra_source *world, *src;
+    CHECK(terra_world_create(&(terra_world_desc){.seed = 3}, &world) == TERRA_OK);
+    terra_bake_desc bd = {.levels = 2, .cells = 32, .tile0_size = 64, .area = {0, 0, 256, 256}, .threads = 2};
+    CHECK(terra_bake(world, path, &bd, NULL) == TERRA_OK, "%s", terra_last_error());
+    CHECK(terra_archive_source_create(path, &src, NULL) == TERRA_OK, "%s", terra_last_error());
+    terra_grid_request req[SRC_REQUESTS];
+    static float expect[SRC_REQUESTS][35 * 35];
+    unsigned long long rng = 5;
+    for (int r = 0; r < SRC_REQUESTS; r++) {
+        const int L = (int)(test_rand_u64(&rng) % 3);
+        req[r] = (terra_grid_request){.ix0 = (int64_t)(test_rand_u64(&rng) % 160) - 30, .iz0 = (int64_t)(test_rand_u64(&rng) % 160) - 30,
+                                      .spacing = 2.0 * (1 << L), .nx = 35, .nz = 35};
+        req[r].ix0 >>= L, req[r].iz0 >>= L;
+        CHECK(terra_source_sample(src, &req[r], expect[r], NULL) == TERRA_OK, "%s", terra_last_error());
+    }
+    terra_source_destroy(src); /* a fresh source: the threads fill its tile cache together */
+    CHECK(terra_archive_source_create(path, &src, NULL) == TERRA_OK);
+    src_job jobs[2] = {{src, req, expect, 0}, {src, req, expect, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, sample_many, &jobs[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    CHECK(jobs[0].mismatches == 0 && jobs[1].mismatches == 0, "%d + %d requests answered differently", jobs[0].mismatches,
+          jobs[1].mismatches);
+    terra_source_destroy(src);
+    terra_source_destroy(world);
+    unlink(path);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "archive_test_%ld", (long)getpid());
     mkdir(dir, 0755);
@@ -443,6 +494,7 @@ int main(void) {
     RUN(test_interrupted_write);
     RUN(test_empty_tile);
     RUN(test_lookup_reads_little);
+    RUN(test_archive_source_threads);
     int rc = finish();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
