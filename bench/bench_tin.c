@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
             const double levels[3] = {20, 5, 1};
             double ms[2] = {0, 0};
             for (int th = 1; th <= 2; th++) {
-                terra_tin_tiles_desc td = {r.width, r.height, r.heights, 128, levels, 3, th};
+                terra_tin_tiles_desc td = {r.width, r.height, r.heights, 128, levels, 3, th, NULL};
                 terra_tin_tiles T;
                 double t0 = bench_now(), c0 = cpu_now();
                 if (terra_tin_tiles_build(&td, &T) != TERRA_OK) break;

@@ -223,7 +223,7 @@ static int mesh_tiles(const char *in, const char *out, const terra_raster *r, co
     int nl = 0;
     for (int i = 0; i < nerr; i++)
         if (!nl || levels[nl - 1] != levels[i]) levels[nl++] = levels[i];
-    terra_tin_tiles_desc td = {r->width, r->height, r->heights, tile_size, levels, nl, threads};
+    terra_tin_tiles_desc td = {r->width, r->height, r->heights, tile_size, levels, nl, threads, NULL};
     terra_tin_tiles T;
     if (!quiet)
         fprintf(stderr, "terra mesh: %s: tiles of %d samples, %d level%s, %d thread%s...\n", in, tile_size, nl,

@@ -1,4 +1,4 @@
-/* Tiles with levels of detail and stable borders, meshed in parallel (plain pthreads).
+/* Tiles with levels of detail and stable borders, meshed in parallel on a worker pool.
  *
  * Each tile edge's vertices are chosen once, by a 1-D greedy insertion over the edge's profile
  * (worst sample first until every sample is within the bound; per segment this is exactly
@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The margin keeps the 2-D mesher's floating-point error on border samples under its bound. */
 #define BORDER_MARGIN 0.999
@@ -109,8 +110,9 @@ static terra_status mesh_tile(tiles_job *J, terra_tin_tile *tl) {
     return st;
 }
 
-static void *tiles_worker(void *arg) {
-    tiles_job *J = arg;
+/* One worker's share: tiles taken from a shared counter until none is left. */
+static void tiles_worker(terra_job *job) {
+    tiles_job *J = job->user;
     const int n = J->T->tiles_x * J->T->tiles_y;
     for (;;) {
         pthread_mutex_lock(&J->lock);
@@ -127,7 +129,7 @@ static void *tiles_worker(void *arg) {
             pthread_mutex_unlock(&J->lock);
         }
     }
-    return NULL;
+    job->status = TERRA_OK;
 }
 
 void terra_tin_tiles_free(terra_tin_tiles *T) {
@@ -190,18 +192,33 @@ terra_status terra_tin_tiles_build(const terra_tin_tiles_desc *d, terra_tin_tile
             tl->w = (tl->x0 + step < d->width - 1 ? tl->x0 + step : d->width - 1) - tl->x0 + 1;
             tl->h = (tl->y0 + step < d->height - 1 ? tl->y0 + step : d->height - 1) - tl->y0 + 1;
         }
-    int nth = d->threads > 0 ? d->threads : 2;
-    if (nth > 64) nth = 64;
-    pthread_mutex_init(&J.lock, NULL);
-    pthread_t th[64];
-    int started = 0;
-    for (int i = 1; i < nth; i++) {
-        if (pthread_create(&th[started], NULL, tiles_worker, &J) != 0) break;
-        started++;
+    /* One job per worker, each taking tiles until none is left. */
+    terra_pool *pool = d->pool, *own = NULL;
+    if (!pool && (st = terra_pool_create(&(terra_pool_desc){.threads = d->threads > 0 ? d->threads : 2}, &own)) != TERRA_OK)
+        goto done;
+    if (!pool) pool = own;
+    terra_job_queue *queue = NULL;
+    if ((st = terra_job_queue_create(&queue)) != TERRA_OK) {
+        terra_pool_destroy(own);
+        goto done;
     }
-    tiles_worker(&J);
-    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    int nj = terra_pool_threads(pool);
+    if (nj > 64) nj = 64;
+    terra_job jobs[64];
+    pthread_mutex_init(&J.lock, NULL);
+    for (int i = 0; i < nj; i++) {
+        jobs[i] = (terra_job){.run = tiles_worker, .user = &J, .queue = queue};
+        terra_pool_submit(pool, &jobs[i]);
+    }
+    for (int back = 0; back < nj;) {
+        terra_job *done_jobs[64];
+        int n = terra_job_queue_poll(queue, done_jobs, 64);
+        back += n;
+        if (n == 0) nanosleep(&(struct timespec){.tv_nsec = 200000}, NULL);
+    }
     pthread_mutex_destroy(&J.lock);
+    terra_job_queue_destroy(queue);
+    terra_pool_destroy(own);
     if (J.status != TERRA_OK) st = terra_fail(J.status, "%s", J.error);
 done:
     if (J.hedges)

@@ -130,17 +130,22 @@ static void test_tiles_stable_borders(void) {
     printf("  %d x %d tiles, %zu triangles at %g m, %d neighbour/level pairs checked\n", T.tiles_x, T.tiles_y, total,
            levels[2], pairs);
     CHECK(total > 50000, "%zu", total);
-    /* Same result on one thread: deterministic. */
-    d.threads = 1;
-    terra_tin_tiles T1;
-    CHECK(terra_tin_tiles_build(&d, &T1) == TERRA_OK);
-    for (int i = 0; i < T.tiles_x * T.tiles_y; i++) {
-        terra_tin_mesh *a = &T.tiles[i].mesh, *b = &T1.tiles[i].mesh;
-        CHECK(a->vertex_count == b->vertex_count && !memcmp(a->xy, b->xy, 8 * a->vertex_count));
-        CHECK(a->levels[2].triangle_count == b->levels[2].triangle_count &&
-              !memcmp(a->levels[2].triangles, b->levels[2].triangles, 12 * a->levels[2].triangle_count));
+    /* Same result on one thread, and on a caller's pool of three: deterministic. */
+    terra_pool *pool = NULL;
+    CHECK(terra_pool_create(&(terra_pool_desc){.threads = 3}, &pool) == TERRA_OK);
+    for (int run = 0; run < 2; run++) {
+        d.threads = 1, d.pool = run ? pool : NULL;
+        terra_tin_tiles T1;
+        CHECK(terra_tin_tiles_build(&d, &T1) == TERRA_OK, "%s", terra_last_error());
+        for (int i = 0; i < T.tiles_x * T.tiles_y; i++) {
+            terra_tin_mesh *a = &T.tiles[i].mesh, *b = &T1.tiles[i].mesh;
+            CHECK(a->vertex_count == b->vertex_count && !memcmp(a->xy, b->xy, 8 * a->vertex_count));
+            CHECK(a->levels[2].triangle_count == b->levels[2].triangle_count &&
+                  !memcmp(a->levels[2].triangles, b->levels[2].triangles, 12 * a->levels[2].triangle_count));
+        }
+        terra_tin_tiles_free(&T1);
     }
-    terra_tin_tiles_free(&T1);
+    terra_pool_destroy(pool);
     free(sa);
     free(sb);
     terra_tin_tiles_free(&T);
@@ -155,7 +160,7 @@ static void test_tiles_full_chains(void) {
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) hs[y * W + x] = (float)(20 * sin(x * 0.17) * cos(y * 0.11) + 0.05 * x * y);
     const double levels[2] = {3, 0.3};
-    terra_tin_tiles_desc d = {W, H, hs, 17, levels, 2, 2};
+    terra_tin_tiles_desc d = {W, H, hs, 17, levels, 2, 2, NULL};
     terra_tin_tiles T;
     CHECK(terra_tin_tiles_build(&d, &T) == TERRA_OK, "%s", terra_last_error());
     seg s[512];
