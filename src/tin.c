@@ -12,16 +12,19 @@
  *   queue     lazy: an entry (key, t) is live while tm[t].key still equals its key; stale ones are
  *             dropped at the top, or by a compaction when they would be the majority. Only the
  *             highest bucket of keys is a heap (`q`, small, hot in cache); lower keys wait unsorted
- *             in buckets of 1/32 octave (chunk lists), moved in one bucket at a time. The top is
- *             always the largest live key (ties by the higher triangle id): a true greedy order.
+ *             in buckets of 1/32 octave (chunk lists), moved in one bucket at a time; a compaction
+ *             also gives back the chunk pool's excess. The top is always the largest live key (ties
+ *             by the higher triangle id): a true greedy order.
  * Triangle slots are never freed: a split reuses the old slot and adds two, a flip reuses both,
  * so every slot in [0, nt) is a live triangle. Triangles whose candidate is stale are marked in
  * `pbits` and wait (once) in `pend` until flush() rasterises them; nothing is popped meanwhile.
  *
  * Exactness: coordinates are integers below 2^16 (TERRA_TIN_MAX_SIDE), so orient() is exact in
  * int64 and incircle() in a double filter backed by int128; the rasteriser walks each edge's
- * crossing from row to row as an integer floor plus remainder (no rounding), so the set of
- * samples scanned per triangle is exact (the closed triangle, edges included). Heights are
+ * crossing from row to row as an integer floor plus remainder (no rounding), or for a triangle at
+ * most 4 columns wide tests the edge functions of each row's 4 samples, so the set of samples
+ * scanned per triangle is exact (the closed triangle, edges included; a triangle of twice the area 1
+ * has none but its vertices and is not scanned). Heights are
  * interpolated in double as delatin does (z0*w0 + z1*w1 + z2*w2 at the span start, integer
  * weights, then a step per sample; two samples at a time with SSE2, each rounded exactly as the
  * scalar loop), the worst sample is the first maximum in row-major order: the same meshes as
@@ -169,10 +172,9 @@ static uint32_t add_point(tin *T, int32_t x, int32_t y) {
  * error is too); non-negative floats order as their bit patterns. */
 static inline uint32_t err_key(double e) {
     float f = (float)e;
-    if ((double)f < e) f = nextafterf(f, INFINITY);
     uint32_t u;
     memcpy(&u, &f, sizeof u);
-    return u;
+    return u + ((double)f < e); /* the next float up (e >= 0 finite, or +inf: never below) */
 }
 
 static inline double key_err(tin_qent q) {
@@ -315,6 +317,31 @@ static void q_compact(tin *T) {
         }
     }
     T->ncold = ncold;
+    /* The chunks in use move to the front of the pool (into the free slots there), and the pool
+     * gives back what it holds past twice that: it is sized by the queue's peak, not by now. */
+    size_t used = 0;
+    for (uint32_t b = 0; b < T->hot_b; b++)
+        for (int32_t c = T->bhead[b]; c >= 0; c = T->ch[c].next) used++;
+    if (T->cap_ch <= 2 * used + 512) return;
+    int32_t holes = -1;
+    for (int32_t c = T->ch_free; c >= 0;) {
+        int32_t nx = T->ch[c].next;
+        if ((size_t)c < used) T->ch[c].next = holes, holes = c;
+        c = nx;
+    }
+    for (uint32_t b = 0; b < T->hot_b; b++)
+        for (int32_t *link = &T->bhead[b]; *link >= 0; link = &T->ch[*link].next)
+            if ((size_t)*link >= used) { /* as many holes below `used` as chunks in use above it */
+                int32_t h = holes;
+                holes = T->ch[h].next;
+                T->ch[h] = T->ch[*link];
+                *link = h;
+            }
+    T->nch = used;
+    T->ch_free = -1;
+    size_t cap = used + used / 2 + 256;
+    tin_chunk *ch = terra_realloc(T->ch, cap * sizeof(tin_chunk));
+    if (ch) T->ch = ch, T->cap_ch = cap;
 }
 
 /* Drops stale entries from the top, moving the next cold bucket in when the hot heap runs dry:
@@ -530,9 +557,9 @@ typedef struct tri_geom {
     edge_walk e0, e1, e2;       /* edges opposite vertex 0, 1, 2 (barycentric weights times area) */
 } tri_geom;
 
-static void tri_setup_from(const tin *T, const tin_half *hv, int32_t t, tri_geom *g) {
+static void tri_setup_from(const tin *T, const uint32_t p[3], tri_geom *g) {
     for (int i = 0; i < 3; i++) {
-        uint32_t v = hv[3 * t + i].v;
+        uint32_t v = p[i];
         g->x[i] = PX(v);
         g->y[i] = PY(v);
         g->z[i] = T->hl[(size_t)PY(v) * (size_t)T->w + (size_t)PX(v)];
@@ -551,7 +578,10 @@ static void tri_setup_from(const tin *T, const tin_half *hv, int32_t t, tri_geom
     edge_init(&g->e2, orient(x[0], y[0], x[1], y[1], g->minx, g->miny), g->a01, g->b01);
 }
 
-static inline void tri_setup(const tin *T, int32_t t, tri_geom *g) { tri_setup_from(T, T->hv, t, g); }
+static inline void tri_setup(const tin *T, int32_t t, tri_geom *g) {
+    const uint32_t p[3] = {T->hv[3 * t].v, T->hv[3 * t + 1].v, T->hv[3 * t + 2].v};
+    tri_setup_from(T, p, g);
+}
 
 /* Span of the current row (offsets from minx) inside the closed triangle; empty when lo > hi. */
 static inline void row_span(const tri_geom *g, int64_t *lo, int64_t *hi) {
@@ -649,7 +679,8 @@ static inline edge_dda dda_init(int64_t xs, int64_t dx, int64_t dy) {
     edge_dda d = {xs, 0, 0, 0, 1};
     if (dy > 0) {
         /* |dx|, |dy| < 2^16: the double quotient is never rounded across an integer. */
-        d.q = (int64_t)floor((double)dx / (double)dy);
+        int64_t q = (int64_t)((double)dx / (double)dy); /* truncated: one less for a negative fraction */
+        d.q = q - (q * dy > dx);
         d.rq = dx - d.q * dy;
         d.dy = dy;
     }
@@ -754,8 +785,13 @@ static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, in
     for (int i = 0; i < 3; i++) {
         const uint32_t v = T->hv[3 * t + i].v;
         x[i] = PX(v), y[i] = PY(v);
-        zf[i] = T->hl[(size_t)y[i] * (size_t)T->w + (size_t)x[i]];
     }
+    /* Twice the area 1: no sample but the vertices (Pick), nothing to measure. */
+    if (orient(x[0], y[0], x[1], y[1], x[2], y[2]) == 1) {
+        q_set(T, t, 0, 0.0);
+        return;
+    }
+    for (int i = 0; i < 3; i++) zf[i] = T->hl[(size_t)y[i] * (size_t)T->w + (size_t)x[i]];
     if (zf[0] != zf[0] || zf[1] != zf[1] || zf[2] != zf[2]) goto general;
     {
         const float *hd = T->hl;
@@ -767,6 +803,75 @@ static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, in
         const double area = (double)orient(x[0], y[0], x[1], y[1], x[2], y[2]);
         const double z0 = (double)zf[0] / area, z1 = (double)zf[1] / area, z2 = (double)zf[2] / area;
         const double dzdx = z0 * (double)a12 + z1 * (double)a20 + z2 * (double)a01;
+#if defined(__SSE2__)
+        /* A narrow triangle (at most 4 columns, most of them late in the refinement): every row is
+         * one group of 4 samples, inside where the three edge functions are >= 0 (the same closed
+         * triangle as the walk below), each term rounded as scan_row() does from the row's first
+         * sample inside; no branch per row. */
+        {
+            const int64_t minx = x[0] < x[1] ? (x[0] < x[2] ? x[0] : x[2]) : (x[1] < x[2] ? x[1] : x[2]);
+            const int64_t maxx = x[0] > x[1] ? (x[0] > x[2] ? x[0] : x[2]) : (x[1] > x[2] ? x[1] : x[2]);
+            const int64_t miny = y[0] < y[1] ? (y[0] < y[2] ? y[0] : y[2]) : (y[1] < y[2] ? y[1] : y[2]);
+            const int64_t maxy = y[0] > y[1] ? (y[0] > y[2] ? y[0] : y[2]) : (y[1] > y[2] ? y[1] : y[2]);
+            if (maxx - minx <= 3 && (size_t)maxy * W + (size_t)minx + 4 <= W * (size_t)T->h) {
+                /* Within the box the edge functions are small (|w| < 6 * 65536): int32 lanes. */
+                const __m128i k4 = _mm_set_epi32(3, 2, 1, 0);
+                const __m128i col = _mm_cmplt_epi32(k4, _mm_set1_epi32((int)(maxx - minx + 1)));
+                const __m128i A0 = _mm_set_epi32((int)(3 * a12), (int)(2 * a12), (int)a12, 0);
+                const __m128i A1 = _mm_set_epi32((int)(3 * a20), (int)(2 * a20), (int)a20, 0);
+                const __m128i A2 = _mm_set_epi32((int)(3 * a01), (int)(2 * a01), (int)a01, 0);
+                const __m128i neg1 = _mm_set1_epi32(-1);
+                int64_t R0 = c12 + b12 * miny + a12 * minx, R1 = c20 + b20 * miny + a20 * minx,
+                        R2 = c01 + b01 * miny + a01 * minx;
+                const __m128d vd = _mm_set1_pd(dzdx), k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0);
+                const __m128d absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
+                __m128d m01 = _mm_setzero_pd(), m23 = m01, p01 = m01, p23 = m01, bad = m01;
+                const float *row = hd + (size_t)miny * W + (size_t)minx;
+                for (int64_t yy = miny; yy <= maxy; yy++, row += W, R0 += b12, R1 += b20, R2 += b01) {
+                    const __m128i w0 = _mm_add_epi32(_mm_set1_epi32((int)R0), A0);
+                    const __m128i w1 = _mm_add_epi32(_mm_set1_epi32((int)R1), A1);
+                    const __m128i w2 = _mm_add_epi32(_mm_set1_epi32((int)R2), A2);
+                    const __m128i in = _mm_and_si128(
+                        _mm_and_si128(col, _mm_cmpgt_epi32(w0, neg1)),
+                        _mm_and_si128(_mm_cmpgt_epi32(w1, neg1), _mm_cmpgt_epi32(w2, neg1)));
+                    const int bits = _mm_movemask_ps(_mm_castsi128_ps(in));
+                    const int lo = __builtin_ctz((unsigned)bits | 16u);
+                    const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) +
+                                      z2 * (double)(R2 + a01 * lo);
+                    const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
+                    const __m128 h4 = _mm_loadu_ps(row);
+                    const __m128d h01 = _mm_cvtps_pd(h4), h23 = _mm_cvtps_pd(_mm_movehl_ps(h4, h4));
+                    const __m128d in01 = _mm_castsi128_pd(_mm_unpacklo_epi32(in, in));
+                    const __m128d in23 = _mm_castsi128_pd(_mm_unpackhi_epi32(in, in));
+                    const __m128d z01 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k01, vlo), vd));
+                    const __m128d z23 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k23, vlo), vd));
+                    const __m128d d01 = _mm_and_pd(_mm_sub_pd(z01, h01), _mm_and_pd(absm, in01));
+                    const __m128d d23 = _mm_and_pd(_mm_sub_pd(z23, h23), _mm_and_pd(absm, in23));
+                    if (check_nan)
+                        bad = _mm_or_pd(bad, _mm_or_pd(_mm_and_pd(_mm_cmpunord_pd(h01, h01), in01),
+                                                       _mm_and_pd(_mm_cmpunord_pd(h23, h23), in23)));
+                    /* Positions as 4 * row + column: row-major order, exact. */
+                    const __m128d py = _mm_set1_pd((double)(4 * yy));
+                    const __m128d g01 = _mm_cmpgt_pd(d01, m01), g23 = _mm_cmpgt_pd(d23, m23);
+                    m01 = _mm_max_pd(d01, m01);
+                    m23 = _mm_max_pd(d23, m23);
+                    p01 = _mm_or_pd(_mm_and_pd(g01, _mm_add_pd(py, k01)), _mm_andnot_pd(g01, p01));
+                    p23 = _mm_or_pd(_mm_and_pd(g23, _mm_add_pd(py, k23)), _mm_andnot_pd(g23, p23));
+                }
+                if (check_nan && _mm_movemask_pd(bad)) goto general;
+                double mv[4], pv[4];
+                _mm_storeu_pd(mv, m01), _mm_storeu_pd(mv + 2, m23);
+                _mm_storeu_pd(pv, p01), _mm_storeu_pd(pv + 2, p23);
+                double best = mv[0], pos = pv[0];
+                for (int i = 1; i < 4; i++)
+                    if (mv[i] > best || (mv[i] == best && pv[i] < pos)) best = mv[i], pos = pv[i];
+                const int64_t pk = (int64_t)pos, by = pk >> 2, bx = minx + (pk & 3);
+                if ((bx == x[0] && by == y[0]) || (bx == x[1] && by == y[1]) || (bx == x[2] && by == y[2])) best = 0;
+                q_set(T, t, (uint32_t)bx | (uint32_t)by << 16, best);
+                return;
+            }
+        }
+#endif
         /* Vertices by row: top, middle, bottom. */
         int it = 0, im = 1, ib = 2;
         if (y[im] < y[it]) { int s = it; it = im; im = s; }
@@ -820,7 +925,8 @@ static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, in
         double best = scan_result(&acc, &pos, &nan);
         if (check_nan && nan) goto general;
         const size_t ps = (size_t)pos;
-        const int64_t by = (int64_t)(ps / W), bx = (int64_t)(ps - (size_t)by * W);
+        int64_t by = (int64_t)(pos / (double)W); /* exact: a correctly rounded quotient of small integers */
+        const int64_t bx = (int64_t)(ps - (size_t)by * W);
         if ((bx == x[0] && by == y[0]) || (bx == x[1] && by == y[1]) || (bx == x[2] && by == y[2])) best = 0;
         q_set(T, t, (uint32_t)bx | (uint32_t)by << 16, best);
         return;
@@ -876,6 +982,11 @@ static void step(tin *T) {
                 for (int64_t x = x0; x <= x1 + 15; x += 16) __builtin_prefetch(row + (x < x1 ? x : x1));
         }
     }
+    /* The three neighbours are read (and written) first thing by the insertion. */
+    for (int i = 0; i < 3; i++) {
+        const int32_t h = T->hv[3 * t + i].he;
+        if (h >= 0) __builtin_prefetch(&T->hv[h - h % 3]);
+    }
     q_pop(T);
     T->tm[t].key = 0;
     T->nlive--;
@@ -906,9 +1017,9 @@ static int32_t locate(const tin *T, int32_t start, int64_t px, int64_t py) {
 /* ---- output ------------------------------------------------------------------------------- */
 
 /* Bit 0: the lower layer may draw triangle t; bit 1: the upper layer may. */
-static unsigned tri_drawable(const tin *T, const tin_half *hv, int32_t t) {
+static unsigned tri_drawable(const tin *T, const uint32_t p[3]) {
     tri_geom g;
-    tri_setup_from(T, hv, t, &g);
+    tri_setup_from(T, p, &g);
     const int nl = T->hu ? 2 : 1;
     unsigned ok = nl == 2 ? 3u : 1u;
     for (int64_t y = g.miny; y <= g.maxy && ok; y++, next_row(&g)) {
@@ -957,27 +1068,45 @@ static inline uint32_t vmap_get(const tin_vmap *m, uint32_t p) {
 }
 
 /* Copies the live triangles (those the layers may draw) into a level. `in_place` (the last level):
- * the half-edge array itself is compacted into the triangle list (triangle t moves from byte 24t
- * to 12t, never over a triangle still to be read) and handed over, saving a copy at the peak. */
+ * the half-edge array itself becomes the triangle list: first its vertices' samples are packed
+ * (triangle t moves from byte 24t to 12t, never over one still to be read) and the array shrunk to
+ * that, then the samples are mapped to ids (and the undrawable triangles dropped) in place, so the
+ * sample-to-id table never sits beside the full half-edge array. */
 static terra_status take_level(tin *T, terra_tin_level *lv, bool filter, bool in_place) {
     lv->vertex_count = T->nv;
-    size_t n = T->nt;
-    lv->triangles = in_place ? (uint32_t *)(void *)T->hv : terra_alloc(3 * n * sizeof(uint32_t) + 1);
+    const size_t n = T->nt;
+    const uint32_t *src; /* 3 samples per triangle */
+    uint32_t *packed = NULL;
+    if (in_place) {
+        packed = (uint32_t *)(void *)T->hv;
+        for (size_t i = 0; i < 3 * n; i++) packed[i] = T->hv[i].v; /* byte 4i from byte 8i */
+        T->hv = NULL, T->cap_t = 0;
+        uint32_t *shrunk = terra_realloc(packed, 3 * n * sizeof(uint32_t) + 1);
+        if (shrunk) packed = shrunk;
+        lv->triangles = packed;
+        src = packed;
+    } else {
+        lv->triangles = terra_alloc(3 * n * sizeof(uint32_t) + 1);
+        src = NULL;
+    }
     if (T->hu) lv->upper_triangles = terra_alloc(3 * n * sizeof(uint32_t) + 1);
-    if (in_place) T->hv = NULL, T->cap_t = 0;
     tin_vmap vm;
     if (!lv->triangles || (T->hu && !lv->upper_triangles) || !vmap_build(T, &vm))
         return terra_fail(TERRA_E_NOMEM, "tin: out of memory");
     size_t nl = 0, nu = 0;
     const bool check = filter || T->hu;
-    const tin_half *hv = in_place ? (const tin_half *)(const void *)lv->triangles : T->hv;
     for (size_t t = 0; t < n; t++) {
+        uint32_t p[3];
         if (t + 16 < n) /* the table is read at random: ask a few triangles ahead */
-            for (int i = 0; i < 3; i++) __builtin_prefetch(&vm.slot[2 * vmap_hash(&vm, hv[3 * (t + 16) + (size_t)i].v)]);
+            for (int i = 0; i < 3; i++) {
+                const uint32_t q = src ? src[3 * (t + 16) + (size_t)i] : T->hv[3 * (t + 16) + (size_t)i].v;
+                __builtin_prefetch(&vm.slot[2 * vmap_hash(&vm, q)]);
+            }
+        for (int i = 0; i < 3; i++) p[i] = src ? src[3 * t + (size_t)i] : T->hv[3 * t + (size_t)i].v;
         unsigned ok = 1u;
-        if (check) ok = tri_drawable(T, hv, (int32_t)t); /* reads triangle t only (and ahead) */
-        uint32_t v0 = vmap_get(&vm, hv[3 * t].v), v1 = vmap_get(&vm, hv[3 * t + 1].v), v2 = vmap_get(&vm, hv[3 * t + 2].v);
-        if (ok & 1u) {
+        if (check) ok = tri_drawable(T, p);
+        uint32_t v0 = vmap_get(&vm, p[0]), v1 = vmap_get(&vm, p[1]), v2 = vmap_get(&vm, p[2]);
+        if (ok & 1u) { /* in place: written at or before triangle t, which is read already */
             lv->triangles[3 * nl] = v0, lv->triangles[3 * nl + 1] = v1, lv->triangles[3 * nl + 2] = v2;
             nl++;
         }
@@ -987,7 +1116,7 @@ static terra_status take_level(tin *T, terra_tin_level *lv, bool filter, bool in
         }
     }
     terra_free(vm.slot);
-    if (in_place) {
+    if (in_place && nl < n) {
         uint32_t *shrunk = terra_realloc(lv->triangles, 3 * nl * sizeof(uint32_t) + 1);
         if (shrunk) lv->triangles = shrunk;
     }
