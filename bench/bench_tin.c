@@ -1,7 +1,8 @@
 /* tin benchmark: terra mesh against delatin and @mapbox/martini (npm), side by side in one run.
  *
  * For each case (input, error bound) every tool meshes the same float32 heights; terra runs as the
- * `terra mesh` command (its report gives mesh time and peak memory of its own process), the peers
+ * `terra mesh` command (its report gives mesh time and the peak memory of its process and of the
+ * terra-raster process that read the input: the larger is recorded), the peers
  * through bench/peers/run.mjs in node. Every tool's output is then measured by terra's independent
  * checker on every sample. Figures: tin.<input>_<error>.<tool>.ms / .triangles / .max_error / .peak_mb.
  *
@@ -64,12 +65,14 @@ static int run_terra(const char *in, double err, const char *out, double *ms, do
     if (!p) return -1;
     char line[512];
     int got = 0;
+    *peak = 0;
     while (fgets(line, sizeof line, p)) {
         double v;
         if (sscanf(line, "mesh_ms %lf", &v) == 1) *ms = v, got |= 1;
         if (sscanf(line, "triangles %lf", &v) == 1) *tris = v, got |= 2;
         if (sscanf(line, "max_error %lf", &v) == 1) *maxe = v, got |= 4;
-        if (sscanf(line, "peak_mb %lf", &v) == 1) *peak = v, got |= 8;
+        if (sscanf(line, "peak_mb %lf", &v) == 1) *peak = v > *peak ? v : *peak, got |= 8;
+        if (sscanf(line, "reader_peak_mb %lf", &v) == 1) *peak = v > *peak ? v : *peak;
     }
     int rc = pclose(p);
     return rc == 0 && got == 15 ? 0 : -1;
