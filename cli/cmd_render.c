@@ -14,9 +14,9 @@
 static void render_usage(FILE *f) {
     fprintf(f,
             "Usage: terra render -o OUT.png --eye X,Y,Z --yaw DEG --pitch DEG [OPTIONS]\n\n"
-            "Renders one frame of the default world (or of a local-frame archive from terra bake) headless (OpenGL 4.5 on EGL, no display needed)\n"
-            "to a PNG. The streamer is run until every tile the view wants is held, so the frame shows\n"
-            "the selection's full detail.\n\n"
+            "Renders one frame of the default world (or of a local-frame archive from terra bake)\n"
+            "headless (OpenGL 4.5 on EGL, no display needed) to a PNG. The streamer is run until every\n"
+            "tile the view wants is held, so the frame shows the selection's full detail.\n\n"
             "Options:\n"
             "  -o, --out FILE      the PNG to write (required)\n"
             "      --eye X,Y,Z     eye position in world metres (y up; default 0,0,0 with --above 40)\n"
