@@ -3,7 +3,7 @@
  * Data layout (half-edge arrays, after delatin/hmm):
  *   hv[3t+i]  half-edge i of triangle t: .v its first vertex (vertex i of t, positive orient, see
  *             orient()) as its sample x | y << 16 (no lookup to test or rasterise; vertex ids are
- *             only needed for output: take_level maps samples back through a hash of vp[]), .he the
+ *             only needed for output: take_level maps samples back by their rank in a bitmap of vp[]), .he the
  *             opposite half-edge of 3t+i (vertex i -> i+1), -1 on the hull (a triangle: 24 bytes)
  *   vp[i]     vertex i's sample, in insertion order; heights are read from the raster
  *   tm[t]     the triangle's worst sample (cand, x | y << 16) and its error's key (a float rounded
@@ -22,7 +22,8 @@
  * Exactness: coordinates are integers below 2^16 (TERRA_TIN_MAX_SIDE), so orient() is exact in
  * int64 and incircle() in a double filter backed by int128; the rasteriser walks each edge's
  * crossing from row to row as an integer floor plus remainder (no rounding), or for a triangle at
- * most 4 columns wide tests the edge functions of each row's 4 samples, so the set of samples
+ * most 4 (8) columns wide (at most 8 rows for 8) tests the edge functions of each row's 4 (8)
+ * samples in int32 lanes, so the set of samples
  * scanned per triangle is exact (the closed triangle, edges included; a triangle of twice the area 1
  * has none but its vertices and is not scanned). Heights are
  * interpolated in double as delatin does (z0*w0 + z1*w1 + z2*w2 at the span start, integer
@@ -778,6 +779,168 @@ static inline double scan_result(const scan_acc *a, double *pos, bool *nan) {
 #endif
 }
 
+#if defined(__SSE2__)
+/* Merges two argmax lane pairs: b's lane wins when larger, or as large at an earlier position. */
+static inline void amax_merge(__m128d *m, __m128d *p, __m128d mb, __m128d pb) {
+    const __m128d take = _mm_or_pd(_mm_cmpgt_pd(mb, *m), _mm_and_pd(_mm_cmpeq_pd(mb, *m), _mm_cmplt_pd(pb, *p)));
+    *m = _mm_or_pd(_mm_and_pd(take, mb), _mm_andnot_pd(take, *m));
+    *p = _mm_or_pd(_mm_and_pd(take, pb), _mm_andnot_pd(take, *p));
+}
+
+/* A narrow triangle (at most 4 columns, most of them late in the refinement): every row is one
+ * group of 4 samples from minx, inside where the three edge functions are >= 0 (the same closed
+ * triangle as the walk in find_candidate_fast), each term rounded as scan_row() does from the row's
+ * first sample inside; no branch per row. ec: a, b, c of the edges opposite vertex 0, 1, 2; zc: z0,
+ * z1, z2 (heights over the area) and dzdx; vx: the vertices' samples. False when a NaN is under the
+ * triangle. */
+static inline __attribute__((always_inline)) bool scan_narrow(tin *T, int32_t t, const bool check_nan,
+                                                              const uint32_t vx[3], const int64_t ec[9],
+                                                              const double zc[4], int64_t minx, int64_t miny,
+                                                              int64_t maxy) {
+    const size_t W = (size_t)T->w;
+    const int64_t a12 = ec[0], b12 = ec[1], a20 = ec[3], b20 = ec[4], a01 = ec[6], b01 = ec[7];
+    const double z0 = zc[0], z1 = zc[1], z2 = zc[2];
+    int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
+            R2 = ec[8] + b01 * miny + a01 * minx;
+    /* Within the box the edge functions are small (|w| < 6 * 65536): int32 lanes, stepped a row at a
+     * time; a sample is outside when one of them is negative (its sign bit in the OR of the three). */
+    __m128i w0 = _mm_set_epi32((int)(R0 + 3 * a12), (int)(R0 + 2 * a12), (int)(R0 + a12), (int)R0);
+    __m128i w1 = _mm_set_epi32((int)(R1 + 3 * a20), (int)(R1 + 2 * a20), (int)(R1 + a20), (int)R1);
+    __m128i w2 = _mm_set_epi32((int)(R2 + 3 * a01), (int)(R2 + 2 * a01), (int)(R2 + a01), (int)R2);
+    const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
+    const __m128d vd = _mm_set1_pd(zc[3]), absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
+    const __m128d k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0), one = _mm_set1_pd(1.0);
+    __m128d m01 = _mm_setzero_pd(), m23 = m01, p01 = m01, p23 = m01, bad = m01, py = _mm_set1_pd((double)miny);
+    const float *row = T->hl + (size_t)miny * W + (size_t)minx;
+    for (int64_t yy = miny; yy <= maxy; yy++, row += W, R0 += b12, R1 += b20, R2 += b01) {
+        const __m128i out = _mm_srai_epi32(_mm_or_si128(_mm_or_si128(w0, w1), w2), 31);
+        const int lo = __builtin_ctz(~(unsigned)_mm_movemask_ps(_mm_castsi128_ps(out)) | 16u);
+        const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) + z2 * (double)(R2 + a01 * lo);
+        const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
+        const __m128 h4 = _mm_loadu_ps(row);
+        const __m128d h01 = _mm_cvtps_pd(h4), h23 = _mm_cvtps_pd(_mm_movehl_ps(h4, h4));
+        const __m128d o01 = _mm_castsi128_pd(_mm_unpacklo_epi32(out, out));
+        const __m128d o23 = _mm_castsi128_pd(_mm_unpackhi_epi32(out, out));
+        const __m128d z01 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k01, vlo), vd));
+        const __m128d z23 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k23, vlo), vd));
+        const __m128d d01 = _mm_andnot_pd(o01, _mm_and_pd(_mm_sub_pd(z01, h01), absm));
+        const __m128d d23 = _mm_andnot_pd(o23, _mm_and_pd(_mm_sub_pd(z23, h23), absm));
+        if (check_nan)
+            bad = _mm_or_pd(bad, _mm_or_pd(_mm_andnot_pd(o01, _mm_cmpunord_pd(h01, h01)),
+                                           _mm_andnot_pd(o23, _mm_cmpunord_pd(h23, h23))));
+        /* Each lane keeps the row of its first maximum. */
+        const __m128d g01 = _mm_cmpgt_pd(d01, m01), g23 = _mm_cmpgt_pd(d23, m23);
+        m01 = _mm_max_pd(d01, m01);
+        m23 = _mm_max_pd(d23, m23);
+        p01 = _mm_or_pd(_mm_and_pd(g01, py), _mm_andnot_pd(g01, p01));
+        p23 = _mm_or_pd(_mm_and_pd(g23, py), _mm_andnot_pd(g23, p23));
+        py = _mm_add_pd(py, one);
+        w0 = _mm_add_epi32(w0, s0), w1 = _mm_add_epi32(w1, s1), w2 = _mm_add_epi32(w2, s2);
+    }
+    if (check_nan && _mm_movemask_pd(bad)) return false;
+    /* Positions as 4 * row + column: row-major order, exact. */
+    const __m128d four = _mm_set1_pd(4.0);
+    p01 = _mm_add_pd(_mm_mul_pd(p01, four), k01);
+    p23 = _mm_add_pd(_mm_mul_pd(p23, four), k23);
+    amax_merge(&m01, &p01, m23, p23);
+    amax_merge(&m01, &p01, _mm_unpackhi_pd(m01, m01), _mm_unpackhi_pd(p01, p01));
+    double best = _mm_cvtsd_f64(m01);
+    const int64_t pk = (int64_t)_mm_cvtsd_f64(p01), by = pk >> 2, bx = minx + (pk & 3);
+    const uint32_t pc = (uint32_t)bx | (uint32_t)by << 16;
+    if ((pc == vx[0]) | (pc == vx[1]) | (pc == vx[2])) best = 0;
+    q_set(T, t, pc, best);
+    return true;
+}
+
+/* The same for a triangle 5 to 8 columns wide (the caller takes those at most 8 rows high: taller
+ * ones cost less walked): two groups of 4 samples a row (|w| < 14 * 65536). */
+static inline __attribute__((always_inline)) bool scan_narrow8(tin *T, int32_t t, const bool check_nan,
+                                                              const uint32_t vx[3], const int64_t ec[9],
+                                                              const double zc[4], int64_t minx, int64_t miny,
+                                                              int64_t maxy) {
+    const size_t W = (size_t)T->w;
+    const int64_t a12 = ec[0], b12 = ec[1], a20 = ec[3], b20 = ec[4], a01 = ec[6], b01 = ec[7];
+    const double z0 = zc[0], z1 = zc[1], z2 = zc[2];
+    int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
+            R2 = ec[8] + b01 * miny + a01 * minx;
+    /* Within the box the edge functions are small (|w| < 14 * 65536): int32 lanes, stepped a row at a
+     * time; a sample is outside when one of them is negative (its sign bit in the OR of the three). */
+    __m128i w0 = _mm_set_epi32((int)(R0 + 3 * a12), (int)(R0 + 2 * a12), (int)(R0 + a12), (int)R0);
+    __m128i w1 = _mm_set_epi32((int)(R1 + 3 * a20), (int)(R1 + 2 * a20), (int)(R1 + a20), (int)R1);
+    __m128i w2 = _mm_set_epi32((int)(R2 + 3 * a01), (int)(R2 + 2 * a01), (int)(R2 + a01), (int)R2);
+    const __m128i c0 = _mm_set1_epi32((int)(4 * a12)), c1 = _mm_set1_epi32((int)(4 * a20)),
+                  c2 = _mm_set1_epi32((int)(4 * a01));
+    const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
+    const __m128d vd = _mm_set1_pd(zc[3]), absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
+    const __m128d k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0), one = _mm_set1_pd(1.0);
+    const __m128d k45 = _mm_set_pd(5.0, 4.0), k67 = _mm_set_pd(7.0, 6.0);
+    __m128d m01 = _mm_setzero_pd(), m23 = m01, m45 = m01, m67 = m01, p01 = m01, p23 = m01, p45 = m01, p67 = m01;
+    __m128d bad = m01, py = _mm_set1_pd((double)miny);
+    const float *row = T->hl + (size_t)miny * W + (size_t)minx;
+    for (int64_t yy = miny; yy <= maxy; yy++, row += W, R0 += b12, R1 += b20, R2 += b01) {
+        const __m128i out = _mm_srai_epi32(_mm_or_si128(_mm_or_si128(w0, w1), w2), 31);
+        const __m128i out4 = _mm_srai_epi32(
+            _mm_or_si128(_mm_or_si128(_mm_add_epi32(w0, c0), _mm_add_epi32(w1, c1)), _mm_add_epi32(w2, c2)), 31);
+        const int lo = __builtin_ctz(~((unsigned)_mm_movemask_ps(_mm_castsi128_ps(out)) |
+                                       (unsigned)_mm_movemask_ps(_mm_castsi128_ps(out4)) << 4));
+        const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) + z2 * (double)(R2 + a01 * lo);
+        const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
+        const __m128 h4 = _mm_loadu_ps(row);
+        const __m128d h01 = _mm_cvtps_pd(h4), h23 = _mm_cvtps_pd(_mm_movehl_ps(h4, h4));
+        const __m128d o01 = _mm_castsi128_pd(_mm_unpacklo_epi32(out, out));
+        const __m128d o23 = _mm_castsi128_pd(_mm_unpackhi_epi32(out, out));
+        const __m128d z01 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k01, vlo), vd));
+        const __m128d z23 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k23, vlo), vd));
+        const __m128d d01 = _mm_andnot_pd(o01, _mm_and_pd(_mm_sub_pd(z01, h01), absm));
+        const __m128d d23 = _mm_andnot_pd(o23, _mm_and_pd(_mm_sub_pd(z23, h23), absm));
+        const __m128 h4b = _mm_loadu_ps(row + 4);
+        const __m128d h45 = _mm_cvtps_pd(h4b), h67 = _mm_cvtps_pd(_mm_movehl_ps(h4b, h4b));
+        const __m128d o45 = _mm_castsi128_pd(_mm_unpacklo_epi32(out4, out4));
+        const __m128d o67 = _mm_castsi128_pd(_mm_unpackhi_epi32(out4, out4));
+        const __m128d z45 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k45, vlo), vd));
+        const __m128d z67 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k67, vlo), vd));
+        const __m128d d45 = _mm_andnot_pd(o45, _mm_and_pd(_mm_sub_pd(z45, h45), absm));
+        const __m128d d67 = _mm_andnot_pd(o67, _mm_and_pd(_mm_sub_pd(z67, h67), absm));
+        if (check_nan)
+            bad = _mm_or_pd(bad, _mm_or_pd(_mm_andnot_pd(o01, _mm_cmpunord_pd(h01, h01)),
+                                           _mm_andnot_pd(o23, _mm_cmpunord_pd(h23, h23))));
+        if (check_nan)
+            bad = _mm_or_pd(bad, _mm_or_pd(_mm_andnot_pd(o45, _mm_cmpunord_pd(h45, h45)),
+                                           _mm_andnot_pd(o67, _mm_cmpunord_pd(h67, h67))));
+        /* Each lane keeps the row of its first maximum. */
+        const __m128d g01 = _mm_cmpgt_pd(d01, m01), g23 = _mm_cmpgt_pd(d23, m23);
+        m01 = _mm_max_pd(d01, m01);
+        m23 = _mm_max_pd(d23, m23);
+        p01 = _mm_or_pd(_mm_and_pd(g01, py), _mm_andnot_pd(g01, p01));
+        p23 = _mm_or_pd(_mm_and_pd(g23, py), _mm_andnot_pd(g23, p23));
+        const __m128d g45 = _mm_cmpgt_pd(d45, m45), g67 = _mm_cmpgt_pd(d67, m67);
+        m45 = _mm_max_pd(d45, m45);
+        m67 = _mm_max_pd(d67, m67);
+        p45 = _mm_or_pd(_mm_and_pd(g45, py), _mm_andnot_pd(g45, p45));
+        p67 = _mm_or_pd(_mm_and_pd(g67, py), _mm_andnot_pd(g67, p67));
+        py = _mm_add_pd(py, one);
+        w0 = _mm_add_epi32(w0, s0), w1 = _mm_add_epi32(w1, s1), w2 = _mm_add_epi32(w2, s2);
+    }
+    if (check_nan && _mm_movemask_pd(bad)) return false;
+    /* Positions as 8 * row + column: row-major order, exact. */
+    const __m128d eight = _mm_set1_pd(8.0);
+    p01 = _mm_add_pd(_mm_mul_pd(p01, eight), k01);
+    p23 = _mm_add_pd(_mm_mul_pd(p23, eight), k23);
+    p45 = _mm_add_pd(_mm_mul_pd(p45, eight), k45);
+    p67 = _mm_add_pd(_mm_mul_pd(p67, eight), k67);
+    amax_merge(&m01, &p01, m23, p23);
+    amax_merge(&m45, &p45, m67, p67);
+    amax_merge(&m01, &p01, m45, p45);
+    amax_merge(&m01, &p01, _mm_unpackhi_pd(m01, m01), _mm_unpackhi_pd(p01, p01));
+    double best = _mm_cvtsd_f64(m01);
+    const int64_t pk = (int64_t)_mm_cvtsd_f64(p01), by = pk >> 3, bx = minx + (pk & 7);
+    const uint32_t pc = (uint32_t)bx | (uint32_t)by << 16;
+    if ((pc == vx[0]) | (pc == vx[1]) | (pc == vx[2])) best = 0;
+    q_set(T, t, pc, best);
+    return true;
+}
+#endif
+
 /* The lower layer alone, without holes under the triangle (else find_candidate_general). */
 static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, int32_t t, const bool check_nan) {
     int64_t x[3], y[3];
@@ -804,70 +967,22 @@ static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, in
         const double z0 = (double)zf[0] / area, z1 = (double)zf[1] / area, z2 = (double)zf[2] / area;
         const double dzdx = z0 * (double)a12 + z1 * (double)a20 + z2 * (double)a01;
 #if defined(__SSE2__)
-        /* A narrow triangle (at most 4 columns, most of them late in the refinement): every row is
-         * one group of 4 samples, inside where the three edge functions are >= 0 (the same closed
-         * triangle as the walk below), each term rounded as scan_row() does from the row's first
-         * sample inside; no branch per row. */
+        /* A narrow triangle: see scan_narrow. */
         {
             const int64_t minx = x[0] < x[1] ? (x[0] < x[2] ? x[0] : x[2]) : (x[1] < x[2] ? x[1] : x[2]);
             const int64_t maxx = x[0] > x[1] ? (x[0] > x[2] ? x[0] : x[2]) : (x[1] > x[2] ? x[1] : x[2]);
             const int64_t miny = y[0] < y[1] ? (y[0] < y[2] ? y[0] : y[2]) : (y[1] < y[2] ? y[1] : y[2]);
             const int64_t maxy = y[0] > y[1] ? (y[0] > y[2] ? y[0] : y[2]) : (y[1] > y[2] ? y[1] : y[2]);
-            if (maxx - minx <= 3 && (size_t)maxy * W + (size_t)minx + 4 <= W * (size_t)T->h) {
-                /* Within the box the edge functions are small (|w| < 6 * 65536): int32 lanes. */
-                const __m128i k4 = _mm_set_epi32(3, 2, 1, 0);
-                const __m128i col = _mm_cmplt_epi32(k4, _mm_set1_epi32((int)(maxx - minx + 1)));
-                const __m128i A0 = _mm_set_epi32((int)(3 * a12), (int)(2 * a12), (int)a12, 0);
-                const __m128i A1 = _mm_set_epi32((int)(3 * a20), (int)(2 * a20), (int)a20, 0);
-                const __m128i A2 = _mm_set_epi32((int)(3 * a01), (int)(2 * a01), (int)a01, 0);
-                const __m128i neg1 = _mm_set1_epi32(-1);
-                int64_t R0 = c12 + b12 * miny + a12 * minx, R1 = c20 + b20 * miny + a20 * minx,
-                        R2 = c01 + b01 * miny + a01 * minx;
-                const __m128d vd = _mm_set1_pd(dzdx), k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0);
-                const __m128d absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
-                __m128d m01 = _mm_setzero_pd(), m23 = m01, p01 = m01, p23 = m01, bad = m01;
-                const float *row = hd + (size_t)miny * W + (size_t)minx;
-                for (int64_t yy = miny; yy <= maxy; yy++, row += W, R0 += b12, R1 += b20, R2 += b01) {
-                    const __m128i w0 = _mm_add_epi32(_mm_set1_epi32((int)R0), A0);
-                    const __m128i w1 = _mm_add_epi32(_mm_set1_epi32((int)R1), A1);
-                    const __m128i w2 = _mm_add_epi32(_mm_set1_epi32((int)R2), A2);
-                    const __m128i in = _mm_and_si128(
-                        _mm_and_si128(col, _mm_cmpgt_epi32(w0, neg1)),
-                        _mm_and_si128(_mm_cmpgt_epi32(w1, neg1), _mm_cmpgt_epi32(w2, neg1)));
-                    const int bits = _mm_movemask_ps(_mm_castsi128_ps(in));
-                    const int lo = __builtin_ctz((unsigned)bits | 16u);
-                    const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) +
-                                      z2 * (double)(R2 + a01 * lo);
-                    const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
-                    const __m128 h4 = _mm_loadu_ps(row);
-                    const __m128d h01 = _mm_cvtps_pd(h4), h23 = _mm_cvtps_pd(_mm_movehl_ps(h4, h4));
-                    const __m128d in01 = _mm_castsi128_pd(_mm_unpacklo_epi32(in, in));
-                    const __m128d in23 = _mm_castsi128_pd(_mm_unpackhi_epi32(in, in));
-                    const __m128d z01 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k01, vlo), vd));
-                    const __m128d z23 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k23, vlo), vd));
-                    const __m128d d01 = _mm_and_pd(_mm_sub_pd(z01, h01), _mm_and_pd(absm, in01));
-                    const __m128d d23 = _mm_and_pd(_mm_sub_pd(z23, h23), _mm_and_pd(absm, in23));
-                    if (check_nan)
-                        bad = _mm_or_pd(bad, _mm_or_pd(_mm_and_pd(_mm_cmpunord_pd(h01, h01), in01),
-                                                       _mm_and_pd(_mm_cmpunord_pd(h23, h23), in23)));
-                    /* Positions as 4 * row + column: row-major order, exact. */
-                    const __m128d py = _mm_set1_pd((double)(4 * yy));
-                    const __m128d g01 = _mm_cmpgt_pd(d01, m01), g23 = _mm_cmpgt_pd(d23, m23);
-                    m01 = _mm_max_pd(d01, m01);
-                    m23 = _mm_max_pd(d23, m23);
-                    p01 = _mm_or_pd(_mm_and_pd(g01, _mm_add_pd(py, k01)), _mm_andnot_pd(g01, p01));
-                    p23 = _mm_or_pd(_mm_and_pd(g23, _mm_add_pd(py, k23)), _mm_andnot_pd(g23, p23));
-                }
-                if (check_nan && _mm_movemask_pd(bad)) goto general;
-                double mv[4], pv[4];
-                _mm_storeu_pd(mv, m01), _mm_storeu_pd(mv + 2, m23);
-                _mm_storeu_pd(pv, p01), _mm_storeu_pd(pv + 2, p23);
-                double best = mv[0], pos = pv[0];
-                for (int i = 1; i < 4; i++)
-                    if (mv[i] > best || (mv[i] == best && pv[i] < pos)) best = mv[i], pos = pv[i];
-                const int64_t pk = (int64_t)pos, by = pk >> 2, bx = minx + (pk & 3);
-                if ((bx == x[0] && by == y[0]) || (bx == x[1] && by == y[1]) || (bx == x[2] && by == y[2])) best = 0;
-                q_set(T, t, (uint32_t)bx | (uint32_t)by << 16, best);
+            const int64_t ec[9] = {a12, b12, c12, a20, b20, c20, a01, b01, c01};
+            const double zc[4] = {z0, z1, z2, dzdx};
+            const uint32_t vx[3] = {T->hv[3 * t].v, T->hv[3 * t + 1].v, T->hv[3 * t + 2].v};
+            const size_t end = (size_t)maxy * W + (size_t)minx, nall = W * (size_t)T->h;
+            if (maxx - minx <= 3 && end + 4 <= nall) {
+                if (!scan_narrow(T, t, check_nan, vx, ec, zc, minx, miny, maxy)) goto general;
+                return;
+            }
+            if (maxx - minx <= 7 && maxy - miny <= 7 && end + 8 <= nall) {
+                if (!scan_narrow8(T, t, check_nan, vx, ec, zc, minx, miny, maxy)) goto general;
                 return;
             }
         }
@@ -978,8 +1093,11 @@ static void step(tin *T) {
         if (PY(v2) > y1) y1 = PY(v2);
         if ((y1 - y0 + 1) * ((x1 - x0) / 16 + 1) <= 64) {
             const float *row = T->hl + (size_t)y0 * (size_t)T->w;
-            for (int64_t y = y0; y <= y1; y++, row += T->w)
-                for (int64_t x = x0; x <= x1 + 15; x += 16) __builtin_prefetch(row + (x < x1 ? x : x1));
+            for (int64_t y = y0; y <= y1; y++, row += T->w) {
+                /* Each cache line of the row's span once. */
+                const uintptr_t l0 = (uintptr_t)(row + x0) & ~(uintptr_t)63, l1 = (uintptr_t)(row + x1);
+                for (uintptr_t l = l0; l <= l1; l += 64) __builtin_prefetch((const void *)l);
+            }
         }
     }
     /* The three neighbours are read (and written) first thing by the insertion. */
@@ -988,6 +1106,8 @@ static void step(tin *T) {
         if (h >= 0) __builtin_prefetch(&T->hv[h - h % 3]);
     }
     q_pop(T);
+    /* The next top is most often the new root: its half-edges are asked for a step ahead. */
+    if (T->nq) __builtin_prefetch(&T->hv[3 * (size_t)q_tri(T->q[0])]);
     T->tm[t].key = 0;
     T->nlive--;
     insert_in(T, t, (int32_t)(c & 0xffffu), (int32_t)(c >> 16));
@@ -1038,34 +1158,49 @@ static unsigned tri_drawable(const tin *T, const uint32_t p[3]) {
     return ok;
 }
 
-/* Samples back to vertex ids: an open-addressing table (load <= 1/2) of (sample, id + 1). */
+/* Samples back to vertex ids: a bit per sample (a vertex there), the vertices before each 64-bit
+ * word, and the ids in sample order: a sample's id is found by its rank among the vertices. Small
+ * (1/21 of the heights and 4 bytes a vertex) and read almost in cache. */
 typedef struct tin_vmap {
-    uint32_t *slot;
-    uint32_t mask, shift;
+    uint64_t *bits;
+    uint32_t *rank;
+    uint32_t *id;
+    size_t w;
 } tin_vmap;
 
-static inline uint32_t vmap_hash(const tin_vmap *m, uint32_t p) { return (p * 0x9E3779B1u) >> m->shift & m->mask; }
+static inline size_t vmap_rank(const tin_vmap *m, uint32_t p) {
+    const size_t s = (size_t)PY(p) * m->w + (size_t)PX(p);
+    const uint64_t below = m->bits[s >> 6] & (((uint64_t)1 << (s & 63)) - 1);
+    return (size_t)m->rank[s >> 6] + (size_t)__builtin_popcountll(below);
+}
+
+static void vmap_free(tin_vmap *m) {
+    terra_free(m->bits);
+    terra_free(m->rank);
+    terra_free(m->id);
+}
 
 static bool vmap_build(const tin *T, tin_vmap *m) {
-    uint32_t bits = 4;
-    while (((size_t)1 << bits) < 2 * T->nv) bits++;
-    m->mask = ((uint32_t)1 << bits) - 1;
-    m->shift = 32 - bits;
-    m->slot = terra_calloc((size_t)2 << bits, sizeof(uint32_t));
-    if (!m->slot) return false;
-    for (size_t v = 0; v < T->nv; v++) {
-        uint32_t p = T->vp[v], h = vmap_hash(m, p);
-        while (m->slot[2 * h + 1]) h = (h + 1) & m->mask;
-        m->slot[2 * h] = p, m->slot[2 * h + 1] = (uint32_t)v + 1;
+    const size_t nw = ((size_t)T->w * (size_t)T->h + 63) / 64;
+    m->w = (size_t)T->w;
+    m->bits = terra_calloc(nw, sizeof(uint64_t));
+    m->rank = terra_alloc(nw * sizeof(uint32_t));
+    m->id = terra_alloc(T->nv * sizeof(uint32_t) + 1);
+    if (!m->bits || !m->rank || !m->id) {
+        vmap_free(m);
+        return false;
     }
+    for (size_t v = 0; v < T->nv; v++) {
+        const size_t s = (size_t)PY(T->vp[v]) * m->w + (size_t)PX(T->vp[v]);
+        m->bits[s >> 6] |= (uint64_t)1 << (s & 63);
+    }
+    uint32_t r = 0;
+    for (size_t i = 0; i < nw; i++) m->rank[i] = r, r += (uint32_t)__builtin_popcountll(m->bits[i]);
+    for (size_t v = 0; v < T->nv; v++) m->id[vmap_rank(m, T->vp[v])] = (uint32_t)v;
     return true;
 }
 
-static inline uint32_t vmap_get(const tin_vmap *m, uint32_t p) {
-    uint32_t h = vmap_hash(m, p);
-    while (m->slot[2 * h] != p || !m->slot[2 * h + 1]) h = (h + 1) & m->mask;
-    return m->slot[2 * h + 1] - 1;
-}
+static inline uint32_t vmap_get(const tin_vmap *m, uint32_t p) { return m->id[vmap_rank(m, p)]; }
 
 /* Copies the live triangles (those the layers may draw) into a level. `in_place` (the last level):
  * the half-edge array itself becomes the triangle list: first its vertices' samples are packed
@@ -1097,11 +1232,6 @@ static terra_status take_level(tin *T, terra_tin_level *lv, bool filter, bool in
     const bool check = filter || T->hu;
     for (size_t t = 0; t < n; t++) {
         uint32_t p[3];
-        if (t + 16 < n) /* the table is read at random: ask a few triangles ahead */
-            for (int i = 0; i < 3; i++) {
-                const uint32_t q = src ? src[3 * (t + 16) + (size_t)i] : T->hv[3 * (t + 16) + (size_t)i].v;
-                __builtin_prefetch(&vm.slot[2 * vmap_hash(&vm, q)]);
-            }
         for (int i = 0; i < 3; i++) p[i] = src ? src[3 * t + (size_t)i] : T->hv[3 * t + (size_t)i].v;
         unsigned ok = 1u;
         if (check) ok = tri_drawable(T, p);
@@ -1115,7 +1245,7 @@ static terra_status take_level(tin *T, terra_tin_level *lv, bool filter, bool in
             nu++;
         }
     }
-    terra_free(vm.slot);
+    vmap_free(&vm);
     if (in_place && nl < n) {
         uint32_t *shrunk = terra_realloc(lv->triangles, 3 * nl * sizeof(uint32_t) + 1);
         if (shrunk) lv->triangles = shrunk;
