@@ -3,8 +3,9 @@
  * Data layout (half-edge arrays, after delatin/hmm):
  *   hv[3t+i]  half-edge i of triangle t: .v its first vertex (vertex i of t, positive orient, see
  *             orient()) as its sample x | y << 16 (no lookup to test or rasterise; vertex ids are
- *             only needed for output: take_level maps samples back by their rank in a bitmap of vp[]), .he the
- *             opposite half-edge of 3t+i (vertex i -> i+1), -1 on the hull (a triangle: 24 bytes)
+ *             only needed for output: take_level maps samples back by their rank in a bitmap of
+ *             vp[]), .he the opposite half-edge of 3t+i (vertex i -> i+1), -1 on the hull (a
+ *             triangle: 24 bytes)
  *   vp[i]     vertex i's sample, in insertion order; heights are read from the raster
  *   tm[t]     the triangle's worst sample (cand, x | y << 16) and its error's key (a float rounded
  *             up, never below the error) while it is queued, else 0. Only triangles whose error is
@@ -23,10 +24,10 @@
  * int64 and incircle() in a double filter backed by int128; the rasteriser walks each edge's
  * crossing from row to row as an integer floor plus remainder (no rounding), or for a triangle at
  * most 4 (8) columns wide (at most 8 rows for 8) tests the edge functions of each row's 4 (8)
- * samples in int32 lanes, so the set of samples
- * scanned per triangle is exact (the closed triangle, edges included; a triangle of twice the area 1
- * has none but its vertices and is not scanned). Heights are
- * interpolated in double as delatin does (z0*w0 + z1*w1 + z2*w2 at the span start, integer
+ * samples in int32 lanes, so the set of samples scanned per triangle is exact (the closed
+ * triangle, edges included; a triangle of twice the area 1 has none but its vertices and is not
+ * scanned). Heights are interpolated in double as delatin does (z0*w0 + z1*w1 + z2*w2 at the span
+ * start, integer
  * weights, then a step per sample; two samples at a time with SSE2, each rounded exactly as the
  * scalar loop), the worst sample is the first maximum in row-major order: the same meshes as
  * delatin on the same heights (fuji 30 m: 5,668 vertices, 11,140 triangles), bar ties broken by
