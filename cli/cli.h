@@ -37,8 +37,10 @@ bool cli_parse_doubles(const char *s, double *out, int n);
 bool cli_parse_size(const char *s, int *w, int *h);
 
 /* The source a drawing command shows: the archive when one is named (its tile size, cells, levels
- * and area then replace those in *sel), else the default world of `seed`. */
-terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel);
+ * and area then replace those in *sel, and a non-NULL `centre_eye` is moved over the middle of the
+ * area), else the default world of `seed`. */
+terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel,
+                             double *centre_eye);
 
 /* Subcommands: one file each (cli/cmd_NAME.c). */
 int cmd_fly(int argc, char **argv);

@@ -131,11 +131,7 @@ int cmd_render(int argc, char **argv) {
     terra_gl_scene *scene = NULL;
     uint8_t *rgb = malloc((size_t)w * h * 3);
     if (!rgb) return cli_error("render", "out of memory for a %dx%d image", w, h);
-    terra_status st = cli_open_source(archive, seed, &src, &sel);
-    if (st == TERRA_OK && archive && !have_eye) { /* start over the middle of the archive */
-        eye[0] = 0.5 * (sel.bounds[0] + sel.bounds[2]);
-        eye[2] = 0.5 * (sel.bounds[1] + sel.bounds[3]);
-    }
+    terra_status st = cli_open_source(archive, seed, &src, &sel, have_eye ? NULL : eye);
     if (st == TERRA_OK && have_above) {
         float g = 0;
         st = terra_source_height(src, eye[0], eye[2], &g);

@@ -115,7 +115,8 @@ bool cli_parse_size(const char *s, int *w, int *h) {
     return true;
 }
 
-terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel) {
+terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel,
+                             double *centre_eye) {
     if (!archive) return terra_world_create(&(terra_world_desc){.seed = seed}, src);
     terra_archive_source_info ai;
     terra_status st = terra_archive_source_create(archive, src, &ai);
@@ -123,6 +124,10 @@ terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **
         sel->grid = ai.grid;
         sel->levels = ai.levels;
         memcpy(sel->bounds, ai.bounds, sizeof sel->bounds);
+        if (centre_eye) {
+            centre_eye[0] = 0.5 * (ai.bounds[0] + ai.bounds[2]);
+            centre_eye[2] = 0.5 * (ai.bounds[1] + ai.bounds[3]);
+        }
     }
     return st;
 }
