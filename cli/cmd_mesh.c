@@ -66,8 +66,7 @@ typedef union alloc_head {
     max_align_t align;
 } alloc_head;
 static void counted(size_t add, size_t sub) {
-    size_t now = atomic_fetch_add(&alloc_now, add) + add - sub;
-    if (sub) atomic_fetch_sub(&alloc_now, sub);
+    const size_t now = atomic_fetch_add(&alloc_now, add - sub) + add - sub; /* modular: add - sub may wrap */
     size_t peak = atomic_load(&alloc_peak);
     while (now > peak && !atomic_compare_exchange_weak(&alloc_peak, &peak, now)) {
     }

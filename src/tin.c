@@ -788,6 +788,22 @@ static inline void amax_merge(__m128d *m, __m128d *p, __m128d mb, __m128d pb) {
     *p = _mm_or_pd(_mm_and_pd(take, pb), _mm_andnot_pd(take, *p));
 }
 
+/* Two samples of a row in the narrow scans: heights h at columns k (offsets from minx), `o` set
+ * on samples outside the triangle. Their distance from the plane (zs at column lo, dzdx a column)
+ * updates the lane pair's running maximum m and the row py of its first occurrence; a NaN inside
+ * sets *bad. */
+static inline __attribute__((always_inline)) void lane_pair(__m128d h, __m128d o, __m128d k, __m128d vzs,
+                                                           __m128d vlo, __m128d vd, __m128d py, bool check_nan,
+                                                           __m128d *bad, __m128d *m, __m128d *p) {
+    const __m128d absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
+    const __m128d z = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k, vlo), vd));
+    const __m128d d = _mm_andnot_pd(o, _mm_and_pd(_mm_sub_pd(z, h), absm));
+    if (check_nan) *bad = _mm_or_pd(*bad, _mm_andnot_pd(o, _mm_cmpunord_pd(h, h)));
+    const __m128d g = _mm_cmpgt_pd(d, *m); /* strictly larger: each lane keeps its first maximum */
+    *m = _mm_max_pd(d, *m);
+    *p = _mm_or_pd(_mm_and_pd(g, py), _mm_andnot_pd(g, *p));
+}
+
 /* A narrow triangle (at most 4 columns, most of them late in the refinement): every row is one
  * group of 4 samples from minx, inside where the three edge functions are >= 0 (the same closed
  * triangle as the walk in find_candidate_fast), each term rounded as scan_row() does from the row's
@@ -809,7 +825,7 @@ static inline __attribute__((always_inline)) bool scan_narrow(tin *T, int32_t t,
     __m128i w1 = _mm_set_epi32((int)(R1 + 3 * a20), (int)(R1 + 2 * a20), (int)(R1 + a20), (int)R1);
     __m128i w2 = _mm_set_epi32((int)(R2 + 3 * a01), (int)(R2 + 2 * a01), (int)(R2 + a01), (int)R2);
     const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
-    const __m128d vd = _mm_set1_pd(zc[3]), absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
+    const __m128d vd = _mm_set1_pd(zc[3]);
     const __m128d k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0), one = _mm_set1_pd(1.0);
     __m128d m01 = _mm_setzero_pd(), m23 = m01, p01 = m01, p23 = m01, bad = m01, py = _mm_set1_pd((double)miny);
     const float *row = T->hl + (size_t)miny * W + (size_t)minx;
@@ -819,22 +835,10 @@ static inline __attribute__((always_inline)) bool scan_narrow(tin *T, int32_t t,
         const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) + z2 * (double)(R2 + a01 * lo);
         const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
         const __m128 h4 = _mm_loadu_ps(row);
-        const __m128d h01 = _mm_cvtps_pd(h4), h23 = _mm_cvtps_pd(_mm_movehl_ps(h4, h4));
-        const __m128d o01 = _mm_castsi128_pd(_mm_unpacklo_epi32(out, out));
-        const __m128d o23 = _mm_castsi128_pd(_mm_unpackhi_epi32(out, out));
-        const __m128d z01 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k01, vlo), vd));
-        const __m128d z23 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k23, vlo), vd));
-        const __m128d d01 = _mm_andnot_pd(o01, _mm_and_pd(_mm_sub_pd(z01, h01), absm));
-        const __m128d d23 = _mm_andnot_pd(o23, _mm_and_pd(_mm_sub_pd(z23, h23), absm));
-        if (check_nan)
-            bad = _mm_or_pd(bad, _mm_or_pd(_mm_andnot_pd(o01, _mm_cmpunord_pd(h01, h01)),
-                                           _mm_andnot_pd(o23, _mm_cmpunord_pd(h23, h23))));
-        /* Each lane keeps the row of its first maximum. */
-        const __m128d g01 = _mm_cmpgt_pd(d01, m01), g23 = _mm_cmpgt_pd(d23, m23);
-        m01 = _mm_max_pd(d01, m01);
-        m23 = _mm_max_pd(d23, m23);
-        p01 = _mm_or_pd(_mm_and_pd(g01, py), _mm_andnot_pd(g01, p01));
-        p23 = _mm_or_pd(_mm_and_pd(g23, py), _mm_andnot_pd(g23, p23));
+        lane_pair(_mm_cvtps_pd(h4), _mm_castsi128_pd(_mm_unpacklo_epi32(out, out)), k01, vzs, vlo, vd, py, check_nan,
+                  &bad, &m01, &p01);
+        lane_pair(_mm_cvtps_pd(_mm_movehl_ps(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(out, out)), k23, vzs, vlo,
+                  vd, py, check_nan, &bad, &m23, &p23);
         py = _mm_add_pd(py, one);
         w0 = _mm_add_epi32(w0, s0), w1 = _mm_add_epi32(w1, s1), w2 = _mm_add_epi32(w2, s2);
     }
@@ -872,7 +876,7 @@ static inline __attribute__((always_inline)) bool scan_narrow8(tin *T, int32_t t
     const __m128i c0 = _mm_set1_epi32((int)(4 * a12)), c1 = _mm_set1_epi32((int)(4 * a20)),
                   c2 = _mm_set1_epi32((int)(4 * a01));
     const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
-    const __m128d vd = _mm_set1_pd(zc[3]), absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
+    const __m128d vd = _mm_set1_pd(zc[3]);
     const __m128d k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0), one = _mm_set1_pd(1.0);
     const __m128d k45 = _mm_set_pd(5.0, 4.0), k67 = _mm_set_pd(7.0, 6.0);
     __m128d m01 = _mm_setzero_pd(), m23 = m01, m45 = m01, m67 = m01, p01 = m01, p23 = m01, p45 = m01, p67 = m01;
@@ -886,39 +890,15 @@ static inline __attribute__((always_inline)) bool scan_narrow8(tin *T, int32_t t
                                        (unsigned)_mm_movemask_ps(_mm_castsi128_ps(out4)) << 4));
         const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) + z2 * (double)(R2 + a01 * lo);
         const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
-        const __m128 h4 = _mm_loadu_ps(row);
-        const __m128d h01 = _mm_cvtps_pd(h4), h23 = _mm_cvtps_pd(_mm_movehl_ps(h4, h4));
-        const __m128d o01 = _mm_castsi128_pd(_mm_unpacklo_epi32(out, out));
-        const __m128d o23 = _mm_castsi128_pd(_mm_unpackhi_epi32(out, out));
-        const __m128d z01 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k01, vlo), vd));
-        const __m128d z23 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k23, vlo), vd));
-        const __m128d d01 = _mm_andnot_pd(o01, _mm_and_pd(_mm_sub_pd(z01, h01), absm));
-        const __m128d d23 = _mm_andnot_pd(o23, _mm_and_pd(_mm_sub_pd(z23, h23), absm));
-        const __m128 h4b = _mm_loadu_ps(row + 4);
-        const __m128d h45 = _mm_cvtps_pd(h4b), h67 = _mm_cvtps_pd(_mm_movehl_ps(h4b, h4b));
-        const __m128d o45 = _mm_castsi128_pd(_mm_unpacklo_epi32(out4, out4));
-        const __m128d o67 = _mm_castsi128_pd(_mm_unpackhi_epi32(out4, out4));
-        const __m128d z45 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k45, vlo), vd));
-        const __m128d z67 = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k67, vlo), vd));
-        const __m128d d45 = _mm_andnot_pd(o45, _mm_and_pd(_mm_sub_pd(z45, h45), absm));
-        const __m128d d67 = _mm_andnot_pd(o67, _mm_and_pd(_mm_sub_pd(z67, h67), absm));
-        if (check_nan)
-            bad = _mm_or_pd(bad, _mm_or_pd(_mm_andnot_pd(o01, _mm_cmpunord_pd(h01, h01)),
-                                           _mm_andnot_pd(o23, _mm_cmpunord_pd(h23, h23))));
-        if (check_nan)
-            bad = _mm_or_pd(bad, _mm_or_pd(_mm_andnot_pd(o45, _mm_cmpunord_pd(h45, h45)),
-                                           _mm_andnot_pd(o67, _mm_cmpunord_pd(h67, h67))));
-        /* Each lane keeps the row of its first maximum. */
-        const __m128d g01 = _mm_cmpgt_pd(d01, m01), g23 = _mm_cmpgt_pd(d23, m23);
-        m01 = _mm_max_pd(d01, m01);
-        m23 = _mm_max_pd(d23, m23);
-        p01 = _mm_or_pd(_mm_and_pd(g01, py), _mm_andnot_pd(g01, p01));
-        p23 = _mm_or_pd(_mm_and_pd(g23, py), _mm_andnot_pd(g23, p23));
-        const __m128d g45 = _mm_cmpgt_pd(d45, m45), g67 = _mm_cmpgt_pd(d67, m67);
-        m45 = _mm_max_pd(d45, m45);
-        m67 = _mm_max_pd(d67, m67);
-        p45 = _mm_or_pd(_mm_and_pd(g45, py), _mm_andnot_pd(g45, p45));
-        p67 = _mm_or_pd(_mm_and_pd(g67, py), _mm_andnot_pd(g67, p67));
+        const __m128 h4 = _mm_loadu_ps(row), h4b = _mm_loadu_ps(row + 4);
+        lane_pair(_mm_cvtps_pd(h4), _mm_castsi128_pd(_mm_unpacklo_epi32(out, out)), k01, vzs, vlo, vd, py, check_nan,
+                  &bad, &m01, &p01);
+        lane_pair(_mm_cvtps_pd(_mm_movehl_ps(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(out, out)), k23, vzs, vlo,
+                  vd, py, check_nan, &bad, &m23, &p23);
+        lane_pair(_mm_cvtps_pd(h4b), _mm_castsi128_pd(_mm_unpacklo_epi32(out4, out4)), k45, vzs, vlo, vd, py,
+                  check_nan, &bad, &m45, &p45);
+        lane_pair(_mm_cvtps_pd(_mm_movehl_ps(h4b, h4b)), _mm_castsi128_pd(_mm_unpackhi_epi32(out4, out4)), k67, vzs,
+                  vlo, vd, py, check_nan, &bad, &m67, &p67);
         py = _mm_add_pd(py, one);
         w0 = _mm_add_epi32(w0, s0), w1 = _mm_add_epi32(w1, s1), w2 = _mm_add_epi32(w2, s2);
     }
