@@ -37,7 +37,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
+#if defined(__AVX2__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -357,13 +359,19 @@ static void q_clean_top(tin *T) {
         size_t n = 0;
         for (int32_t c = T->bhead[b]; c >= 0; c = T->ch[c].next) n += (size_t)T->ch[c].n;
         if (!q_reserve(T, n)) return;
+        /* Only the live entries move in: a stale one would cost a pop through the heap later. */
         for (int32_t c = T->bhead[b]; c >= 0;) {
-            int32_t nx = T->ch[c].next;
-            memcpy(T->q + T->nq, T->ch[c].e, (size_t)T->ch[c].n * sizeof(tin_qent));
-            T->nq += (size_t)T->ch[c].n;
+            const int32_t nx = T->ch[c].next, m = T->ch[c].n;
+            const tin_qent *e = T->ch[c].e;
+            for (int32_t i = 0; i < m; i++) {
+                if (i + 8 < m) __builtin_prefetch(&T->tm[q_tri(e[i + 8])]);
+                T->q[T->nq] = e[i];
+                T->nq += q_live(T, e[i]);
+            }
             chunk_free(T, c);
             c = nx;
         }
+        memset(T->q + T->nq, 0, 4 * sizeof(tin_qent)); /* the zeros past the heap (see q_down) */
         T->bhead[b] = -1;
         T->ncold -= n;
         T->hot_b = b;
@@ -699,12 +707,22 @@ static inline void dda_step(edge_dda *d) {
 
 /* The worst sample of a triangle, row after row: the largest |zs + k * dzdx - row[k]| (each term
  * rounded as in a scalar loop) and the first sample (in row-major order) where it is reached, kept
- * as its index in the raster (exact in a double). With SSE2 two lanes each keep their own first
- * maximum over the samples they see (in raster order), merged at the end; NaN heights are ignored
- * (and reported with `check_nan`). All terms 0 give (0, index 0). */
+ * as its index in the raster (exact in a double). With SSE2 (AVX2) two (four) lanes each keep their
+ * own first maximum over the samples they see (in raster order), merged at the end; NaN heights are
+ * ignored (and reported with `check_nan`). All terms 0 give (0, index 0). */
+#if defined(__AVX2__)
+typedef __m256d tin_vd;         /* the lanes of a scan: 4 doubles */
+#define VD_SET1 _mm256_set1_pd
+#define VD_ADD _mm256_add_pd
+#elif defined(__SSE2__)
+typedef __m128d tin_vd;         /* 2 doubles */
+#define VD_SET1 _mm_set1_pd
+#define VD_ADD _mm_add_pd
+#endif
+
 typedef struct scan_acc {
 #if defined(__SSE2__)
-    __m128d m, mk, bad;
+    tin_vd m, mk, bad;
 #else
     double m, mk;
     bool bad;
@@ -713,7 +731,7 @@ typedef struct scan_acc {
 
 static inline void scan_init(scan_acc *a) {
 #if defined(__SSE2__)
-    a->m = a->mk = a->bad = _mm_setzero_pd();
+    a->m = a->mk = a->bad = VD_SET1(0.0);
 #else
     a->m = a->mk = 0, a->bad = false;
 #endif
@@ -722,7 +740,35 @@ static inline void scan_init(scan_acc *a) {
 /* Samples k in [0, n] of a row; the first one is raster sample `pos0`. */
 static inline void scan_row(scan_acc *a, const float *row, int64_t n, double zs, double dzdx, double pos0,
                             bool check_nan) {
-#if defined(__SSE2__)
+#if defined(__AVX2__)
+    const __m256d vzs = _mm256_set1_pd(zs), vd = _mm256_set1_pd(dzdx), four = _mm256_set1_pd(4.0);
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+    __m256d kv = _mm256_set_pd(3.0, 2.0, 1.0, 0.0), pv = _mm256_add_pd(_mm256_set1_pd(pos0), kv);
+    __m256d m = a->m, mk = a->mk, bad = a->bad;
+    int64_t k = 0;
+    for (; k + 3 <= n; k += 4) {
+        const __m256d h = _mm256_cvtps_pd(_mm_loadu_ps(row + k));
+        const __m256d dz = _mm256_and_pd(_mm256_sub_pd(_mm256_add_pd(vzs, _mm256_mul_pd(kv, vd)), h), absm);
+        if (check_nan) bad = _mm256_or_pd(bad, _mm256_cmp_pd(h, h, _CMP_UNORD_Q));
+        const __m256d gt = _mm256_cmp_pd(dz, m, _CMP_GT_OQ); /* false for a NaN dz */
+        m = _mm256_max_pd(dz, m);
+        mk = _mm256_blendv_pd(mk, pv, gt);
+        kv = _mm256_add_pd(kv, four);
+        pv = _mm256_add_pd(pv, four);
+    }
+    if (k <= n) { /* 1 to 3 samples left; the lanes past them are neither loaded nor counted */
+        const __m128i in = _mm_cmpgt_epi32(_mm_set1_epi32((int)(n - k + 1)), _mm_set_epi32(3, 2, 1, 0));
+        const __m256d keep = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(in));
+        const __m256d h = _mm256_cvtps_pd(_mm_maskload_ps(row + k, in));
+        const __m256d dz =
+            _mm256_and_pd(_mm256_and_pd(_mm256_sub_pd(_mm256_add_pd(vzs, _mm256_mul_pd(kv, vd)), h), absm), keep);
+        if (check_nan) bad = _mm256_or_pd(bad, _mm256_and_pd(keep, _mm256_cmp_pd(h, h, _CMP_UNORD_Q)));
+        const __m256d gt = _mm256_cmp_pd(dz, m, _CMP_GT_OQ);
+        m = _mm256_max_pd(dz, m);
+        mk = _mm256_blendv_pd(mk, pv, gt);
+    }
+    a->m = m, a->mk = mk, a->bad = bad;
+#elif defined(__SSE2__)
     const __m128d vzs = _mm_set1_pd(zs), vd = _mm_set1_pd(dzdx), two = _mm_set1_pd(2.0);
     __m128d kv = _mm_set_pd(1.0, 0.0), pv = _mm_add_pd(_mm_set1_pd(pos0), kv);
     __m128d m = a->m, mk = a->mk, bad = a->bad;
@@ -761,25 +807,6 @@ static inline void scan_row(scan_acc *a, const float *row, int64_t n, double zs,
 #endif
 }
 
-/* The maximum; *pos its first sample; *nan whether a NaN was seen (with check_nan). */
-static inline double scan_result(const scan_acc *a, double *pos, bool *nan) {
-#if defined(__SSE2__)
-    double m0 = _mm_cvtsd_f64(a->m), m1 = _mm_cvtsd_f64(_mm_unpackhi_pd(a->m, a->m));
-    double k0 = _mm_cvtsd_f64(a->mk), k1 = _mm_cvtsd_f64(_mm_unpackhi_pd(a->mk, a->mk));
-    *nan = _mm_movemask_pd(a->bad) != 0;
-    if (m1 > m0 || (m1 == m0 && k1 < k0)) {
-        *pos = k1;
-        return m1;
-    }
-    *pos = k0;
-    return m0;
-#else
-    *nan = a->bad;
-    *pos = a->mk;
-    return a->m;
-#endif
-}
-
 #if defined(__SSE2__)
 /* Merges two argmax lane pairs: b's lane wins when larger, or as large at an earlier position. */
 static inline void amax_merge(__m128d *m, __m128d *p, __m128d mb, __m128d pb) {
@@ -788,69 +815,147 @@ static inline void amax_merge(__m128d *m, __m128d *p, __m128d mb, __m128d pb) {
     *p = _mm_or_pd(_mm_and_pd(take, pb), _mm_andnot_pd(take, *p));
 }
 
-/* Two samples of a row in the narrow scans: heights h at columns k (offsets from minx), `o` set
- * on samples outside the triangle. Their distance from the plane (zs at column lo, dzdx a column)
- * updates the lane pair's running maximum m and the row py of its first occurrence; a NaN inside
- * sets *bad. */
-static inline __attribute__((always_inline)) void lane_pair(__m128d h, __m128d o, __m128d k, __m128d vzs,
-                                                           __m128d vlo, __m128d vd, __m128d py, bool check_nan,
-                                                           __m128d *bad, __m128d *m, __m128d *p) {
+/* The lanes' maximum in the low lane of *m, its first position in the low lane of *p. */
+static inline void amax_reduce(tin_vd m, tin_vd p, double *best, double *pos) {
+#if defined(__AVX2__)
+    __m128d m2 = _mm256_castpd256_pd128(m), p2 = _mm256_castpd256_pd128(p);
+    amax_merge(&m2, &p2, _mm256_extractf128_pd(m, 1), _mm256_extractf128_pd(p, 1));
+#else
+    __m128d m2 = m, p2 = p;
+#endif
+    amax_merge(&m2, &p2, _mm_unpackhi_pd(m2, m2), _mm_unpackhi_pd(p2, p2));
+    *best = _mm_cvtsd_f64(m2);
+    *pos = _mm_cvtsd_f64(p2);
+}
+#endif
+
+/* The maximum; *pos its first sample; *nan whether a NaN was seen (with check_nan). */
+static inline double scan_result(const scan_acc *a, double *pos, bool *nan) {
+#if defined(__AVX2__)
+    *nan = _mm256_movemask_pd(a->bad) != 0;
+#elif defined(__SSE2__)
+    *nan = _mm_movemask_pd(a->bad) != 0;
+#endif
+#if defined(__SSE2__)
+    double best;
+    amax_reduce(a->m, a->mk, &best, pos);
+    return best;
+#else
+    *nan = a->bad;
+    *pos = a->mk;
+    return a->m;
+#endif
+}
+
+#if defined(__SSE2__)
+/* The narrow scans' running maximum over a group of 4 columns: per lane, the largest distance
+ * seen and the row of its first occurrence. */
+typedef struct quad_acc {
+#if defined(__AVX2__)
+    __m256d m, p, bad;
+#else
+    __m128d m01, m23, p01, p23, bad;
+#endif
+} quad_acc;
+
+static inline void quad_init(quad_acc *q) { memset(q, 0, sizeof *q); }
+
+/* Four samples of a row: heights h4, the edge functions opposite vertex 0, 1, 2 at them (w0, w1, w2:
+ * the vertices' barycentric weights times the area, exact integers), lanes of `out` all ones
+ * outside the triangle. Each sample's height on the plane is z0 * w0 + z1 * w1 + z2 * w2 (zi: a
+ * vertex's height over the area), rounded in that order; its distance from the sample updates the
+ * running maximum and the row py where each lane first reached it; a NaN inside is noted in q->bad. */
+static inline __attribute__((always_inline)) void quad_step(quad_acc *q, __m128 h4, __m128i out, __m128i w0,
+                                                           __m128i w1, __m128i w2, tin_vd z0, tin_vd z1, tin_vd z2,
+                                                           tin_vd py, bool check_nan) {
+#if defined(__AVX2__)
+    const __m256d absm = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+    const __m256d z = _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(z0, _mm256_cvtepi32_pd(w0)),
+                                                  _mm256_mul_pd(z1, _mm256_cvtepi32_pd(w1))),
+                                    _mm256_mul_pd(z2, _mm256_cvtepi32_pd(w2)));
+    const __m256d h = _mm256_cvtps_pd(h4), o = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(out));
+    const __m256d d = _mm256_andnot_pd(o, _mm256_and_pd(_mm256_sub_pd(z, h), absm));
+    if (check_nan) q->bad = _mm256_or_pd(q->bad, _mm256_andnot_pd(o, _mm256_cmp_pd(h, h, _CMP_UNORD_Q)));
+    const __m256d g = _mm256_cmp_pd(d, q->m, _CMP_GT_OQ); /* strictly larger: each lane keeps its first */
+    q->m = _mm256_max_pd(d, q->m);
+    q->p = _mm256_blendv_pd(q->p, py, g);
+#else
     const __m128d absm = _mm_castsi128_pd(_mm_set1_epi64x(INT64_MAX));
-    const __m128d z = _mm_add_pd(vzs, _mm_mul_pd(_mm_sub_pd(k, vlo), vd));
-    const __m128d d = _mm_andnot_pd(o, _mm_and_pd(_mm_sub_pd(z, h), absm));
-    if (check_nan) *bad = _mm_or_pd(*bad, _mm_andnot_pd(o, _mm_cmpunord_pd(h, h)));
-    const __m128d g = _mm_cmpgt_pd(d, *m); /* strictly larger: each lane keeps its first maximum */
-    *m = _mm_max_pd(d, *m);
-    *p = _mm_or_pd(_mm_and_pd(g, py), _mm_andnot_pd(g, *p));
+    for (int half = 0; half < 2; half++) { /* lanes 0-1, then 2-3 */
+        const __m128d z = _mm_add_pd(_mm_add_pd(_mm_mul_pd(z0, _mm_cvtepi32_pd(w0)), _mm_mul_pd(z1, _mm_cvtepi32_pd(w1))),
+                                     _mm_mul_pd(z2, _mm_cvtepi32_pd(w2)));
+        const __m128d h = _mm_cvtps_pd(h4), o = _mm_castsi128_pd(_mm_unpacklo_epi32(out, out));
+        const __m128d d = _mm_andnot_pd(o, _mm_and_pd(_mm_sub_pd(z, h), absm));
+        if (check_nan) q->bad = _mm_or_pd(q->bad, _mm_andnot_pd(o, _mm_cmpunord_pd(h, h)));
+        __m128d *m = half ? &q->m23 : &q->m01, *p = half ? &q->p23 : &q->p01;
+        const __m128d g = _mm_cmpgt_pd(d, *m); /* strictly larger: each lane keeps its first maximum */
+        *m = _mm_max_pd(d, *m);
+        *p = _mm_or_pd(_mm_and_pd(g, py), _mm_andnot_pd(g, *p));
+        h4 = _mm_movehl_ps(h4, h4);
+        out = _mm_unpackhi_epi64(out, out), w0 = _mm_unpackhi_epi64(w0, w0), w1 = _mm_unpackhi_epi64(w1, w1),
+        w2 = _mm_unpackhi_epi64(w2, w2);
+    }
+#endif
+}
+
+static inline bool quad_bad(const quad_acc *q) {
+#if defined(__AVX2__)
+    return _mm256_movemask_pd(q->bad) != 0;
+#else
+    return _mm_movemask_pd(q->bad) != 0;
+#endif
+}
+
+/* The group's lanes with positions as `cols` * row + column (row-major order, exact). */
+static inline void quad_lanes(const quad_acc *q, double cols, double kb, tin_vd *m, tin_vd *p) {
+#if defined(__AVX2__)
+    *m = q->m;
+    *p = _mm256_add_pd(_mm256_mul_pd(q->p, _mm256_set1_pd(cols)), _mm256_set_pd(kb + 3, kb + 2, kb + 1, kb));
+#else
+    __m128d m01 = q->m01, p01 = _mm_add_pd(_mm_mul_pd(q->p01, _mm_set1_pd(cols)), _mm_set_pd(kb + 1, kb));
+    const __m128d p23 = _mm_add_pd(_mm_mul_pd(q->p23, _mm_set1_pd(cols)), _mm_set_pd(kb + 3, kb + 2));
+    amax_merge(&m01, &p01, q->m23, p23);
+    *m = m01, *p = p01;
+#endif
 }
 
 /* A narrow triangle (at most 4 columns, most of them late in the refinement): every row is one
  * group of 4 samples from minx, inside where the three edge functions are >= 0 (the same closed
- * triangle as the walk in find_candidate_fast), each term rounded as scan_row() does from the row's
- * first sample inside; no branch per row. ec: a, b, c of the edges opposite vertex 0, 1, 2; zc: z0,
- * z1, z2 (heights over the area) and dzdx; vx: the vertices' samples. False when a NaN is under the
- * triangle. */
+ * triangle as the walk in find_candidate_fast), each height interpolated from the sample's own
+ * weights as delatin does (see quad_step); no branch per row. ec: a, b, c of the edges opposite
+ * vertex 0, 1, 2; zc: z0, z1, z2 (heights over the area); vx: the vertices' samples. False when a NaN
+ * is under the triangle. */
 static inline __attribute__((always_inline)) bool scan_narrow(tin *T, int32_t t, const bool check_nan,
                                                               const uint32_t vx[3], const int64_t ec[9],
-                                                              const double zc[4], int64_t minx, int64_t miny,
+                                                              const double zc[3], int64_t minx, int64_t miny,
                                                               int64_t maxy) {
     const size_t W = (size_t)T->w;
     const int64_t a12 = ec[0], b12 = ec[1], a20 = ec[3], b20 = ec[4], a01 = ec[6], b01 = ec[7];
-    const double z0 = zc[0], z1 = zc[1], z2 = zc[2];
-    int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
-            R2 = ec[8] + b01 * miny + a01 * minx;
+    const int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
+                  R2 = ec[8] + b01 * miny + a01 * minx;
     /* Within the box the edge functions are small (|w| < 6 * 65536): int32 lanes, stepped a row at a
      * time; a sample is outside when one of them is negative (its sign bit in the OR of the three). */
     __m128i w0 = _mm_set_epi32((int)(R0 + 3 * a12), (int)(R0 + 2 * a12), (int)(R0 + a12), (int)R0);
     __m128i w1 = _mm_set_epi32((int)(R1 + 3 * a20), (int)(R1 + 2 * a20), (int)(R1 + a20), (int)R1);
     __m128i w2 = _mm_set_epi32((int)(R2 + 3 * a01), (int)(R2 + 2 * a01), (int)(R2 + a01), (int)R2);
     const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
-    const __m128d vd = _mm_set1_pd(zc[3]);
-    const __m128d k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0), one = _mm_set1_pd(1.0);
-    __m128d m01 = _mm_setzero_pd(), m23 = m01, p01 = m01, p23 = m01, bad = m01, py = _mm_set1_pd((double)miny);
+    const tin_vd z0 = VD_SET1(zc[0]), z1 = VD_SET1(zc[1]), z2 = VD_SET1(zc[2]), one = VD_SET1(1.0);
+    tin_vd py = VD_SET1((double)miny);
+    quad_acc q;
+    quad_init(&q);
     const float *row = T->hl + (size_t)miny * W + (size_t)minx;
-    for (int64_t yy = miny; yy <= maxy; yy++, row += W, R0 += b12, R1 += b20, R2 += b01) {
+    for (int64_t yy = miny; yy <= maxy; yy++, row += W) {
         const __m128i out = _mm_srai_epi32(_mm_or_si128(_mm_or_si128(w0, w1), w2), 31);
-        const int lo = __builtin_ctz(~(unsigned)_mm_movemask_ps(_mm_castsi128_ps(out)) | 16u);
-        const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) + z2 * (double)(R2 + a01 * lo);
-        const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
-        const __m128 h4 = _mm_loadu_ps(row);
-        lane_pair(_mm_cvtps_pd(h4), _mm_castsi128_pd(_mm_unpacklo_epi32(out, out)), k01, vzs, vlo, vd, py, check_nan,
-                  &bad, &m01, &p01);
-        lane_pair(_mm_cvtps_pd(_mm_movehl_ps(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(out, out)), k23, vzs, vlo,
-                  vd, py, check_nan, &bad, &m23, &p23);
-        py = _mm_add_pd(py, one);
+        quad_step(&q, _mm_loadu_ps(row), out, w0, w1, w2, z0, z1, z2, py, check_nan);
+        py = VD_ADD(py, one);
         w0 = _mm_add_epi32(w0, s0), w1 = _mm_add_epi32(w1, s1), w2 = _mm_add_epi32(w2, s2);
     }
-    if (check_nan && _mm_movemask_pd(bad)) return false;
-    /* Positions as 4 * row + column: row-major order, exact. */
-    const __m128d four = _mm_set1_pd(4.0);
-    p01 = _mm_add_pd(_mm_mul_pd(p01, four), k01);
-    p23 = _mm_add_pd(_mm_mul_pd(p23, four), k23);
-    amax_merge(&m01, &p01, m23, p23);
-    amax_merge(&m01, &p01, _mm_unpackhi_pd(m01, m01), _mm_unpackhi_pd(p01, p01));
-    double best = _mm_cvtsd_f64(m01);
-    const int64_t pk = (int64_t)_mm_cvtsd_f64(p01), by = pk >> 2, bx = minx + (pk & 3);
+    if (check_nan && quad_bad(&q)) return false;
+    tin_vd m, p;
+    quad_lanes(&q, 4.0, 0.0, &m, &p);
+    double best, pos;
+    amax_reduce(m, p, &best, &pos);
+    const int64_t pk = (int64_t)pos, by = pk >> 2, bx = minx + (pk & 3);
     const uint32_t pc = (uint32_t)bx | (uint32_t)by << 16;
     if ((pc == vx[0]) | (pc == vx[1]) | (pc == vx[2])) best = 0;
     q_set(T, t, pc, best);
@@ -861,61 +966,68 @@ static inline __attribute__((always_inline)) bool scan_narrow(tin *T, int32_t t,
  * ones cost less walked): two groups of 4 samples a row (|w| < 14 * 65536). */
 static inline __attribute__((always_inline)) bool scan_narrow8(tin *T, int32_t t, const bool check_nan,
                                                               const uint32_t vx[3], const int64_t ec[9],
-                                                              const double zc[4], int64_t minx, int64_t miny,
+                                                              const double zc[3], int64_t minx, int64_t miny,
                                                               int64_t maxy) {
     const size_t W = (size_t)T->w;
     const int64_t a12 = ec[0], b12 = ec[1], a20 = ec[3], b20 = ec[4], a01 = ec[6], b01 = ec[7];
-    const double z0 = zc[0], z1 = zc[1], z2 = zc[2];
-    int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
-            R2 = ec[8] + b01 * miny + a01 * minx;
-    /* Within the box the edge functions are small (|w| < 14 * 65536): int32 lanes, stepped a row at a
-     * time; a sample is outside when one of them is negative (its sign bit in the OR of the three). */
+    const int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
+                  R2 = ec[8] + b01 * miny + a01 * minx;
     __m128i w0 = _mm_set_epi32((int)(R0 + 3 * a12), (int)(R0 + 2 * a12), (int)(R0 + a12), (int)R0);
     __m128i w1 = _mm_set_epi32((int)(R1 + 3 * a20), (int)(R1 + 2 * a20), (int)(R1 + a20), (int)R1);
     __m128i w2 = _mm_set_epi32((int)(R2 + 3 * a01), (int)(R2 + 2 * a01), (int)(R2 + a01), (int)R2);
     const __m128i c0 = _mm_set1_epi32((int)(4 * a12)), c1 = _mm_set1_epi32((int)(4 * a20)),
                   c2 = _mm_set1_epi32((int)(4 * a01));
     const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
-    const __m128d vd = _mm_set1_pd(zc[3]);
-    const __m128d k01 = _mm_set_pd(1.0, 0.0), k23 = _mm_set_pd(3.0, 2.0), one = _mm_set1_pd(1.0);
-    const __m128d k45 = _mm_set_pd(5.0, 4.0), k67 = _mm_set_pd(7.0, 6.0);
-    __m128d m01 = _mm_setzero_pd(), m23 = m01, m45 = m01, m67 = m01, p01 = m01, p23 = m01, p45 = m01, p67 = m01;
-    __m128d bad = m01, py = _mm_set1_pd((double)miny);
+    const tin_vd z0 = VD_SET1(zc[0]), z1 = VD_SET1(zc[1]), z2 = VD_SET1(zc[2]), one = VD_SET1(1.0);
+    tin_vd py = VD_SET1((double)miny);
+    quad_acc qa, qb;
+    quad_init(&qa);
+    quad_init(&qb);
     const float *row = T->hl + (size_t)miny * W + (size_t)minx;
-    for (int64_t yy = miny; yy <= maxy; yy++, row += W, R0 += b12, R1 += b20, R2 += b01) {
+    for (int64_t yy = miny; yy <= maxy; yy++, row += W) {
+        const __m128i v0 = _mm_add_epi32(w0, c0), v1 = _mm_add_epi32(w1, c1), v2 = _mm_add_epi32(w2, c2);
         const __m128i out = _mm_srai_epi32(_mm_or_si128(_mm_or_si128(w0, w1), w2), 31);
-        const __m128i out4 = _mm_srai_epi32(
-            _mm_or_si128(_mm_or_si128(_mm_add_epi32(w0, c0), _mm_add_epi32(w1, c1)), _mm_add_epi32(w2, c2)), 31);
-        const int lo = __builtin_ctz(~((unsigned)_mm_movemask_ps(_mm_castsi128_ps(out)) |
-                                       (unsigned)_mm_movemask_ps(_mm_castsi128_ps(out4)) << 4));
-        const double zs = z0 * (double)(R0 + a12 * lo) + z1 * (double)(R1 + a20 * lo) + z2 * (double)(R2 + a01 * lo);
-        const __m128d vzs = _mm_set1_pd(zs), vlo = _mm_set1_pd((double)lo);
-        const __m128 h4 = _mm_loadu_ps(row), h4b = _mm_loadu_ps(row + 4);
-        lane_pair(_mm_cvtps_pd(h4), _mm_castsi128_pd(_mm_unpacklo_epi32(out, out)), k01, vzs, vlo, vd, py, check_nan,
-                  &bad, &m01, &p01);
-        lane_pair(_mm_cvtps_pd(_mm_movehl_ps(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(out, out)), k23, vzs, vlo,
-                  vd, py, check_nan, &bad, &m23, &p23);
-        lane_pair(_mm_cvtps_pd(h4b), _mm_castsi128_pd(_mm_unpacklo_epi32(out4, out4)), k45, vzs, vlo, vd, py,
-                  check_nan, &bad, &m45, &p45);
-        lane_pair(_mm_cvtps_pd(_mm_movehl_ps(h4b, h4b)), _mm_castsi128_pd(_mm_unpackhi_epi32(out4, out4)), k67, vzs,
-                  vlo, vd, py, check_nan, &bad, &m67, &p67);
-        py = _mm_add_pd(py, one);
+        const __m128i out4 = _mm_srai_epi32(_mm_or_si128(_mm_or_si128(v0, v1), v2), 31);
+        quad_step(&qa, _mm_loadu_ps(row), out, w0, w1, w2, z0, z1, z2, py, check_nan);
+        quad_step(&qb, _mm_loadu_ps(row + 4), out4, v0, v1, v2, z0, z1, z2, py, check_nan);
+        py = VD_ADD(py, one);
         w0 = _mm_add_epi32(w0, s0), w1 = _mm_add_epi32(w1, s1), w2 = _mm_add_epi32(w2, s2);
     }
-    if (check_nan && _mm_movemask_pd(bad)) return false;
-    /* Positions as 8 * row + column: row-major order, exact. */
-    const __m128d eight = _mm_set1_pd(8.0);
-    p01 = _mm_add_pd(_mm_mul_pd(p01, eight), k01);
-    p23 = _mm_add_pd(_mm_mul_pd(p23, eight), k23);
-    p45 = _mm_add_pd(_mm_mul_pd(p45, eight), k45);
-    p67 = _mm_add_pd(_mm_mul_pd(p67, eight), k67);
-    amax_merge(&m01, &p01, m23, p23);
-    amax_merge(&m45, &p45, m67, p67);
-    amax_merge(&m01, &p01, m45, p45);
-    amax_merge(&m01, &p01, _mm_unpackhi_pd(m01, m01), _mm_unpackhi_pd(p01, p01));
-    double best = _mm_cvtsd_f64(m01);
-    const int64_t pk = (int64_t)_mm_cvtsd_f64(p01), by = pk >> 3, bx = minx + (pk & 7);
+    if (check_nan && (quad_bad(&qa) || quad_bad(&qb))) return false;
+    tin_vd ma, pa, mb, pb;
+    quad_lanes(&qa, 8.0, 0.0, &ma, &pa);
+    quad_lanes(&qb, 8.0, 4.0, &mb, &pb);
+    double best, pos, best_b, pos_b;
+    amax_reduce(ma, pa, &best, &pos);
+    amax_reduce(mb, pb, &best_b, &pos_b);
+    if (best_b > best || (best_b == best && pos_b < pos)) best = best_b, pos = pos_b;
+    const int64_t pk = (int64_t)pos, by = pk >> 3, bx = minx + (pk & 7);
     const uint32_t pc = (uint32_t)bx | (uint32_t)by << 16;
+    if ((pc == vx[0]) | (pc == vx[1]) | (pc == vx[2])) best = 0;
+    q_set(T, t, pc, best);
+    return true;
+}
+#endif
+
+#if !defined(__SSE2__)
+/* Without SSE2: the samples scan_narrow and scan_narrow8 measure, with their arithmetic, one at a
+ * time (the same meshes as with SSE2 or AVX2). */
+static bool scan_box(tin *T, int32_t t, bool check_nan, const uint32_t vx[3], const int64_t ec[9],
+                     const double zc[3], int64_t minx, int64_t maxx, int64_t miny, int64_t maxy) {
+    double best = 0;
+    uint32_t pc = 0;
+    for (int64_t y = miny; y <= maxy; y++) {
+        const float *row = T->hl + (size_t)y * (size_t)T->w;
+        for (int64_t x = minx; x <= maxx; x++) {
+            const int64_t w0 = ec[2] + ec[1] * y + ec[0] * x, w1 = ec[5] + ec[4] * y + ec[3] * x,
+                          w2 = ec[8] + ec[7] * y + ec[6] * x;
+            if (w0 < 0 || w1 < 0 || w2 < 0) continue;
+            const float h = row[x];
+            if (check_nan && h != h) return false;
+            const double d = fabs(zc[0] * (double)w0 + zc[1] * (double)w1 + zc[2] * (double)w2 - (double)h);
+            if (d > best) best = d, pc = (uint32_t)x | (uint32_t)y << 16;
+        }
+    }
     if ((pc == vx[0]) | (pc == vx[1]) | (pc == vx[2])) best = 0;
     q_set(T, t, pc, best);
     return true;
@@ -947,7 +1059,6 @@ static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, in
         const double area = (double)orient(x[0], y[0], x[1], y[1], x[2], y[2]);
         const double z0 = (double)zf[0] / area, z1 = (double)zf[1] / area, z2 = (double)zf[2] / area;
         const double dzdx = z0 * (double)a12 + z1 * (double)a20 + z2 * (double)a01;
-#if defined(__SSE2__)
         /* A narrow triangle: see scan_narrow. */
         {
             const int64_t minx = x[0] < x[1] ? (x[0] < x[2] ? x[0] : x[2]) : (x[1] < x[2] ? x[1] : x[2]);
@@ -955,9 +1066,10 @@ static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, in
             const int64_t miny = y[0] < y[1] ? (y[0] < y[2] ? y[0] : y[2]) : (y[1] < y[2] ? y[1] : y[2]);
             const int64_t maxy = y[0] > y[1] ? (y[0] > y[2] ? y[0] : y[2]) : (y[1] > y[2] ? y[1] : y[2]);
             const int64_t ec[9] = {a12, b12, c12, a20, b20, c20, a01, b01, c01};
-            const double zc[4] = {z0, z1, z2, dzdx};
+            const double zc[3] = {z0, z1, z2};
             const uint32_t vx[3] = {T->hv[3 * t].v, T->hv[3 * t + 1].v, T->hv[3 * t + 2].v};
             const size_t end = (size_t)maxy * W + (size_t)minx, nall = W * (size_t)T->h;
+#if defined(__SSE2__)
             if (maxx - minx <= 3 && end + 4 <= nall) {
                 if (!scan_narrow(T, t, check_nan, vx, ec, zc, minx, miny, maxy)) goto general;
                 return;
@@ -966,8 +1078,13 @@ static inline __attribute__((always_inline)) void find_candidate_fast(tin *T, in
                 if (!scan_narrow8(T, t, check_nan, vx, ec, zc, minx, miny, maxy)) goto general;
                 return;
             }
-        }
+#else
+            if ((maxx - minx <= 3 && end + 4 <= nall) || (maxx - minx <= 7 && maxy - miny <= 7 && end + 8 <= nall)) {
+                if (!scan_box(T, t, check_nan, vx, ec, zc, minx, maxx, miny, maxy)) goto general;
+                return;
+            }
 #endif
+        }
         /* Vertices by row: top, middle, bottom. */
         int it = 0, im = 1, ib = 2;
         if (y[im] < y[it]) { int s = it; it = im; im = s; }
@@ -1241,6 +1358,7 @@ static int cmp_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
+#if !defined(TIN_VARIANT)
 void terra_tin_mesh_free(terra_tin_mesh *m) {
     if (!m) return;
     terra_free(m->xy);
@@ -1253,6 +1371,7 @@ void terra_tin_mesh_free(terra_tin_mesh *m) {
     terra_free(m->levels);
     memset(m, 0, sizeof *m);
 }
+#endif
 
 static void tin_release(tin *T) {
     terra_free(T->vp);
@@ -1265,9 +1384,18 @@ static void tin_release(tin *T) {
     terra_free(T->pbits);
 }
 
-terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
-    if (!d || !out) return terra_fail(TERRA_E_INVALID, "tin: NULL argument");
-    memset(out, 0, sizeof *out);
+/* This file is compiled once as is and, on x86-64, once more by tin_avx2.c for AVX2-class CPUs
+ * with TIN_VARIANT naming the copy's entry (tests/tin_scalar.c makes a third, without SIMD);
+ * terra_tin_build picks one. The entries take a zeroed *out. */
+#if defined(TIN_VARIANT)
+#define TIN_ENTRY TIN_VARIANT
+#else
+#define TIN_ENTRY tin_build_portable
+#endif
+terra_status TIN_ENTRY(const terra_tin_desc *d, terra_tin_mesh *out);
+terra_status tin_build_avx2(const terra_tin_desc *d, terra_tin_mesh *out);
+
+terra_status TIN_ENTRY(const terra_tin_desc *d, terra_tin_mesh *out) {
     if (!d->heights) return terra_fail(TERRA_E_INVALID, "tin: no heights");
     if (d->width < 2 || d->height < 2)
         return terra_fail(TERRA_E_INVALID, "tin: raster %dx%d is too small (at least 2x2 samples)", d->width,
@@ -1436,3 +1564,38 @@ done:
     if (st != TERRA_OK) terra_tin_mesh_free(out);
     return st;
 }
+
+#if !defined(TIN_VARIANT)
+/* TERRA_TIN_AVX2: the build compiled tin_avx2.c with the AVX2 flags (CMakeLists.txt). */
+static bool avx2_usable(void) {
+#if defined(TERRA_TIN_AVX2) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_supports("popcnt");
+#else
+    return false;
+#endif
+}
+
+#if !defined(TERRA_TIN_AVX2)
+terra_status tin_build_avx2(const terra_tin_desc *d, terra_tin_mesh *out) {
+    (void)d, (void)out;
+    return terra_fail(TERRA_E_UNSUPPORTED, "tin: this build has no AVX2 mesher");
+}
+#endif
+
+terra_status terra_tin_build(const terra_tin_desc *d, terra_tin_mesh *out) {
+    if (!d || !out) return terra_fail(TERRA_E_INVALID, "tin: NULL argument");
+    memset(out, 0, sizeof *out);
+    switch (d->isa) {
+    case TERRA_TIN_ISA_AUTO:
+        return avx2_usable() ? tin_build_avx2(d, out) : tin_build_portable(d, out);
+    case TERRA_TIN_ISA_PORTABLE:
+        return tin_build_portable(d, out);
+    case TERRA_TIN_ISA_AVX2:
+        if (!avx2_usable()) return terra_fail(TERRA_E_UNSUPPORTED, "tin: the AVX2 mesher needs a CPU with AVX2, BMI1/2 and POPCNT and a build for x86-64");
+        return tin_build_avx2(d, out);
+    }
+    return terra_fail(TERRA_E_INVALID, "tin: unknown isa %d", (int)d->isa);
+}
+#endif

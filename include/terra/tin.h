@@ -42,6 +42,15 @@ typedef enum terra_tin_stop {
     TERRA_TIN_STOP_VERTICES     /* max_vertices reached */
 } terra_tin_stop;
 
+/* Which build of the mesher runs. On x86-64 it is compiled twice: for any x86-64 (SSE2) and for
+ * CPUs with AVX2, BMI1/2 and POPCNT (Intel since 2013, AMD since 2015). Both do the same
+ * arithmetic (no fused multiply-add), so they give the same mesh, byte for byte. */
+typedef enum terra_tin_isa {
+    TERRA_TIN_ISA_AUTO = 0,     /* the fastest this CPU runs */
+    TERRA_TIN_ISA_PORTABLE,     /* the x86-64 baseline (or the only build elsewhere) */
+    TERRA_TIN_ISA_AVX2          /* TERRA_E_UNSUPPORTED where the CPU or the build lacks it */
+} terra_tin_isa;
+
 /* What to mesh. Zero means the documented default everywhere. */
 typedef struct terra_tin_desc {
     int width, height;          /* samples, 2..TERRA_TIN_MAX_SIDE each */
@@ -60,6 +69,7 @@ typedef struct terra_tin_desc {
      * borders. They become vertices 4.. in every level. */
     const int32_t *seed_xy;
     size_t seed_count;
+    terra_tin_isa isa;          /* 0: the fastest build this CPU runs */
 } terra_tin_desc;
 
 typedef struct terra_tin_level {
