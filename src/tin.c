@@ -26,12 +26,12 @@
  * most 4 (8) columns wide (at most 8 rows for 8) tests the edge functions of each row's 4 (8)
  * samples in int32 lanes, so the set of samples scanned per triangle is exact (the closed
  * triangle, edges included; a triangle of twice the area 1 has none but its vertices and is not
- * scanned). Heights are interpolated in double as delatin does (z0*w0 + z1*w1 + z2*w2 at the span
- * start, integer
- * weights, then a step per sample; two samples at a time with SSE2, each rounded exactly as the
- * scalar loop), the worst sample is the first maximum in row-major order: the same meshes as
- * delatin on the same heights (fuji 30 m: 5,668 vertices, 11,140 triangles), bar ties broken by
- * the queue. */
+ * scanned). Heights are interpolated in double as delatin does, z0*w0 + z1*w1 + z2*w2 from integer
+ * weights: at every sample of a narrow triangle, at the span start of a wider one's row and then a
+ * step per sample (two samples at a time with SSE2, four with AVX2, each rounded exactly as the
+ * scalar loop). The worst sample is the first maximum in row-major order: delatin's meshes on the
+ * same heights (fuji 30 m: 5,668 vertices, 11,140 triangles), bar ties broken by the queue and
+ * the wide rows' rounding. */
 #include "terra/tin.h"
 
 #include <math.h>
