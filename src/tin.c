@@ -919,6 +919,12 @@ static inline void quad_lanes(const quad_acc *q, double cols, double kb, tin_vd 
 #endif
 }
 
+/* Edge function e (a, b, c: a * x + b * y + c) at columns minx .. minx + 3 of row miny, as int32. */
+static inline __m128i edge_lanes(const int64_t e[3], int64_t minx, int64_t miny) {
+    const int64_t r = e[2] + e[1] * miny + e[0] * minx;
+    return _mm_set_epi32((int)(r + 3 * e[0]), (int)(r + 2 * e[0]), (int)(r + e[0]), (int)r);
+}
+
 /* A narrow triangle (at most 4 columns, most of them late in the refinement): every row is one
  * group of 4 samples from minx, inside where the three edge functions are >= 0 (the same closed
  * triangle as the walk in find_candidate_fast), each height interpolated from the sample's own
@@ -930,15 +936,10 @@ static inline __attribute__((always_inline)) bool scan_narrow(tin *T, int32_t t,
                                                               const double zc[3], int64_t minx, int64_t miny,
                                                               int64_t maxy) {
     const size_t W = (size_t)T->w;
-    const int64_t a12 = ec[0], b12 = ec[1], a20 = ec[3], b20 = ec[4], a01 = ec[6], b01 = ec[7];
-    const int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
-                  R2 = ec[8] + b01 * miny + a01 * minx;
     /* Within the box the edge functions are small (|w| < 6 * 65536): int32 lanes, stepped a row at a
      * time; a sample is outside when one of them is negative (its sign bit in the OR of the three). */
-    __m128i w0 = _mm_set_epi32((int)(R0 + 3 * a12), (int)(R0 + 2 * a12), (int)(R0 + a12), (int)R0);
-    __m128i w1 = _mm_set_epi32((int)(R1 + 3 * a20), (int)(R1 + 2 * a20), (int)(R1 + a20), (int)R1);
-    __m128i w2 = _mm_set_epi32((int)(R2 + 3 * a01), (int)(R2 + 2 * a01), (int)(R2 + a01), (int)R2);
-    const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
+    __m128i w0 = edge_lanes(ec, minx, miny), w1 = edge_lanes(ec + 3, minx, miny), w2 = edge_lanes(ec + 6, minx, miny);
+    const __m128i s0 = _mm_set1_epi32((int)ec[1]), s1 = _mm_set1_epi32((int)ec[4]), s2 = _mm_set1_epi32((int)ec[7]);
     const tin_vd z0 = VD_SET1(zc[0]), z1 = VD_SET1(zc[1]), z2 = VD_SET1(zc[2]), one = VD_SET1(1.0);
     tin_vd py = VD_SET1((double)miny);
     quad_acc q;
@@ -969,15 +970,10 @@ static inline __attribute__((always_inline)) bool scan_narrow8(tin *T, int32_t t
                                                               const double zc[3], int64_t minx, int64_t miny,
                                                               int64_t maxy) {
     const size_t W = (size_t)T->w;
-    const int64_t a12 = ec[0], b12 = ec[1], a20 = ec[3], b20 = ec[4], a01 = ec[6], b01 = ec[7];
-    const int64_t R0 = ec[2] + b12 * miny + a12 * minx, R1 = ec[5] + b20 * miny + a20 * minx,
-                  R2 = ec[8] + b01 * miny + a01 * minx;
-    __m128i w0 = _mm_set_epi32((int)(R0 + 3 * a12), (int)(R0 + 2 * a12), (int)(R0 + a12), (int)R0);
-    __m128i w1 = _mm_set_epi32((int)(R1 + 3 * a20), (int)(R1 + 2 * a20), (int)(R1 + a20), (int)R1);
-    __m128i w2 = _mm_set_epi32((int)(R2 + 3 * a01), (int)(R2 + 2 * a01), (int)(R2 + a01), (int)R2);
-    const __m128i c0 = _mm_set1_epi32((int)(4 * a12)), c1 = _mm_set1_epi32((int)(4 * a20)),
-                  c2 = _mm_set1_epi32((int)(4 * a01));
-    const __m128i s0 = _mm_set1_epi32((int)b12), s1 = _mm_set1_epi32((int)b20), s2 = _mm_set1_epi32((int)b01);
+    __m128i w0 = edge_lanes(ec, minx, miny), w1 = edge_lanes(ec + 3, minx, miny), w2 = edge_lanes(ec + 6, minx, miny);
+    const __m128i c0 = _mm_set1_epi32((int)(4 * ec[0])), c1 = _mm_set1_epi32((int)(4 * ec[3])),
+                  c2 = _mm_set1_epi32((int)(4 * ec[6]));
+    const __m128i s0 = _mm_set1_epi32((int)ec[1]), s1 = _mm_set1_epi32((int)ec[4]), s2 = _mm_set1_epi32((int)ec[7]);
     const tin_vd z0 = VD_SET1(zc[0]), z1 = VD_SET1(zc[1]), z2 = VD_SET1(zc[2]), one = VD_SET1(1.0);
     tin_vd py = VD_SET1((double)miny);
     quad_acc qa, qb;
