@@ -2,6 +2,7 @@
  * spacing from georeferencing. libterra-gdal: the one file of terra that links GDAL (the terra
  * command reads rasters through the terra-raster program instead, see raster_client.c). */
 #include "terra/raster.h"
+#include "raster_wire.h"
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
@@ -25,6 +26,10 @@ static const char *gdal_msg(const char *fallback) {
 }
 
 terra_status terra_raster_read(const terra_raster_desc *d, terra_raster *out) {
+    return terra_raster_read_counted(d, 1, out);
+}
+
+terra_status terra_raster_read_counted(const terra_raster_desc *d, int copies, terra_raster *out) {
     if (!d || !out || !d->path) return terra_fail(TERRA_E_INVALID, "raster: NULL argument");
     memset(out, 0, sizeof *out);
     const char *path = d->path;
@@ -56,12 +61,16 @@ terra_status terra_raster_read(const terra_raster_desc *d, terra_raster *out) {
         goto done;
     }
     const size_t W = (size_t)w, H = (size_t)h;
+    const size_t chunk = 256;
+    /* The heights, and a band of rows at a time: doubles for a plain band, bytes for RGB(A). */
+    size_t working = (size_t)w * chunk * (d->encoding == TERRA_RASTER_PLAIN ? sizeof(double) : 4);
+    st = terra_raster_check_budget(path, w, h, copies, working, d->max_bytes);
+    if (st) goto done;
     hs = terra_alloc(W * H * sizeof(float));
     if (!hs) {
         st = terra_fail(TERRA_E_NOMEM, "%s: out of memory for %dx%d samples", path, w, h);
         goto done;
     }
-    const size_t chunk = 256;
     double zs = d->z_scale != 0 ? d->z_scale : 1.0;
     if (d->encoding == TERRA_RASTER_PLAIN) {
         GDALRasterBandH b = GDALGetRasterBand(ds, need);

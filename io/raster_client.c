@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,25 @@ void terra_raster_free(terra_raster *r) {
     if (!r) return;
     terra_free(r->heights);
     memset(r, 0, sizeof *r);
+}
+
+size_t terra_raster_memory_budget(size_t max_bytes) {
+    if (max_bytes) return max_bytes;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return (size_t)2 << 30; /* unknown: 2 GiB */
+    uint64_t half = (uint64_t)pages * (uint64_t)page / 2;
+    return half > SIZE_MAX ? SIZE_MAX : (size_t)half;
+}
+
+terra_status terra_raster_check_budget(const char *path, int w, int h, int copies, size_t working, size_t max_bytes) {
+    size_t budget = terra_raster_memory_budget(max_bytes);
+    /* In doubles: 65535 x 65535 x 4 x 2 does not fit a 32-bit size_t, and the message wants MiB. */
+    double need = (double)w * (double)h * 4.0 * copies + (double)working;
+    if (need <= (double)budget) return TERRA_OK;
+    return terra_fail(TERRA_E_CAPACITY,
+                      "%s: raster %dx%d needs %.1f MiB to read, past the memory budget of %.1f MiB%s", path, w, h,
+                      need / 1048576.0, (double)budget / 1048576.0,
+                      max_bytes ? "" : " (half of physical memory)");
 }
 
 /* Reads exactly n bytes (false at an early end or an error). */
@@ -62,13 +82,14 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
         return terra_fail(TERRA_E_UNSUPPORTED, "%s: the raster reader %s is missing (it is built next to terra)",
                           d->path, path);
 
-    char a_enc[16], a_band[16], a_z[40], a_sp[40], a_max[16];
+    char a_enc[16], a_band[16], a_z[40], a_sp[40], a_max[16], a_bytes[24];
     snprintf(a_enc, sizeof a_enc, "%d", (int)d->encoding);
     snprintf(a_band, sizeof a_band, "%d", d->band);
     snprintf(a_z, sizeof a_z, "%.17g", d->z_scale);
     snprintf(a_sp, sizeof a_sp, "%.17g", d->spacing_m);
     snprintf(a_max, sizeof a_max, "%d", d->max_side);
-    char *argv[] = {path, (char *)d->path, a_enc, a_band, a_z, a_sp, a_max, NULL};
+    snprintf(a_bytes, sizeof a_bytes, "%zu", d->max_bytes);
+    char *argv[] = {path, (char *)d->path, a_enc, a_band, a_z, a_sp, a_max, a_bytes, NULL};
 
     int data[2] = {-1, -1}, err[2] = {-1, -1};
     if (pipe(data) != 0 || pipe(err) != 0) {
@@ -101,6 +122,9 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
                w.raster.width > 0 && w.raster.height > 0;
     float *hs = NULL;
     bool nomem = false;
+    terra_status over = TERRA_OK;
+    /* The reader checked the budget already; one from another build might not have. */
+    if (got) got = !(over = terra_raster_check_budget(d->path, w.raster.width, w.raster.height, 2, 0, d->max_bytes));
     if (got) {
         const size_t n = (size_t)w.raster.width * (size_t)w.raster.height;
         hs = terra_alloc(n * sizeof(float) + 1);
@@ -130,6 +154,7 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
         return TERRA_OK;
     }
     terra_free(hs);
+    if (over) return over;
     if (nomem) return terra_fail(TERRA_E_NOMEM, "%s: out of memory for %dx%d samples", d->path, w.raster.width, w.raster.height);
     if (WIFEXITED(status) && WEXITSTATUS(status) > 64 && WEXITSTATUS(status) <= 64 + TERRA_E_CAPACITY && mn)
         return terra_fail((terra_status)(WEXITSTATUS(status) - 64), "%s", msg);

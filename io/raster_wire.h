@@ -14,4 +14,13 @@ typedef struct terra_raster_wire {
     terra_raster raster;   /* heights: NULL (they follow) */
 } terra_raster_wire;
 
+/* terra_raster_read with the heights counted `copies` times against the memory budget: 1 for a read
+ * in the caller's process, 2 for terra-raster (its copy and the caller's are alive at once). */
+terra_status terra_raster_read_counted(const terra_raster_desc *desc, int copies, terra_raster *out);
+
+/* TERRA_OK when reading a w x h raster fits the budget: `copies` x 4 bytes a sample plus
+ * `working` bytes of buffers. Else TERRA_E_CAPACITY naming the file, its size, the need and the
+ * budget. Call before allocating anything of the raster's size. */
+terra_status terra_raster_check_budget(const char *path, int w, int h, int copies, size_t working, size_t max_bytes);
+
 #endif

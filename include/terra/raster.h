@@ -24,7 +24,16 @@ typedef struct terra_raster_desc {
     double z_scale;             /* heights are multiplied by it after decoding, 0 = 1 */
     double spacing_m;           /* metres between samples; 0 = from georeferencing, else 1 */
     int max_side;               /* larger rasters are refused before reading; 0 = no limit */
+    size_t max_bytes;           /* memory budget for reading, checked before allocating (see below);
+                                   0 = half of the machine's physical memory */
 } terra_raster_desc;
+
+/* The memory budget a read runs under: max_bytes, or for 0 half of physical memory (sysconf). A
+ * read counts 4 bytes a sample for the heights plus its working buffers, and an isolated read
+ * through terra-raster counts the heights twice (the reader's copy and the caller's are alive at
+ * once). A raster past the budget is refused with TERRA_E_CAPACITY, naming the file, its size, what
+ * it would need and the budget, before anything of its size is allocated. */
+size_t terra_raster_memory_budget(size_t max_bytes);
 
 typedef struct terra_raster {
     int width, height;
