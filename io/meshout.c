@@ -3,6 +3,7 @@
 #include "terra/raster.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +182,22 @@ terra_status terra_io_write_mesh(const terra_mesh_out *m) {
         if (m->triangles[t] >= m->vertex_count)
             return terra_fail(TERRA_E_INVALID, "%s: triangle index %u past %zu vertices", m->path, m->triangles[t],
                               m->vertex_count);
+    /* Infinities or NaN would be written as "inf" / "nan" (OBJ) or as such floats (PLY, STL), which
+     * no reader takes for a position: refused before anything is written. */
+    for (size_t v = 0; v < m->vertex_count; v++) {
+        double p[3];
+        position(m, v, p);
+        if (!isfinite(p[0]) || !isfinite(p[1]) || !isfinite(p[2]))
+            return terra_fail(TERRA_E_INVALID, "%s: vertex %zu is at a non-finite position (%g, %g, %g); nothing written",
+                              m->path, v + 1, p[0], p[1], p[2]);
+        /* STL stores floats: past FLT_MAX a finite double becomes an infinity there. */
+        if (fmt == FMT_STL && (fabs(p[0]) > FLT_MAX || fabs(p[1]) > FLT_MAX || fabs(p[2]) > FLT_MAX))
+            return terra_fail(TERRA_E_INVALID, "%s: vertex %zu at (%g, %g, %g) is past the range of STL's floats; "
+                              "nothing written", m->path, v + 1, p[0], p[1], p[2]);
+        if (m->normals && (!isfinite(m->normals[3 * v]) || !isfinite(m->normals[3 * v + 1]) ||
+                           !isfinite(m->normals[3 * v + 2])))
+            return terra_fail(TERRA_E_INVALID, "%s: vertex %zu has a non-finite normal; nothing written", m->path, v + 1);
+    }
     char *tmp = NULL;
     void *fv = NULL;
     terra_status s = terra_io_open_temp(m->path, &tmp, &fv);

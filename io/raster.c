@@ -187,6 +187,11 @@ terra_status terra_raster_read_counted(const terra_raster_desc *d, int copies, t
             out->spacing_y *= m_per_deg;
         }
     }
+    st = terra_raster_check_extent(path, out);
+    if (st) {
+        memset(out, 0, sizeof *out);
+        goto done;
+    }
     hs = NULL;
 done:
     terra_free(hs);

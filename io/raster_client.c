@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,25 @@ terra_status terra_raster_check_budget(const char *path, int w, int h, int copie
                       "%s: raster %dx%d needs %.1f MiB to read, past the memory budget of %.1f MiB%s", path, w, h,
                       need / 1048576.0, (double)budget / 1048576.0,
                       max_bytes ? "" : " (half of physical memory)");
+}
+
+terra_status terra_raster_check_extent(const char *path, const terra_raster *r) {
+    const double *g = r->geo, w = r->width, h = r->height;
+    for (int i = 0; i < 4; i++) {
+        double c = (i & 1) ? w : 0, l = (i & 2) ? h : 0;
+        double x = g[0] + g[1] * c + g[2] * l, y = g[3] + g[4] * c + g[5] * l;
+        if (!isfinite(x) || !isfinite(y))
+            return terra_fail(TERRA_E_UNSUPPORTED,
+                              "%s: the georeferencing puts sample corner (%g, %g) at a non-finite coordinate "
+                              "(geotransform %g %g %g %g %g %g)",
+                              path, c, l, g[0], g[1], g[2], g[3], g[4], g[5]);
+    }
+    double sx = r->spacing_x, sy = r->spacing_y;
+    if (!(sx > 0) || !(sy > 0) || !isfinite(sx * w) || !isfinite(sy * h))
+        return terra_fail(TERRA_E_UNSUPPORTED,
+                          "%s: spacing %g x %g m over %dx%d samples gives a non-finite or empty extent", path, sx, sy,
+                          r->width, r->height);
+    return TERRA_OK;
 }
 
 /* Reads exactly n bytes (false at an early end or an error). */

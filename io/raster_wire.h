@@ -23,4 +23,9 @@ terra_status terra_raster_read_counted(const terra_raster_desc *desc, int copies
  * budget. Call before allocating anything of the raster's size. */
 terra_status terra_raster_check_budget(const char *path, int w, int h, int copies, size_t working, size_t max_bytes);
 
+/* TERRA_OK when out's georeferencing and spacing put every sample at finite coordinates (the
+ * geotransform at the raster's four corners, spacing times its size). Else TERRA_E_UNSUPPORTED
+ * naming the file: a mesh written from it would hold infinities. */
+terra_status terra_raster_check_extent(const char *path, const terra_raster *out);
+
 #endif
