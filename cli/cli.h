@@ -7,6 +7,7 @@
 
 #include "terra/select.h"
 #include "terra/source.h"
+#include "terra/stream.h"
 
 /* Exit codes of every subcommand. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -41,6 +42,10 @@ bool cli_parse_size(const char *s, int *w, int *h);
  * area), else the default world of `seed`. */
 terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel,
                              double *centre_eye);
+
+/* After drawing: if any tile failed to load (the streamer logged each once and drew its ancestor
+ * in its place), names the first few and the count on stderr and returns EXIT_FAIL; else EXIT_OK. */
+int cli_failed_tiles(const char *cmd, const terra_stream *stream);
 
 /* Subcommands: one file each (cli/cmd_NAME.c). */
 int cmd_fly(int argc, char **argv);

@@ -65,7 +65,8 @@ static void fly_usage(FILE *f) {
             "      --range0 M      range of level 0 in metres (default: 1.5x the smallest valid)\n"
             "  -q, --quiet         print the summary only\n"
             "  -h, --help          this help\n\n"
-            "Exit status: 0 on success, 1 on failure, 2 on bad usage.\n");
+            "Exit status: 0 on success, 1 on failure (also when a tile failed to load: it is reported\n"
+            "once, drawn as its ancestor and named at the end), 2 on bad usage.\n");
 }
 
 static terra_camera path_camera(const terra_source *src, double t) { return terra_fly_path_camera(src, t); }
@@ -451,6 +452,7 @@ int cmd_fly(int argc, char **argv) {
     printf("summary: mean tiles per level:");
     for (int l = 0; l < d->levels; l++) printf(" L%d %.1f", l, (double)level_sum[l] / n);
     printf("\n");
+    rc = cli_failed_tiles("fly", terra_gl_scene_stream(scene)); /* drawn as ancestors, but named and failed */
 done:
     for (int i = 0; i < 4; i++) free(ms[i]);
     free(raster);

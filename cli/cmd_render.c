@@ -35,7 +35,8 @@ static void render_usage(FILE *f) {
             "      --level-tint    colour tiles by level instead of surface\n"
             "      --no-morph      draw tiles unmorphed (shows what morphing hides)\n"
             "  -h, --help          this help\n\n"
-            "Exit status: 0 on success, 1 on failure, 2 on bad usage.\n");
+            "Exit status: 0 on success, 1 on failure, 2 on bad usage. A tile that fails to load (a damaged\n"
+            "archive) is reported once, drawn as its ancestor, and named at the end with exit status 1.\n");
 }
 
 int cmd_render(int argc, char **argv) {
@@ -152,6 +153,8 @@ int cmd_render(int argc, char **argv) {
         printf("wrote %s: %dx%d, eye %.1f,%.1f,%.1f; %d tiles, %d triangles, %d draw call%s%s\n", out, w, h, cam.eye.x,
                cam.eye.y, cam.eye.z, fs.tiles, fs.triangles, fs.draw_calls, fs.draw_calls == 1 ? "" : "s",
                fs.settled ? "" : " (streaming had not settled)");
+        /* a tile that failed is drawn as its ancestor, but the frame is not what was asked for */
+        rc = cli_failed_tiles("render", terra_gl_scene_stream(scene));
     }
     terra_gl_scene_destroy(scene);
     terra_gl_context_destroy(ctx);

@@ -264,6 +264,7 @@ int cmd_view(int argc, char **argv) {
         }
         glfwSwapBuffers(win);
     }
+    if (rc == EXIT_OK) rc = cli_failed_tiles("view", terra_gl_scene_stream(scene)); /* named at the end */
 done:
     free(rgb);
     terra_gl_scene_destroy(scene);

@@ -131,3 +131,21 @@ terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **
     }
     return st;
 }
+
+int cli_failed_tiles(const char *cmd, const terra_stream *stream) {
+    enum { SHOWN = 5 };
+    terra_tile_key keys[SHOWN];
+    const int n = terra_stream_failed(stream, keys, SHOWN);
+    const uint64_t total = terra_stream_get_stats(stream)->total_failed;
+    if (n == 0 && total == 0) return EXIT_OK;
+    if (n == 0) return cli_error(cmd, "%llu tile loads failed; the reasons are above", (unsigned long long)total);
+    char list[SHOWN * 40] = "";
+    size_t len = 0;
+    for (int i = 0; i < n && i < SHOWN; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d/%d/%d", i ? ", " : "", terra_tile_key_level(keys[i]),
+                                terra_tile_key_x(keys[i]), terra_tile_key_y(keys[i]));
+    return cli_error(cmd, "%d tile%s failed to load and %s drawn as %s ancestor%s (level/x/y): %s%s; the reasons are "
+                     "above",
+                     n, n == 1 ? "" : "s", n == 1 ? "was" : "were", n == 1 ? "its" : "their", n == 1 ? "" : "s", list,
+                     n > SHOWN ? ", ..." : "");
+}

@@ -93,7 +93,9 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
         stream_ms -= ss->select_ms;
         terra_gl_release_gone(s->gl, s->stream);
         fs->updates++;
-        fs->settled = ss->fallbacks == 0 && ss->uncovered == 0;
+        /* settled: every wanted tile stands or has failed (a failed tile is never asked for again,
+         * its ancestor stands in for good: waiting for it would only run out the clock) */
+        fs->settled = ss->waiting == 0;
         if (!settle || fs->settled || terra_now_s() > deadline) break;
         if (ss->in_flight == 0 && ss->ready == 0 && ss->arrived == 0 && ss->requested == 0) break; /* stuck: cache full */
         if (ss->pieces[TERRA_WORK_UPLOAD] == 0 && ss->arrived == 0) nap_ms(0.5); /* workers still meshing */
@@ -112,6 +114,7 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
     fs->triangles = gs->triangles;
     fs->draw_calls = gs->draw_calls;
     fs->fallbacks = ss->fallbacks;
+    fs->failed = ss->failed_wanted;
     for (int l = 0; l <= TERRA_TILE_MAX_LEVEL; l++) fs->per_level[l] = gs->per_level[l];
     fs->bytes_held = ss->bytes_held + gs->gpu_bytes;
     return TERRA_OK;

@@ -4,6 +4,7 @@
 #include "keymap.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ typedef struct mesh_job {
     float *scratch;
     bool busy;
     struct mesh_loader *loader;
+    char why[256]; /* the worker's terra_last_error() when the build failed */
 } mesh_job;
 
 typedef struct mesh_loader {
@@ -45,11 +47,14 @@ typedef struct mesh_loader {
     mesh_job *jobs;
     int njobs;
     int outstanding; /* submitted and not yet polled */
+    char why[256];   /* why the request polled last failed (the message is the worker thread's) */
 } mesh_loader;
 
 static void mesh_run(terra_job *j) {
     mesh_job *m = (mesh_job *)j;
     j->status = terra_grid_build(m->src, &m->loader->grid, m->key, m->buffer, m->scratch, NULL);
+    /* the reason lives in this worker's thread-local error: keep it for the main thread */
+    if (j->status != TERRA_OK) snprintf(m->why, sizeof m->why, "%s", terra_last_error());
 }
 
 static bool mesh_start(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity) {
@@ -94,6 +99,7 @@ static bool mesh_poll(void *user, uint64_t *ticket, terra_status *status, size_t
     *ticket = m->ticket;
     *status = j->status;
     *bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(l->grid.cells);
+    if (j->status != TERRA_OK) memcpy(l->why, m->why, sizeof l->why);
     m->busy = false;
     l->outstanding--;
     return true;
@@ -204,6 +210,12 @@ struct terra_stream {
     key_set fallback_set; /* ancestors drawn this frame (per camera) */
     int *order;           /* scratch: slot indices */
 
+    /* Tiles whose load failed, not asked for again until the source is replaced: a ring of at most
+     * max_failed keys, oldest at failed_head (forgotten first when it is full), and a map of them. */
+    terra_tile_key *failed_ring;
+    int failed_head, nfailed, max_failed;
+    key_map failed_index;
+
     /* budget */
     double spent_ms;
     double cost_sum[TERRA_WORK_KINDS];
@@ -247,6 +259,8 @@ void terra_stream_destroy(terra_stream *s) {
     terra_free(s->foci);
     set_free(&s->wanted_set);
     set_free(&s->fallback_set);
+    map_free(&s->failed_index);
+    terra_free(s->failed_ring);
     terra_free(s->wanted);
     terra_free(s->missing);
     terra_free(s->order);
@@ -325,6 +339,11 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     ok = ok && (s->wanted = terra_alloc(sizeof *s->wanted * (size_t)s->max_wanted)) != NULL;
     ok = ok && (s->missing = terra_alloc(sizeof *s->missing * (size_t)s->max_wanted)) != NULL;
     ok = ok && (s->order = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
+    /* the failure record holds what the cache holds, and at least every tile one focus can want in
+     * a frame: a view over ground that fails everywhere asks for each tile once */
+    s->max_failed = s->nslots > max_tiles + pinned ? s->nslots : max_tiles + pinned;
+    ok = ok && (s->failed_ring = terra_alloc(sizeof *s->failed_ring * (size_t)s->max_failed)) != NULL;
+    ok = ok && map_init(&s->failed_index, s->max_failed);
     for (int i = 0; ok && i < s->nslots; i++) ok = (s->slots[i].data = terra_alloc(s->tile_bytes)) != NULL;
     if (!ok) {
         terra_stream_destroy(s);
@@ -457,6 +476,30 @@ static void now_standing(terra_stream *s, int i) {
     map_put(&s->index, sl->key, i);
 }
 
+/* ---- failed tiles ------------------------------------------------------------------------------- */
+
+static bool is_failed(const terra_stream *s, terra_tile_key k) { return s->nfailed && map_get(&s->failed_index, k) >= 0; }
+
+/* Remembers a failed tile; when the record is full the oldest is forgotten. */
+static void record_failed(terra_stream *s, terra_tile_key k) {
+    if (is_failed(s, k)) return;
+    int at;
+    if (s->nfailed == s->max_failed) {
+        at = s->failed_head;
+        map_del(&s->failed_index, s->failed_ring[at]);
+        s->failed_head = (s->failed_head + 1) % s->max_failed;
+    } else {
+        at = (s->failed_head + s->nfailed++) % s->max_failed;
+    }
+    s->failed_ring[at] = k;
+    map_put(&s->failed_index, k, at);
+}
+
+static void forget_failures(terra_stream *s) {
+    for (int i = 0; i < s->nfailed; i++) map_del(&s->failed_index, s->failed_ring[(s->failed_head + i) % s->max_failed]);
+    s->nfailed = s->failed_head = 0;
+}
+
 static uint64_t ticket_of(const terra_stream *s, int i) {
     return ((uint64_t)s->slots[i].generation << 32) | (uint32_t)i;
 }
@@ -534,11 +577,16 @@ static void take_in(terra_stream *s) {
         }
         slot *sl = &s->slots[i];
         if (st != TERRA_OK || bytes > s->tile_bytes) {
-            terra_log(TERRA_LOG_WARN, "stream: tile (level %d, %d, %d) failed: %s", terra_tile_key_level(sl->key),
-                      terra_tile_key_x(sl->key), terra_tile_key_y(sl->key),
-                      st != TERRA_OK ? terra_error_string(st) : "larger than its buffer");
+            /* Failed once, for good: logged here, remembered so it is never asked for again (its
+             * ancestor stands in), and a stale tile it was to replace stays drawn meanwhile. */
+            const char *why = st != TERRA_OK ? (s->mesh && s->mesh->why[0] ? s->mesh->why : terra_error_string(st))
+                                             : "larger than its buffer";
+            terra_log(TERRA_LOG_WARN, "stream: tile %d/%d/%d failed and will not be asked for again: %s",
+                      terra_tile_key_level(sl->key), terra_tile_key_x(sl->key), terra_tile_key_y(sl->key), why);
+            record_failed(s, sl->key);
             release_slot(s, i);
             s->stats.failed++;
+            s->stats.total_failed++;
         } else {
             sl->bytes = bytes;
             if (s->d.upload) sl->state = SLOT_READY;
@@ -625,6 +673,8 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
     for (int k = 0; k < cl->nwanted; k++) {
         slot *sl = slot_of(s, cl->wanted[k].key);
         if (sl && sl->state == SLOT_STANDING) continue;
+        if (is_failed(s, cl->wanted[k].key)) s->stats.failed_wanted++; /* for good: the view settles without it */
+        else s->stats.waiting++;
         terra_tile_key a = cl->wanted[k].key;
         bool found = false;
         for (int l = cl->wanted[k].level; l < top && !found; l++) {
@@ -693,7 +743,9 @@ static void request_missing(terra_stream *s) {
     int n = 0;
     for (int k = 0; k < s->nwanted; k++) {
         const slot *have = slot_of(s, s->wanted[k].key);
-        if (!have || (have->stale && have->replacement < 0 && have->state != SLOT_LOADING)) s->missing[n++] = s->wanted[k];
+        if ((!have || (have->stale && have->replacement < 0 && have->state != SLOT_LOADING)) &&
+            !is_failed(s, s->wanted[k].key))
+            s->missing[n++] = s->wanted[k];
     }
     qsort(s->missing, (size_t)n, sizeof *s->missing, cmp_request);
     for (int k = 0; k < n && flying < s->d.max_in_flight; k++) {
@@ -762,9 +814,10 @@ terra_status terra_stream_update(terra_stream *s) {
     terra_stream_stats *st = &s->stats;
     const size_t peak = st->peak_bytes;
     const double worst = st->worst_work_ms;
-    const uint64_t total_req = st->total_requested, total_arr = st->total_arrived;
+    const uint64_t total_req = st->total_requested, total_arr = st->total_arrived, total_fail = st->total_failed;
     memset(st, 0, sizeof *st);
     st->peak_bytes = peak, st->worst_work_ms = worst, st->total_requested = total_req, st->total_arrived = total_arr;
+    st->total_failed = total_fail;
     st->frame = s->frame;
     st->bytes_cap = s->d.capacity_bytes;
     s->spent_ms = 0;
@@ -794,6 +847,7 @@ terra_status terra_stream_update(terra_stream *s) {
     st->bytes_held = (size_t)used * s->tile_bytes;
     if (st->bytes_held > st->peak_bytes) st->peak_bytes = st->bytes_held;
     st->wanted = s->nwanted;
+    st->failed_known = s->nfailed;
     for (int c = 0; c < s->d.max_cameras; c++)
         if (s->cams[c].handle) st->drawn += s->cams[c].ndraws;
     for (int i = 0; i < s->d.max_foci; i++) st->foci += s->foci[i].handle != 0;
@@ -843,11 +897,19 @@ bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key) {
 
 bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key) { return set_has(&s->wanted_set, key); }
 
+int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max) {
+    for (int i = 0; i < s->nfailed && i < max; i++) keys[i] = s->failed_ring[(s->failed_head + i) % s->max_failed];
+    return s->nfailed;
+}
+
+bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key) { return is_failed(s, key); }
+
 terra_status terra_stream_set_source(terra_stream *s, const terra_source *src) {
     if (!src) return terra_fail(TERRA_E_INVALID, "stream: no source given");
     s->d.source = src;
     terra_select_set_source(s->sel, src);
     if (s->mesh) s->mesh->src = src;
+    forget_failures(s); /* the new source may make them */
     for (int i = 0; i < s->nslots; i++)
         if (s->slots[i].state != SLOT_FREE) s->slots[i].stale = true;
     return TERRA_OK;

@@ -141,8 +141,10 @@ typedef struct terra_gl_frame_stats {
     double driver_ms;   /* inside the draw call (a software driver's vertex work), not terra's */
     int updates;        /* streamer updates this frame (more than 1 when settling) */
     int tiles, triangles, draw_calls, fallbacks, per_level[TERRA_TILE_MAX_LEVEL + 1];
+    int failed;         /* wanted tiles whose load failed, drawn as their ancestors (the streamer
+                           logged each once; terra_stream_failed lists them) */
     size_t bytes_held;  /* the streamer's tile memory plus the GPU buffers */
-    bool settled;       /* every wanted tile standing, nothing in flight */
+    bool settled;       /* every wanted tile standing or failed: nothing more will come */
 } terra_gl_frame_stats;
 
 typedef struct terra_gl_scene terra_gl_scene;

@@ -15,6 +15,13 @@
  *     ancestor and every other wanted tile under that ancestor is dropped, so the ground is
  *     covered exactly once, coarser for a moment where it is still streaming.
  *
+ * Failure: a tile whose load fails (the loader reports an error, or the tile overflows its buffer)
+ * is logged once (terra_log, TERRA_LOG_WARN; with the default loader the line gives the source's
+ * message), counted, and remembered: it is not asked for again until the source is replaced
+ * (terra_stream_set_source), and its nearest standing ancestor stands in for it for good. The
+ * record holds as many tiles as the cache, and at least as many as one focus can want in a frame
+ * (when it is full the oldest is forgotten, and asked for again if it is wanted again).
+ *
  * Memory: tile buffers are allocated once at creation, min(capacity_tiles, capacity_bytes /
  * tile_bytes) of them; tiles held plus tiles in flight never exceed either cap, and a frame
  * allocates nothing.
@@ -89,13 +96,17 @@ typedef struct terra_stream_stats {
     uint64_t frame;
     int foci, wanted, standing, ready, in_flight, drawn, fallbacks, uncovered;
     int requested, arrived, cancelled, evicted, unloaded, failed; /* this frame */
+    int waiting;       /* tiles the cameras want that are neither standing nor failed: still to come
+                          (0: every camera's view is settled) */
+    int failed_wanted; /* tiles the cameras want whose load failed: ancestors stand in for good */
+    int failed_known;  /* failed tiles remembered (not asked for again) */
     size_t bytes_held, bytes_cap, peak_bytes;                    /* held + ready + in flight */
     double work_ms, worst_work_ms;                               /* budgeted work this frame, worst so far */
     double update_ms;                                            /* the whole update this frame */
     double select_ms;                                            /* of which the CDLOD selections */
     double cost_ms[TERRA_WORK_KINDS];                            /* mean cost of one piece of each kind */
     int pieces[TERRA_WORK_KINDS];                                /* pieces of each kind this frame */
-    uint64_t total_requested, total_arrived;
+    uint64_t total_requested, total_arrived, total_failed;
 } terra_stream_stats;
 
 typedef struct terra_stream terra_stream;
@@ -150,6 +161,10 @@ int terra_stream_standing(const terra_stream *s, terra_tile_key *keys, int max);
 /* Whether a tile is standing; whether some focus wanted it this frame. */
 bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key);
 bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key);
+/* The failed tiles remembered (see Failure above), oldest first: keys, at most max; returns how
+ * many there are. Whether one tile is among them. */
+int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max);
+bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key);
 
 #ifdef __cplusplus
 }
