@@ -58,20 +58,109 @@ static void corners(const terra_mesh_out *m, size_t t, uint32_t out[3]) {
     out[2] = m->triangles[3 * t + (m->flip ? 1 : 2)];
 }
 
-/* Appends v to s in the shortest form that reads back exactly as the double (integers fast). */
-static char *put_num(char *s, double v) {
-    if (v == (double)(int64_t)v && fabs(v) < 1e15) {
-        int64_t i = (int64_t)v;
-        char tmp[24];
-        int n = 0;
-        bool neg = i < 0;
-        uint64_t u = neg ? (uint64_t)(-(i + 1)) + 1 : (uint64_t)i;
-        do tmp[n++] = (char)('0' + u % 10), u /= 10; while (u);
-        if (neg) *s++ = '-';
-        while (n) *s++ = tmp[--n];
+/* Appends u in decimal, two digits at a time. */
+static char *put_u64(char *s, uint64_t u) {
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                   "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                   "8081828384858687888990919293949596979899";
+    char tmp[24];
+    int n = 24;
+    while (u >= 100) {
+        unsigned k = (unsigned)(u % 100) * 2;
+        u /= 100;
+        tmp[--n] = pairs[k + 1], tmp[--n] = pairs[k];
+    }
+    if (u >= 10) {
+        tmp[--n] = pairs[2 * u + 1], tmp[--n] = pairs[2 * u];
+    } else {
+        tmp[--n] = (char)('0' + u);
+    }
+    memcpy(s, tmp + n, (size_t)(24 - n));
+    return s + (24 - n);
+}
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 u128;
+
+/* Appends v (non-integral, |v| in [0.01, 2^50)) as the fixed-point decimal with the fewest digits
+ * after the point that reads back as v when rounded to `bits` of mantissa (53: a double, 24: a
+ * float), the one nearest v among equals; NULL when it has no such form here (the caller prints).
+ * Exact: v = m 2^e, and a decimal c / 10^d reads back as v when it lies between v's rounding
+ * boundaries (4m -+ 2) 2^(e-2) (4m - 1 below a power of two), ends included when m is even
+ * (ties go to even); both sides are compared as integers, c 2^(2-e) against N 10^d, in 128 bits
+ * (m 10^d stays under 2^125 for the d tried). For floats d stays at most 11: a decimal that short
+ * is never within a double's rounding of a float boundary, so reading it as a double and then
+ * rounding to float gives v too (the --check-mesh reader does that). */
+static char *put_shortest(char *s, double v, int bits) {
+    int E;
+    double f = frexp(fabs(v), &E);
+    uint64_t m = (uint64_t)ldexp(f, bits);
+    int e = E - bits;
+    if (e >= -1 || e < -100) return NULL;
+    const unsigned t = (unsigned)-e, sh = t + 2;
+    const u128 hi = (u128)(4 * m + 2);
+    const u128 lo = (u128)(m == (uint64_t)1 << (bits - 1) ? 4 * m - 1 : 4 * m - 2);
+    const bool closed = (m & 1) == 0;
+    const int dmax = bits == 24 ? 11 : 21;
+    u128 p10 = 1;
+    for (int d = 0; d <= dmax; d++, p10 *= 10) {
+        u128 X = (u128)m * p10; /* v 10^d = X / 2^t */
+        u128 c0 = X >> t, rem = X - (c0 << t), half = (u128)1 << (t - 1);
+        u128 lo10 = lo * p10, hi10 = hi * p10;
+        u128 cand[2] = {c0, c0 + 1};
+        int best = -1;
+        for (int i = 0; i < 2; i++) {
+            u128 a = cand[i] << sh;
+            bool in = closed ? (a >= lo10 && a <= hi10) : (a > lo10 && a < hi10);
+            if (!in) continue;
+            if (best < 0 || (i == 1 && (rem > half || (rem == half && (c0 & 1))))) best = i;
+        }
+        if (best < 0) continue;
+        u128 c = cand[best];
+        if (c >> 63) return NULL;
+        uint64_t ip = (uint64_t)(c / p10), fr = (uint64_t)(c % p10);
+        if (v < 0) *s++ = '-';
+        s = put_u64(s, ip);
+        if (d > 0) {
+            *s++ = '.';
+            char digits[24];
+            char *q = put_u64(digits, fr);
+            int nd = (int)(q - digits);
+            for (int k = nd; k < d; k++) *s++ = '0';
+            memcpy(s, digits, (size_t)nd);
+            s += nd;
+        }
         return s;
     }
-    return s + sprintf(s, "%.17g", v);
+    return NULL;
+}
+#else
+static char *put_shortest(char *s, double v, int bits) {
+    (void)s, (void)v, (void)bits;
+    return NULL;
+}
+#endif
+
+/* Appends v so that it reads back exactly as the double: integers as such, most others as the
+ * shortest fixed-point decimal, the rest as %.17g. */
+static char *put_num(char *s, double v) {
+    if (v == (double)(int64_t)v && fabs(v) < 1e15) {
+        if (v < 0) {
+            *s++ = '-';
+            return put_u64(s, (uint64_t)-(int64_t)v);
+        }
+        return put_u64(s, (uint64_t)v);
+    }
+    char *e = fabs(v) >= 0.01 && fabs(v) < 0x1p50 ? put_shortest(s, v, 53) : NULL;
+    return e ? e : s + sprintf(s, "%.17g", v);
+}
+
+/* Appends a float height so that it reads back as the same float (as a float, or as a double
+ * then rounded to float): as put_num, with %.9g (nine significant digits suffice) for the rest. */
+static char *put_height(char *s, double v) {
+    if (v == (double)(int64_t)v && fabs(v) < 1e15) return put_num(s, v);
+    char *e = fabs(v) >= 0.01 && fabs(v) < 0x1p50 ? put_shortest(s, v, 24) : NULL;
+    return e ? e : s + sprintf(s, "%.9g", v);
 }
 
 static bool write_obj(FILE *f, const terra_mesh_out *m) {
@@ -84,9 +173,7 @@ static bool write_obj(FILE *f, const terra_mesh_out *m) {
         *s++ = 'v';
         for (int i = 0; i < 3; i++) {
             *s++ = ' ';
-            /* z of a float height: 9 significant digits give the float back exactly. */
-            s = (i == 2 && !m->xyz) ? (p[2] == (double)(int64_t)p[2] ? put_num(s, p[2]) : s + sprintf(s, "%.9g", p[2]))
-                                    : put_num(s, p[i]);
+            s = (i == 2 && !m->xyz) ? put_height(s, p[2]) : put_num(s, p[i]);
         }
         *s++ = '\n';
         fwrite(line, 1, (size_t)(s - line), f);
@@ -101,8 +188,8 @@ static bool write_obj(FILE *f, const terra_mesh_out *m) {
         *s++ = 'f';
         for (int i = 0; i < 3; i++) {
             *s++ = ' ';
-            s = put_num(s, (double)k[i] + 1);
-            if (m->normals) *s++ = '/', *s++ = '/', s = put_num(s, (double)k[i] + 1);
+            s = put_u64(s, (uint64_t)k[i] + 1);
+            if (m->normals) *s++ = '/', *s++ = '/', s = put_u64(s, (uint64_t)k[i] + 1);
         }
         *s++ = '\n';
         fwrite(line, 1, (size_t)(s - line), f);

@@ -319,6 +319,89 @@ static void test_raster_memory_budget(void) {
     remove(big);
 }
 
+/* Reads the v lines of an OBJ as text: x, y, z strings of each vertex. */
+static size_t obj_vertices(const char *path, char (*fields)[3][40], size_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char line[256];
+    size_t n = 0;
+    while (fgets(line, sizeof line, f) && n < cap)
+        if (line[0] == 'v' && line[1] == ' ' && sscanf(line + 2, "%39s %39s %39s", fields[n][0], fields[n][1], fields[n][2]) == 3)
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* OBJ numbers read back exactly: doubles (x, y, and z given as doubles) as the same double, float
+ * heights as the same float, read as a float or as a double rounded to float, the same values as
+ * the printf forms written before (%.17g, %.9g). */
+static void test_obj_numbers_round_trip(void) {
+    enum { N = 20000 };
+    static double xyz[3 * N];
+    static int32_t xy[2 * N];
+    static float z[N];
+    static char fields[N][3][40];
+    unsigned long long seed = 12;
+    for (size_t i = 0; i < N; i++) {
+        /* Magnitudes from 1e-6 to 1e16 (both sides of the fast form's range), integers, halves, negatives. */
+        double mag = pow(10.0, test_rand_range(&seed, -6, 16));
+        double v = test_rand_range(&seed, -mag, mag);
+        if (i % 7 == 0) v = round(v);
+        if (i % 11 == 0) v = round(v * 2) / 2;
+        if (i % 13 == 0) v = round(v * 10) / 10; /* decimetres, the common case */
+        xyz[i] = v;
+        z[i] = (float)(i % 3 == 0 ? v : test_rand_range(&seed, -500, 9000));
+        if (i % 17 == 0) z[i] = (float)(round(test_rand_range(&seed, -5000, 90000)) * 0.1);
+        if (i % 19 == 0) z[i] = nextafterf(z[i], INFINITY);
+        xy[2 * i] = (int32_t)(i % 1000), xy[2 * i + 1] = (int32_t)(i / 1000);
+    }
+    xyz[0] = 0.1, xyz[1] = -0.01, xyz[2] = 0x1p50 - 0.5, xyz[3] = 5e-324, xyz[4] = 1.7976931348623157e308;
+    z[0] = 0.01f, z[1] = -0.0099999f, z[2] = 16777215.0f, z[3] = 8388607.5f, z[4] = 1e-40f, z[5] = -0.0f;
+    char obj[300];
+    in_dir("numbers.obj", obj, sizeof obj);
+    /* Doubles: 3 per vertex. */
+    terra_mesh_out o = {.path = obj, .vertex_count = N / 3, .xyz = xyz};
+    CHECK(terra_io_write_mesh(&o) == TERRA_OK, "%s", terra_last_error());
+    size_t n = obj_vertices(obj, fields, N);
+    CHECK(n == N / 3, "%zu vertices", n);
+    size_t bad = 0;
+    for (size_t v = 0; v < n; v++)
+        for (int k = 0; k < 3; k++) {
+            double want = xyz[3 * v + k], got = strtod(fields[v][k], NULL);
+            char old[40];
+            snprintf(old, sizeof old, "%.17g", want);
+            /* == , not bits: -0 has always been written as 0 */
+            if (got != want || strtod(old, NULL) != got) {
+                if (bad++ < 5) CHECK(0, "%.17g written as %s", want, fields[v][k]);
+            }
+        }
+    CHECK(bad == 0, "%zu doubles differ", bad);
+    /* Float heights: x, y from columns and rows through an affine map with fractional steps. */
+    terra_mesh_out h = {.path = obj, .vertex_count = N, .xy = xy, .z = z, .affine = {0.5, 0.37, 0, 1000, 0, -0.37}};
+    CHECK(terra_io_write_mesh(&h) == TERRA_OK, "%s", terra_last_error());
+    n = obj_vertices(obj, fields, N);
+    CHECK(n == N, "%zu vertices", n);
+    bad = 0;
+    size_t shorter = 0;
+    for (size_t v = 0; v < n; v++) {
+        double x = 0.5 + 0.37 * xy[2 * v], y = 1000 - 0.37 * xy[2 * v + 1];
+        if (strtod(fields[v][0], NULL) != x || strtod(fields[v][1], NULL) != y) {
+            if (bad++ < 5) CHECK(0, "x, y %.17g %.17g written as %s %s", x, y, fields[v][0], fields[v][1]);
+        }
+        float want = z[v];
+        char old[40];
+        snprintf(old, sizeof old, "%.9g", (double)want);
+        float as_float = strtof(fields[v][2], NULL), via_double = (float)strtod(fields[v][2], NULL);
+        if (as_float != want || via_double != want || (float)strtod(old, NULL) != want) {
+            if (bad++ < 5) CHECK(0, "height %.9g written as %s", (double)want, fields[v][2]);
+        }
+        shorter += strlen(fields[v][2]) < strlen(old);
+    }
+    CHECK(bad == 0, "%zu numbers differ", bad);
+    CHECK(shorter > N / 10, "only %zu heights shorter than %%.9g", shorter);
+    remove(obj);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "io_files_%ld", (long)getpid());
     if (mkdir(dir, 0777) != 0) {
@@ -331,6 +414,7 @@ int main(void) {
     RUN(test_mesh_refuses_non_finite);
     RUN(test_raster_refuses_non_finite_extent);
     RUN(test_raster_memory_budget);
+    RUN(test_obj_numbers_round_trip);
     rmdir(dir);
     return finish();
 }
