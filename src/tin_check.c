@@ -2,7 +2,13 @@
  *
  * It shares no code with the mesher: each triangle is rasterised over its bounding box with exact
  * 64-bit edge functions (no spans, no incremental updates), and heights are interpolated in long
- * double from the mesh's own vertex heights. It works on any tool's output in sample units. */
+ * double from the mesh's own vertex heights. It works on any tool's output in sample units.
+ *
+ * Exactness: a vertex used by a triangle must lie within TERRA_TIN_CHECK_MAX_COORD of the origin
+ * (checked; refused otherwise). Then every coordinate difference is below 2^31, every product
+ * below 2^62 and every edge function (a difference of two products) below 2^63: int64 holds them
+ * all exactly. The total area is summed saturating, since it only has to be compared with the
+ * raster's. */
 #include "terra/tin.h"
 
 #include <math.h>
@@ -32,7 +38,10 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
     long double maxe = 0;
     int wx = 0, wy = 0;
     int sign = 0;
-    int64_t area_sum = 0;
+    /* Twice the raster's area, below 2^33; the sum saturates at 2^63 (each term is below 2^63, so
+     * the unsigned sum never wraps). */
+    const uint64_t area_cap = (uint64_t)1 << 63;
+    uint64_t area_sum = 0;
     for (size_t t = 0; t < triangle_count; t++) {
         uint32_t v[3] = {tri[3 * t], tri[3 * t + 1], tri[3 * t + 2]};
         if (v[0] >= vertex_count || v[1] >= vertex_count || v[2] >= vertex_count) {
@@ -45,6 +54,14 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
             x[i] = xy[2 * v[i]];
             y[i] = xy[2 * v[i] + 1];
             zz[i] = (long double)z[v[i]];
+            if (x[i] <= -TERRA_TIN_CHECK_MAX_COORD || x[i] >= TERRA_TIN_CHECK_MAX_COORD ||
+                y[i] <= -TERRA_TIN_CHECK_MAX_COORD || y[i] >= TERRA_TIN_CHECK_MAX_COORD) {
+                terra_free(cov);
+                return terra_fail(TERRA_E_INVALID,
+                                  "tin check: triangle %zu: vertex %u at (%lld, %lld) is outside the checker's range "
+                                  "(coordinates within +-%lld samples)",
+                                  t, v[i], (long long)x[i], (long long)y[i], (long long)TERRA_TIN_CHECK_MAX_COORD - 1);
+            }
         }
         int64_t a = (x[1] - x[0]) * (y[2] - y[0]) - (y[1] - y[0]) * (x[2] - x[0]);
         if (a == 0) {
@@ -54,7 +71,7 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
         int s = a > 0 ? 1 : -1;
         if (!sign) sign = s;
         if (s != sign) r->flipped++;
-        area_sum += a > 0 ? a : -a;
+        if (area_sum < area_cap) area_sum += (uint64_t)(a > 0 ? a : -a);
         int64_t x0 = x[0], x1 = x[0], y0 = y[0], y1 = y[0];
         for (int i = 1; i < 3; i++) {
             if (x[i] < x0) x0 = x[i];
@@ -129,7 +146,7 @@ terra_status terra_tin_check(const float *heights, int width, int height, const 
     r->rms_error = r->samples ? sqrt(sum2 / (double)r->samples) : 0.0;
     r->worst_x = wx;
     r->worst_y = wy;
-    r->area_exact = !holes && area_sum == 2 * (int64_t)(W - 1) * (int64_t)(H - 1);
+    r->area_exact = !holes && area_sum == 2 * (uint64_t)(W - 1) * (uint64_t)(H - 1);
     terra_free(cov);
     return TERRA_OK;
 }

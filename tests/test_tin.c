@@ -291,6 +291,38 @@ static void test_checker_catches(void) {
     CHECK(r.flipped == 1);
 }
 
+/* Coordinates far outside the raster: exact up to +-2^30 (a billion samples away, several huge
+ * triangles whose areas add up past 2^63), refused beyond it; never a signed overflow (UBSan). */
+static void test_checker_far_coordinates(void) {
+    enum { W = 5, H = 4 };
+    float hs[W * H];
+    for (int i = 0; i < W * H; i++) hs[i] = 7;
+    const int32_t B = 1000000000, M = (int32_t)(TERRA_TIN_CHECK_MAX_COORD - 1);
+    /* Four triangles fanned around (2, 1) out to +-1e9: they cover the raster once between them. */
+    int32_t xy[10] = {2, 1, -B, -B, B, -B, B, B, -B, B};
+    float z[5] = {7, 7, 7, 7, 7};
+    uint32_t tri[12] = {0, 1, 2, 0, 2, 3, 0, 3, 4, 0, 4, 1};
+    terra_tin_check_result r;
+    CHECK(terra_tin_check(hs, W, H, xy, z, 5, tri, 4, NULL, &r) == TERRA_OK, "%s", terra_last_error());
+    CHECK(r.uncovered == 0 && r.max_error == 0 && r.degenerate == 0 && r.flipped == 0, "uncovered %zu max %g",
+          r.uncovered, r.max_error);
+    CHECK(!r.area_exact, "the triangles cover far more than the raster");
+    /* One triangle reaching the last coordinate accepted on every side: still exact. */
+    int32_t xy2[6] = {-M, -M, M, -M, 0, M};
+    float z2[3] = {0, 0, 0};
+    uint32_t t1[3] = {0, 1, 2};
+    float flat[W * H];
+    for (int i = 0; i < W * H; i++) flat[i] = 0;
+    CHECK(terra_tin_check(flat, W, H, xy2, z2, 3, t1, 1, NULL, &r) == TERRA_OK, "%s", terra_last_error());
+    CHECK(r.uncovered == 0 && r.max_error == 0);
+    /* One step further is refused with the vertex named, not computed wrongly. */
+    int32_t xy3[6] = {INT32_MIN, INT32_MIN, INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX};
+    CHECK(terra_tin_check(flat, W, H, xy3, z2, 3, t1, 1, NULL, &r) == TERRA_E_INVALID);
+    CHECK(strstr(terra_last_error(), "outside") != NULL, "%s", terra_last_error());
+    xy2[2] = M + 1;
+    CHECK(terra_tin_check(flat, W, H, xy2, z2, 3, t1, 1, NULL, &r) == TERRA_E_INVALID);
+}
+
 static void test_level_for_distance(void) {
     const double lv[4] = {16, 4, 1, 0.25};
     int prev = -1;
@@ -321,6 +353,7 @@ int main(void) {
     RUN(test_stop_rules);
     RUN(test_bad_input);
     RUN(test_checker_catches);
+    RUN(test_checker_far_coordinates);
     RUN(test_level_for_distance);
     return finish();
 }

@@ -114,7 +114,12 @@ typedef struct terra_tin_check_result {
     bool area_exact;            /* hole-free raster: triangle areas add up to the raster exactly */
 } terra_tin_check_result;
 
-/* vertices: xy (2 per vertex, sample units; may lie outside the raster), z (metres);
+/* Vertices a checked triangle uses lie strictly within this many samples of the origin (2^30):
+ * the checker's integer arithmetic is then exact in 64 bits. Others are refused (TERRA_E_INVALID). */
+#define TERRA_TIN_CHECK_MAX_COORD ((int64_t)1 << 30)
+
+/* vertices: xy (2 per vertex, sample units; may lie outside the raster, within
+ * TERRA_TIN_CHECK_MAX_COORD), z (metres);
  * err_out: optional width*height floats receiving each sample's error (NaN: hole, -1: uncovered). */
 terra_status terra_tin_check(const float *heights, int width, int height, const int32_t *xy, const float *z,
                              size_t vertex_count, const uint32_t *triangles, size_t triangle_count, float *err_out,
