@@ -8,16 +8,34 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Per-tile lines printed before only a count follows: a hostile archive with 100k bad tiles
+ * must not print 100k lines. */
+#define REPORT_LINES 20
+
 static void help(FILE *f) {
     fprintf(f, "Usage: terra info [OPTIONS] ARCHIVE\n\n"
                "Prints an archive's frame, bounds, levels, tiles and bytes per level, geometric error per\n"
                "level and sizes.\n\n"
                "Options:\n"
-               "  --verify   read every tile and check its checksum (exit 1 if any is damaged)\n"
+               "  --verify   read, decompress and decode every tile with the rules terra's readers apply\n"
+               "             (checksums, sizes, counts, indices, edges, finite header values, and for\n"
+               "             terra bake's grids the lattice); names each bad tile (the first %d, then a\n"
+               "             count) and exits 1 if any is bad\n"
                "  --json     print the archive's metadata block (JSON) and nothing else\n"
                "  --tile Z/X/Y  decode one tile (Cesium z/x/y, as terra export names it) and print its\n"
                "             header, counts, extensions and FNV-1a hashes of the decoded arrays as JSON\n"
-               "  -h, --help this text\n");
+               "  -h, --help this text\n",
+            REPORT_LINES);
+}
+
+typedef struct report_state {
+    uint64_t seen;
+} report_state;
+
+static void report_tile(void *user, uint64_t index, const terra_archive_entry *e, terra_status st, const char *problem) {
+    (void)index, (void)e, (void)st;
+    report_state *r = user;
+    if (r->seen++ < REPORT_LINES) fprintf(stderr, "terra info: %s\n", problem);
 }
 
 static uint32_t fnv(uint32_t h, uint32_t x) {
@@ -37,13 +55,14 @@ static int print_tile(terra_archive *a, const char *zxy) {
     terra_tile_key key;
     if (terra_archive_tms_map(a, &map) != TERRA_OK) return cli_error("info", "%s", terra_last_error());
     if (!terra_tms_to_key(&map, z, x, y, &key)) return cli_error("info", "no tile %s", zxy);
-    uint8_t *raw;
-    size_t n;
-    if (terra_archive_read_tile(a, key, &raw, &n, NULL) != TERRA_OK) return cli_error("info", "%s", terra_last_error());
+    /* the same rules as every reader (and --verify): a tile they refuse is not printed */
+    terra_archive_entry e;
+    terra_tile_rules rules;
     terra_qmesh m;
-    terra_status st = terra_qmesh_decode(raw, n, NULL, &m);
-    terra_free(raw);
-    if (st) return cli_error("info", "%s", terra_last_error());
+    if (terra_archive_find(a, key, &e) != TERRA_OK || terra_archive_tile_rules(a, &rules) != TERRA_OK ||
+        terra_archive_check_tile(a, &e, &rules, &m, NULL) != TERRA_OK)
+        return cli_error("info", "%s", terra_last_error());
+    const size_t n = e.raw_size;
     uint32_t hu = 0x811c9dc5u, hv = hu, hh = hu, hi = hu, hn = hu, hm = hu;
     for (uint32_t i = 0; i < m.vertex_count; i++) hu = fnv(hu, m.u[i]), hv = fnv(hv, m.v[i]), hh = fnv(hh, m.h[i]);
     for (size_t i = 0; i < (size_t)m.triangle_count * 3; i++) hi = fnv(hi, m.indices[i]);
@@ -126,10 +145,13 @@ int cmd_info(int argc, char **argv) {
     uint64_t tiles[32] = {0}, bytes[32] = {0}, raw[32] = {0};
     double emax[32] = {0}, edge[32] = {0};
     int status = EXIT_OK;
+    uint64_t damaged_entries = 0;
     for (uint64_t i = 0; i < I->tile_count; i++) {
         terra_archive_entry e;
         if (terra_archive_entry_at(a, i, &e) != TERRA_OK) {
-            fprintf(stderr, "terra info: %s\n", terra_last_error());
+            /* --verify names each bad tile once, these among them */
+            if (!verify && damaged_entries < REPORT_LINES) fprintf(stderr, "terra info: %s\n", terra_last_error());
+            damaged_entries++;
             status = EXIT_FAIL;
             continue;
         }
@@ -140,6 +162,9 @@ int cmd_info(int argc, char **argv) {
         if (e.geometric_error > emax[l]) emax[l] = e.geometric_error;
         if (e.longest_edge > edge[l]) edge[l] = e.longest_edge;
     }
+    if (!verify && damaged_entries > REPORT_LINES)
+        fprintf(stderr, "terra info: %s: ... %llu damaged index entries in all (the first %d named)\n", path,
+                (unsigned long long)damaged_entries, REPORT_LINES);
     printf("tiles       %llu\n\n", (unsigned long long)I->tile_count);
     printf("level      tiles         bytes   bytes/tile     raw bytes   max error m  longest edge m\n");
     uint64_t tb = 0, tr = 0;
@@ -164,11 +189,18 @@ int cmd_info(int argc, char **argv) {
     cJSON_Delete(meta);
     if (verify) {
         uint64_t bad = 0;
-        if (terra_archive_verify(a, &bad) != TERRA_OK) {
-            fprintf(stderr, "terra info: %s\n", terra_last_error());
-            status = EXIT_FAIL;
-        } else {
+        report_state r = {0};
+        terra_status st = terra_archive_verify_tiles(a, report_tile, &r, &bad);
+        if (st == TERRA_OK) {
             printf("verify      all %llu tiles intact\n", (unsigned long long)I->tile_count);
+        } else {
+            if (bad > REPORT_LINES)
+                fprintf(stderr, "terra info: %s: ... and %llu more bad tiles\n", path,
+                        (unsigned long long)(bad - REPORT_LINES));
+            if (bad) fprintf(stderr, "terra info: %s: %llu of %llu tiles bad\n", path, (unsigned long long)bad,
+                             (unsigned long long)I->tile_count);
+            else fprintf(stderr, "terra info: %s\n", terra_last_error());
+            status = EXIT_FAIL;
         }
     }
     terra_archive_close(a);

@@ -164,16 +164,14 @@ terra_status terra_decompress(terra_compression c, const void *src, size_t n, si
     return terra_fail(TERRA_E_CORRUPT, "unknown compression %d", (int)c);
 }
 
-/* A decoded tile is at most ~16 M vertices; 512 MiB bounds any honest tile. */
-#define MAX_TILE_BYTES ((size_t)512 << 20)
-
 terra_status terra_qmesh_decode_any(const uint8_t *data, size_t size, const terra_qmesh_decode_desc *desc,
                                     terra_qmesh *out) {
     if (!terra_is_gzip(data, size)) return terra_qmesh_decode(data, size, desc, out);
     uint8_t *raw;
     size_t n;
     memset(out, 0, sizeof *out);
-    terra_status st = terra_decompress(TERRA_COMPRESS_GZIP, data, size, MAX_TILE_BYTES, &raw, &n);
+    /* the archive's cap on a tile serves loose tiles too: nothing honest comes near it */
+    terra_status st = terra_decompress(TERRA_COMPRESS_GZIP, data, size, TERRA_ARCHIVE_MAX_RAW_SIZE, &raw, &n);
     if (st) return st;
     st = terra_qmesh_decode(raw, n, desc, out);
     terra_free(raw);
@@ -221,10 +219,24 @@ terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **da
 
 /* ---- reading tiles ------------------------------------------------------------------------------ */
 
+#define TILE_FMT "%s: tile %d/%d/%d"
+#define TILE_ARGS(a, e) terra_archive_path(a), terra_tile_key_level((e)->key), terra_tile_key_x((e)->key), terra_tile_key_y((e)->key)
+
+/* The current message after the tile's name (copied first: terra_fail writes over it). */
+static terra_status fail_in_tile(terra_status st, const terra_archive *a, const terra_archive_entry *e) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", terra_last_error());
+    return terra_fail(st, TILE_FMT ": %s", TILE_ARGS(a, e), msg);
+}
+
 terra_status terra_archive_read_entry(const terra_archive *a, const terra_archive_entry *e, uint8_t **raw,
                                       size_t *raw_size) {
     *raw = NULL;
     *raw_size = 0;
+    /* terra_archive_entry_at refuses these already; an entry the caller made up gets the same rules */
+    if (e->raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE || (e->compression == TERRA_COMPRESS_NONE && e->raw_size != e->size))
+        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": states %u raw bytes for %u stored (cap %u)", TILE_ARGS(a, e),
+                          e->raw_size, e->size, TERRA_ARCHIVE_MAX_RAW_SIZE);
     uint8_t *stored = terra_alloc(e->size ? e->size : 1);
     if (!stored) return terra_fail(TERRA_E_NOMEM, "archive: out of memory for a tile of %u bytes", e->size);
     terra_status st = terra_archive_read_stored(a, e, stored, e->size);
@@ -234,14 +246,19 @@ terra_status terra_archive_read_entry(const terra_archive *a, const terra_archiv
             *raw_size = e->size;
             stored = NULL;
         } else {
-            st = terra_decompress((terra_compression)e->compression, stored, e->size,
-                                  e->raw_size < MAX_TILE_BYTES ? e->raw_size : MAX_TILE_BYTES, raw, raw_size);
-            if (st == TERRA_OK && *raw_size != e->raw_size) {
+            /* Decompression stops at the stated raw size: a bomb costs at most that much. */
+            st = terra_decompress((terra_compression)e->compression, stored, e->size, e->raw_size, raw, raw_size);
+            if (st == TERRA_E_CAPACITY)
+                st = terra_fail(TERRA_E_CORRUPT, TILE_FMT ": decompresses to more than its stated %u bytes",
+                                TILE_ARGS(a, e), e->raw_size);
+            else if (st)
+                st = fail_in_tile(st, a, e);
+            else if (*raw_size != e->raw_size) {
+                st = terra_fail(TERRA_E_CORRUPT, TILE_FMT ": decompressed to %zu bytes, %u stated", TILE_ARGS(a, e),
+                                *raw_size, e->raw_size);
                 terra_free(*raw);
                 *raw = NULL;
-                st = terra_fail(TERRA_E_CORRUPT, "archive: tile %d/%d/%d decompressed to %zu bytes, %u expected",
-                                terra_tile_key_level(e->key), terra_tile_key_x(e->key), terra_tile_key_y(e->key),
-                                *raw_size, e->raw_size);
+                *raw_size = 0;
             }
         }
     }
@@ -258,6 +275,182 @@ terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key,
     if (st) return st;
     if (entry) *entry = e;
     return terra_archive_read_entry(a, &e, raw, raw_size);
+}
+
+/* ---- the rules every reader applies to a tile ------------------------------------------------- */
+
+static bool is_pow2_cells(uint32_t n) { return n >= 2 && n <= 256 && (n & (n - 1)) == 0; }
+
+/* n when vc = (n + 1)^2 for a power of two n in 2..256, else 0. */
+static uint32_t grid_cells_of(uint32_t vc) {
+    uint32_t s = (uint32_t)lround(sqrt((double)vc));
+    return s >= 1 && s * s == vc && is_pow2_cells(s - 1) ? s - 1 : 0;
+}
+
+static terra_status check_header(const terra_archive *a, const terra_archive_entry *e, const terra_qmesh_header *H) {
+    static const char *names[] = {"centre x",        "centre y",        "centre z",        "sphere centre x",
+                                  "sphere centre y", "sphere centre z", "sphere radius",   "horizon point x",
+                                  "horizon point y", "horizon point z", "minimum height",  "maximum height"};
+    const double v[12] = {H->center[0],        H->center[1],        H->center[2],    H->sphere_center[0],
+                          H->sphere_center[1], H->sphere_center[2], H->sphere_radius, H->horizon[0],
+                          H->horizon[1],       H->horizon[2],       H->min_height,   H->max_height};
+    for (int k = 0; k < 12; k++)
+        if (!isfinite(v[k]))
+            return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": header %s is %g", TILE_ARGS(a, e), names[k], v[k]);
+    if (H->sphere_radius < 0 || H->min_height > H->max_height)
+        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": header heights %g..%g, sphere radius %g", TILE_ARGS(a, e),
+                          (double)H->min_height, (double)H->max_height, H->sphere_radius);
+    return TERRA_OK;
+}
+
+/* The lattice rule: every vertex on a point of the n-cell grid, every point once. gv[(n+1)^2]. */
+static terra_status check_grid(const terra_archive *a, const terra_archive_entry *e, const terra_qmesh *m, uint32_t n,
+                               uint32_t *gv) {
+    const uint32_t side = n + 1, points = side * side;
+    if (m->vertex_count != points)
+        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": %u vertices, not a grid of %u x %u cells as the archive's tiles are",
+                          TILE_ARGS(a, e), m->vertex_count, n, n);
+    if (m->header.min_height < e->min_height || m->header.max_height > e->max_height)
+        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": heights %g..%g outside the index's %g..%g", TILE_ARGS(a, e),
+                          (double)m->header.min_height, (double)m->header.max_height, (double)e->min_height,
+                          (double)e->max_height);
+    for (uint32_t k = 0; k < points; k++) gv[k] = UINT32_MAX;
+    for (uint32_t k = 0; k < m->vertex_count; k++) {
+        /* u, v are 0..32767 (the decoder's rule), so i, j are 0..n; the round trip finds off-grid ones */
+        const uint32_t u = m->u[k], v = m->v[k];
+        const uint32_t i = (uint32_t)lround(u * (double)n / TERRA_QMESH_MAX_COORD);
+        const uint32_t j = (uint32_t)lround(v * (double)n / TERRA_QMESH_MAX_COORD);
+        if (u > TERRA_QMESH_MAX_COORD || v > TERRA_QMESH_MAX_COORD || i > n || j > n ||
+            lround((double)i * TERRA_QMESH_MAX_COORD / n) != (long)u || lround((double)j * TERRA_QMESH_MAX_COORD / n) != (long)v)
+            return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": vertex %u (u %u, v %u) is off the %u-cell grid", TILE_ARGS(a, e),
+                              k, u, v, n);
+        uint32_t *at = &gv[j * side + i];
+        if (*at != UINT32_MAX)
+            return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": vertices %u and %u both sit at grid point (%u, %u)",
+                              TILE_ARGS(a, e), *at, k, i, j);
+        *at = k;
+    }
+    /* points vertices on distinct points of `points`: every point is covered */
+    return TERRA_OK;
+}
+
+terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
+                                      terra_qmesh *mesh, uint32_t *grid_vertex) {
+    terra_qmesh m;
+    memset(&m, 0, sizeof m);
+    if (mesh) memset(mesh, 0, sizeof *mesh);
+    const uint32_t n = rules ? (uint32_t)rules->grid_cells : 0;
+    if (rules && rules->grid_cells && !is_pow2_cells(n))
+        return terra_fail(TERRA_E_INVALID, "archive check: grid_cells %d is not a power of two in 2..256", rules->grid_cells);
+    uint8_t *raw = NULL;
+    size_t raw_n = 0;
+    terra_status st = terra_archive_read_entry(a, e, &raw, &raw_n);
+    if (st) return st;
+    st = terra_qmesh_decode(raw, raw_n, NULL, &m);
+    terra_free(raw);
+    if (st) return fail_in_tile(st, a, e);
+    st = check_header(a, e, &m.header);
+    if (!st && n) {
+        uint32_t *gv = grid_vertex ? grid_vertex : terra_alloc(((size_t)n + 1) * (n + 1) * sizeof *gv);
+        st = gv ? check_grid(a, e, &m, n, gv) : terra_fail(TERRA_E_NOMEM, "archive check: out of memory");
+        if (gv != grid_vertex) terra_free(gv);
+    }
+    if (st || !mesh) terra_qmesh_free(&m);
+    else *mesh = m;
+    return st;
+}
+
+/* terra_archive_tile_rules; *decider receives the index of the tile the rule was read from
+ * (UINT64_MAX when none). */
+static terra_status derive_rules(const terra_archive *a, terra_tile_rules *out, uint64_t *decider) {
+    memset(out, 0, sizeof *out);
+    *decider = UINT64_MAX;
+    const terra_archive_info *I = terra_archive_get_info(a);
+    if (I->frame != TERRA_FRAME_LOCAL || I->tile_count == 0) return TERRA_OK;
+    /* The coarsest level's first entry in index order decides. A damaged entry is skipped: it is
+     * refused on its own, wherever a reader meets it. */
+    terra_archive_entry e, best;
+    int top = -1;
+    uint64_t at = 0;
+    terra_status entry_st = TERRA_OK;
+    for (uint64_t i = 0; i < I->tile_count; i++) {
+        terra_status st = terra_archive_entry_at(a, i, &e);
+        if (st == TERRA_E_IO || st == TERRA_E_NOMEM) return st;
+        if (st) entry_st = st;
+        else if (terra_tile_key_level(e.key) > top) top = terra_tile_key_level(e.key), best = e, at = i;
+    }
+    if (top < 0) return entry_st; /* every entry damaged; the message says how the last one is */
+    *decider = at;
+    terra_qmesh m;
+    terra_status st = terra_archive_check_tile(a, &best, NULL, &m, NULL);
+    if (st) return st;
+    const uint32_t n = grid_cells_of(m.vertex_count), vc = m.vertex_count;
+    terra_qmesh_free(&m);
+    if (!n)
+        return terra_fail(TERRA_E_CORRUPT,
+                          TILE_FMT ": %u vertices, not a grid of 2 to 256 cells a side (a power of two) as the tiles "
+                          "of a local-frame archive are",
+                          TILE_ARGS(a, &best), vc);
+    out->grid_cells = (int)n;
+    return TERRA_OK;
+}
+
+terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out) {
+    uint64_t decider;
+    return derive_rules(a, out, &decider);
+}
+
+terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_report_fn report, void *user,
+                                        uint64_t *bad_out) {
+    const terra_archive_info *I = terra_archive_get_info(a);
+    terra_tile_rules rules;
+    uint64_t decider;
+    /* When the tile that decides the rules is bad, it is reported in its place below (with its own
+     * problem, or this one), and the others are checked without the lattice rule. */
+    const terra_status rules_st = derive_rules(a, &rules, &decider);
+    char rules_msg[512] = "";
+    if (rules_st == TERRA_E_NOMEM) return rules_st;
+    if (rules_st) snprintf(rules_msg, sizeof rules_msg, "%s", terra_last_error());
+    uint32_t *gv = NULL;
+    if (rules.grid_cells) {
+        gv = terra_alloc(((size_t)rules.grid_cells + 1) * ((size_t)rules.grid_cells + 1) * sizeof *gv);
+        if (!gv) return terra_fail(TERRA_E_NOMEM, "archive verify: out of memory");
+    }
+    uint64_t bad = 0, prev = 0;
+    terra_status first = TERRA_OK;
+    char first_msg[512] = "";
+    for (uint64_t i = 0; i < I->tile_count; i++) {
+        terra_archive_entry e;
+        terra_status st = terra_archive_entry_at(a, i, &e);
+        bool have_entry = st == TERRA_OK;
+        if (st == TERRA_OK) {
+            uint64_t order = terra_archive_order(e.key);
+            if (i > 0 && order <= prev)
+                st = terra_fail(TERRA_E_CORRUPT, "%s: index entry %llu (tile %d/%d/%d) is out of order", terra_archive_path(a),
+                                (unsigned long long)i, terra_tile_key_level(e.key), terra_tile_key_x(e.key),
+                                terra_tile_key_y(e.key));
+            prev = order;
+        }
+        if (st == TERRA_OK) st = terra_archive_check_tile(a, &e, &rules, NULL, gv);
+        if (st == TERRA_OK && i == decider && rules_st) st = terra_fail(rules_st, "%s", rules_msg);
+        if (st == TERRA_OK) continue;
+        if (st == TERRA_E_NOMEM) {
+            terra_free(gv);
+            return st;
+        }
+        if (!bad) {
+            first = st;
+            snprintf(first_msg, sizeof first_msg, "%s", terra_last_error());
+        }
+        bad++;
+        if (report) report(user, i, have_entry ? &e : NULL, st, terra_last_error());
+    }
+    terra_free(gv);
+    if (bad_out) *bad_out = bad;
+    if (bad)
+        return terra_fail(first == TERRA_E_IO ? TERRA_E_IO : TERRA_E_CORRUPT, "%llu of %llu tiles damaged; first: %s",
+                          (unsigned long long)bad, (unsigned long long)I->tile_count, first_msg);
+    return TERRA_OK;
 }
 
 /* ---- writing ---------------------------------------------------------------------------------- */
@@ -328,6 +521,16 @@ terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile
                                              size_t size, uint32_t raw_size, terra_compression c,
                                              const terra_archive_tile_info *info) {
     if (size > UINT32_MAX) return terra_fail(TERRA_E_CAPACITY, "archive: a tile of %zu bytes is too large", size);
+    /* nothing a reader would refuse (terra_archive_entry_at's rules) */
+    if (raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE)
+        return terra_fail(TERRA_E_CAPACITY, "archive: a tile of %u raw bytes is over the cap of %u", raw_size,
+                          TERRA_ARCHIVE_MAX_RAW_SIZE);
+    if (c == TERRA_COMPRESS_NONE && raw_size != size)
+        return terra_fail(TERRA_E_INVALID, "archive: an uncompressed tile of %zu bytes stated as %u raw bytes", size, raw_size);
+    if (info && (!isfinite(info->geometric_error) || !isfinite(info->longest_edge) || !isfinite(info->min_height) ||
+                 !isfinite(info->max_height) || info->min_height > info->max_height))
+        return terra_fail(TERRA_E_INVALID, "archive: tile %d/%d/%d: error, longest edge or heights not finite, or not a range",
+                          terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key));
     terra_archive_entry e;
     memset(&e, 0, sizeof e);
     e.key = key;

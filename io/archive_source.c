@@ -37,6 +37,8 @@ typedef struct arc_src {
     terra_archive *a;
     char *path;
     int n, max_level;
+    terra_tile_rules rules; /* the lattice rule: grid_cells = n */
+    uint32_t *grid_vertex;  /* (n+1)^2, decode_tile's scratch */
     double tile0, s0;
     double area[4];
     int64_t g0[2], g1[2]; /* the area in level-0 lattice indices (x, z), inclusive */
@@ -54,50 +56,30 @@ static int64_t floor_div(int64_t a, int64_t b) {
 
 /* ---- tiles ----------------------------------------------------------------------------------- */
 
-/* Decodes tile `key` into d (arrays allocated once per slot). TERRA_E_NOT_FOUND if absent. */
+/* Decodes tile `key` into d (arrays allocated once per slot). TERRA_E_NOT_FOUND if absent. The
+ * tile passes terra_archive_check_tile with the archive's lattice rule, the same check as terra info
+ * --verify, which also says where each grid point's vertex is: nothing here indexes by u, v. Lock
+ * held (S->grid_vertex is shared scratch). */
 static terra_status decode_tile(arc_src *S, terra_tile_key key, dec_tile *d) {
-    const int n = S->n, st1 = n + 1;
-    uint8_t *raw = NULL;
-    size_t raw_n = 0;
-    terra_status st = terra_archive_read_tile(S->a, key, &raw, &raw_n, NULL);
+    const int st1 = S->n + 1;
+    terra_archive_entry e;
+    terra_status st = terra_archive_find(S->a, key, &e);
     if (st) return st;
-    terra_qmesh m;
-    st = terra_qmesh_decode(raw, raw_n, NULL, &m);
-    terra_free(raw);
-    const int L = terra_tile_key_level(key);
-    const int32_t tx = terra_tile_key_x(key), ty = terra_tile_key_y(key);
-    if (st) return terra_fail(st, "%s: tile %d/%d/%d: %s", S->path, L, tx, ty, terra_last_error());
-    if (m.vertex_count != (uint32_t)(st1 * st1)) {
-        terra_qmesh_free(&m);
-        return terra_fail(TERRA_E_UNSUPPORTED, "%s: tile %d/%d/%d has %u vertices, not a grid of %d x %d cells",
-                          S->path, L, tx, ty, m.vertex_count, n, n);
-    }
     if (!d->h) {
         d->h = terra_alloc((size_t)st1 * st1 * sizeof(float));
         d->s = terra_alloc((size_t)st1 * st1);
-        if (!d->h || !d->s) {
-            terra_qmesh_free(&m);
-            return terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
-        }
+        if (!d->h || !d->s) return terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
     }
-    for (int k = 0; k < st1 * st1; k++) d->h[k] = NAN;
+    terra_qmesh m;
+    st = terra_archive_check_tile(S->a, &e, &S->rules, &m, S->grid_vertex);
+    if (st) return st;
     const double lo = m.header.min_height, hi = m.header.max_height;
-    for (uint32_t k = 0; k < m.vertex_count; k++) {
-        long i = lround(m.u[k] * (double)n / TERRA_QMESH_MAX_COORD), j = lround(m.v[k] * (double)n / TERRA_QMESH_MAX_COORD);
-        if (lround((double)i * TERRA_QMESH_MAX_COORD / n) != m.u[k] || lround((double)j * TERRA_QMESH_MAX_COORD / n) != m.v[k]) {
-            terra_qmesh_free(&m);
-            return terra_fail(TERRA_E_UNSUPPORTED, "%s: tile %d/%d/%d: vertex %u (u %u, v %u) is off the %d-cell grid",
-                              S->path, L, tx, ty, k, m.u[k], m.v[k], n);
-        }
-        size_t at = (size_t)j * st1 + (size_t)i;
+    for (int at = 0; at < st1 * st1; at++) {
+        const uint32_t k = S->grid_vertex[at];
         d->h[at] = (float)(lo + (hi - lo) * m.h[k] / (double)TERRA_QMESH_MAX_COORD); /* as terra bake rounds it */
         d->s[at] = m.materials ? (terra_surface)(m.materials[k] > 255 ? 255 : m.materials[k]) : TERRA_SURFACE_NONE;
     }
     terra_qmesh_free(&m);
-    for (int k = 0; k < st1 * st1; k++)
-        if (d->h[k] != d->h[k])
-            return terra_fail(TERRA_E_UNSUPPORTED, "%s: tile %d/%d/%d: grid vertex (%d, %d) is missing", S->path, L,
-                              tx, ty, k % st1, k / st1);
     d->key = key;
     return TERRA_OK;
 }
@@ -223,8 +205,11 @@ static terra_status arc_range(void *user, double x0, double z0, double x1, doubl
     const double side = ldexp(S->tile0, L);
     float l = INFINITY, h = -INFINITY;
     const level_ranges *r = &S->lv[L];
-    for (int64_t y = (int64_t)floor(z0 / side); y <= (int64_t)floor(z1 / side); y++)
-        for (int64_t x = (int64_t)floor(x0 / side); x <= (int64_t)floor(x1 / side); x++) {
+    /* only the level's tiles: a rectangle over a vast area costs no more than the index */
+    const int64_t ya = (int64_t)floor(z0 / side), yb = (int64_t)floor(z1 / side);
+    const int64_t xa = (int64_t)floor(x0 / side), xb = (int64_t)floor(x1 / side);
+    for (int64_t y = ya > r->y0 ? ya : r->y0; y <= yb && y < (int64_t)r->y0 + r->ny; y++)
+        for (int64_t x = xa > r->x0 ? xa : r->x0; x <= xb && x < (int64_t)r->x0 + r->nx; x++) {
             if (!tile_present(S, L, x, y)) continue;
             size_t k = (size_t)(y - r->y0) * (size_t)r->nx + (size_t)(x - r->x0);
             l = fminf(l, r->lo[k]);
@@ -240,6 +225,7 @@ static void arc_destroy(void *user) {
     arc_src *S = user;
     if (!S) return;
     for (int i = 0; i < CACHE_TILES; i++) terra_free(S->cache[i].h), terra_free(S->cache[i].s);
+    terra_free(S->grid_vertex);
     for (int L = 0; L < 32; L++) terra_free(S->lv[L].lo), terra_free(S->lv[L].hi);
     terra_archive_close(S->a);
     terra_free(S->path);
@@ -258,7 +244,8 @@ static terra_status read_metadata(arc_src *S) {
     cJSON *j = cJSON_Parse(I->metadata);
     const cJSON *ts = cJSON_GetObjectItem(j, "tile_size_m"), *b = cJSON_GetObjectItem(j, "bounds");
     terra_status st = TERRA_OK;
-    if (!cJSON_IsNumber(ts) || !(ts->valuedouble > 0) || !cJSON_IsArray(b) || cJSON_GetArraySize(b) != 4) {
+    if (!cJSON_IsNumber(ts) || !(ts->valuedouble > 0) || !isfinite(ts->valuedouble) || !cJSON_IsArray(b) ||
+        cJSON_GetArraySize(b) != 4) {
         st = terra_fail(TERRA_E_CORRUPT, "%s: metadata lacks tile_size_m or bounds", S->path);
     } else {
         S->tile0 = ts->valuedouble;
@@ -266,7 +253,8 @@ static terra_status read_metadata(arc_src *S) {
             const cJSON *v = cJSON_GetArrayItem(b, i);
             S->area[i] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         }
-        if (!(S->area[0] < S->area[2] && S->area[1] < S->area[3]))
+        if (!(S->area[0] < S->area[2] && S->area[1] < S->area[3]) || !isfinite(S->area[0]) || !isfinite(S->area[1]) ||
+            !isfinite(S->area[2]) || !isfinite(S->area[3]))
             st = terra_fail(TERRA_E_CORRUPT, "%s: metadata bounds are not a rectangle", S->path);
     }
     cJSON_Delete(j);
@@ -351,34 +339,27 @@ terra_status terra_archive_source_create(const char *path, terra_source **out, t
     if (!st) st = read_metadata(S);
     if (!st) st = index_ranges(S);
     if (!st) {
-        /* The grid size from the coarsest tile. */
-        const level_ranges *r = &S->lv[S->max_level];
-        terra_tile_key k = 0;
-        for (int32_t i = 0; i < r->nx * r->ny; i++)
-            if (r->lo[i] <= r->hi[i]) {
-                k = terra_tile_key_make(0, S->max_level, r->x0 + i % r->nx, r->y0 + i / r->nx);
-                break;
-            }
-        uint8_t *raw = NULL;
-        size_t raw_n = 0;
-        terra_qmesh m;
-        st = terra_archive_read_tile(S->a, k, &raw, &raw_n, NULL);
-        if (!st) st = terra_qmesh_decode(raw, raw_n, NULL, &m);
-        terra_free(raw);
-        if (!st) {
-            int n = (int)lround(sqrt((double)m.vertex_count)) - 1;
-            terra_qmesh_free(&m);
-            if (n < TERRA_GRID_MIN_CELLS || n > TERRA_GRID_MAX_CELLS || (n & (n - 1)))
-                st = terra_fail(TERRA_E_UNSUPPORTED,
-                                "%s: tiles are not grids of 16 to 256 cells a side (a power of two), as terra bake writes",
-                                path);
-            S->n = n;
-        } else {
-            st = terra_fail(st, "%s: %s", path, terra_last_error());
-        }
+        /* The grid size from the coarsest tile, by the rule terra info --verify applies too. */
+        st = terra_archive_tile_rules(S->a, &S->rules);
+        const int n = S->rules.grid_cells;
+        if (!st && (n < TERRA_GRID_MIN_CELLS || n > TERRA_GRID_MAX_CELLS))
+            st = terra_fail(TERRA_E_UNSUPPORTED,
+                            "%s: tiles are not grids of %d to %d cells a side (a power of two), as terra bake writes",
+                            path, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS);
+        S->n = n;
+        if (!st && !(S->grid_vertex = terra_alloc(((size_t)n + 1) * ((size_t)n + 1) * sizeof *S->grid_vertex)))
+            st = terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
     }
     if (!st) {
         S->s0 = S->tile0 / S->n;
+        /* Tile coordinates are 28-bit and levels at most 31: a lattice index past 2^60 lies outside
+         * every tile (and would not convert to an integer). */
+        const double lim = 0x1p60;
+        for (int i = 0; i < 4 && !st; i++)
+            if (!(fabs(S->area[i] / S->s0) < lim))
+                st = terra_fail(TERRA_E_CORRUPT, "%s: metadata bounds %g lie beyond any tile", path, S->area[i]);
+    }
+    if (!st) {
         S->g0[0] = (int64_t)ceil(S->area[0] / S->s0), S->g1[0] = (int64_t)floor(S->area[2] / S->s0);
         S->g0[1] = (int64_t)ceil(S->area[1] / S->s0), S->g1[1] = (int64_t)floor(S->area[3] / S->s0);
         if (S->g0[0] > S->g1[0] || S->g0[1] > S->g1[1])

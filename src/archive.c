@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -308,13 +309,25 @@ void terra_archive_close(terra_archive *a) {
 
 const terra_archive_info *terra_archive_get_info(const terra_archive *a) { return &a->info; }
 
+const char *terra_archive_path(const terra_archive *a) { return a->path; }
+
 static terra_status check_entry(const terra_archive *a, const uint8_t *raw, const terra_archive_entry *e, uint64_t i) {
+    char what[160] = "";
     if (e->compression > TERRA_COMPRESS_ZSTD || raw[26] || raw[27] || e->offset < a->info.data_offset ||
         e->offset > a->info.file_size || e->size > a->info.file_size - e->offset)
-        return terra_fail(TERRA_E_CORRUPT,
-                          "%s: index entry %llu (tile %d/%d/%d) is damaged: offset %llu size %u outside the payloads",
-                          a->path, (unsigned long long)i, terra_tile_key_level(e->key), terra_tile_key_x(e->key),
-                          terra_tile_key_y(e->key), (unsigned long long)e->offset, e->size);
+        snprintf(what, sizeof what, "offset %llu size %u outside the payloads", (unsigned long long)e->offset, e->size);
+    else if (e->raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE)
+        snprintf(what, sizeof what, "it states %u raw bytes, over the cap of %u", e->raw_size, TERRA_ARCHIVE_MAX_RAW_SIZE);
+    else if (e->compression == TERRA_COMPRESS_NONE && e->raw_size != e->size)
+        snprintf(what, sizeof what, "stored uncompressed in %u bytes, it states %u raw bytes", e->size, e->raw_size);
+    else if (!isfinite(e->geometric_error) || !isfinite(e->longest_edge) || !isfinite(e->min_height) ||
+             !isfinite(e->max_height) || e->min_height > e->max_height)
+        snprintf(what, sizeof what, "error %g, longest edge %g, heights %g..%g are not finite or not a range",
+                 (double)e->geometric_error, (double)e->longest_edge, (double)e->min_height, (double)e->max_height);
+    if (what[0])
+        return terra_fail(TERRA_E_CORRUPT, "%s: index entry %llu (tile %d/%d/%d) is damaged: %s", a->path,
+                          (unsigned long long)i, terra_tile_key_level(e->key), terra_tile_key_x(e->key),
+                          terra_tile_key_y(e->key), what);
     return TERRA_OK;
 }
 

@@ -238,6 +238,13 @@ terra_status terra_qmesh_decode(const uint8_t *d, size_t size, const terra_qmesh
         au = (uint16_t)(au + zigzag_decode(rd16(pu + 2 * (size_t)i)));
         av = (uint16_t)(av + zigzag_decode(rd16(pv + 2 * (size_t)i)));
         ah = (uint16_t)(ah + zigzag_decode(rd16(ph + 2 * (size_t)i)));
+        /* The specification's range: a reader that maps u, v onto the tile (a lattice, a texture)
+         * would otherwise land up to twice the tile's side beyond it. */
+        if ((au | av | ah) > TERRA_QMESH_MAX_COORD) {
+            terra_free(block);
+            return terra_fail(TERRA_E_CORRUPT, "quantized-mesh: vertex %u has u %u, v %u, height %u; each must be 0..%d", i,
+                              au, av, ah, TERRA_QMESH_MAX_COORD);
+        }
         u[i] = au;
         v[i] = av;
         h[i] = ah;
@@ -359,6 +366,10 @@ terra_status terra_qmesh_encode(const terra_qmesh *m, uint8_t *out, size_t capac
     if (m->triangle_count && !m->indices) return terra_fail(TERRA_E_INVALID, "qmesh encode: missing indices");
     terra_status st = check_first_use(m);
     if (st) return st;
+    for (uint32_t i = 0; i < m->vertex_count; i++)
+        if ((m->u[i] | m->v[i] | m->h[i]) > TERRA_QMESH_MAX_COORD)
+            return terra_fail(TERRA_E_INVALID, "qmesh encode: vertex %u has u %u, v %u, height %u; each must be 0..%d", i,
+                              m->u[i], m->v[i], m->h[i], TERRA_QMESH_MAX_COORD);
     for (int e = 0; e < 4; e++)
         for (uint32_t i = 0; i < m->edge_count[e]; i++)
             if (m->edges[e][i] >= m->vertex_count)

@@ -38,6 +38,10 @@ size=$(stat -c %s "$work/bad.terra")
 printf '\xff' | dd of="$work/bad.terra" bs=1 seek=$((size - 100)) conv=notrunc status=none
 if "$T" info --verify "$work/bad.terra" >/dev/null 2>"$work/err.txt"; then fail "damaged tile not reported"; fi
 grep -q "checksum" "$work/err.txt" || fail "damage message: $(cat "$work/err.txt")"
+# the damaged tile is named once, then the count
+[ "$(grep -c "checksum" "$work/err.txt")" = 1 ] && grep -q "1 of 21 tiles bad" "$work/err.txt" \
+  || fail "damage reported more than once or without a count: $(cat "$work/err.txt")"
+grep -q 'tile [0-9]*/[0-9-]*/[0-9-]*' "$work/err.txt" || fail "no tile named: $(cat "$work/err.txt")"
 head -c 1000 "$work/local.terra" >"$work/trunc.terra"
 if "$T" info "$work/trunc.terra" 2>/dev/null; then fail "truncated archive accepted"; fi
 echo "not an archive at all" >"$work/junk.terra"

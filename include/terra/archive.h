@@ -27,6 +27,11 @@ extern "C" {
 #define TERRA_ARCHIVE_HEADER_SIZE 64
 #define TERRA_ARCHIVE_ENTRY_SIZE 48
 #define TERRA_ARCHIVE_MAX_METADATA (16u << 20)
+/* The largest raw (decompressed) size an entry may state. terra bake's largest tile (256 x 256
+ * cells, normals, materials) is about 2.2 MB, Cesium's tiles are well under 1 MB; the cap bounds
+ * what any reader inflates or allocates for one tile, whatever an archive claims (a stored tile of
+ * 260 kB can inflate to 256 MB). */
+#define TERRA_ARCHIVE_MAX_RAW_SIZE (32u << 20)
 
 typedef enum terra_compression {
     TERRA_COMPRESS_NONE = 0,
@@ -45,12 +50,13 @@ typedef struct terra_archive_entry {
     terra_tile_key key;
     uint64_t offset;        /* absolute file offset of the stored payload */
     uint32_t size;          /* stored (compressed) bytes */
-    uint32_t raw_size;      /* bytes after decompression */
+    uint32_t raw_size;      /* bytes after decompression (= size when stored uncompressed), at most
+                               TERRA_ARCHIVE_MAX_RAW_SIZE */
     uint8_t compression;    /* terra_compression */
     uint8_t flags;          /* reserved, 0 */
     float geometric_error;  /* metres the tile departs from the finest mesh */
     float longest_edge;     /* metres, the tile's longest triangle edge */
-    float min_height, max_height;
+    float min_height, max_height; /* these four finite, min_height <= max_height */
     uint32_t checksum;      /* CRC-32C over the packed entry (all but this field), then the payload */
 } terra_archive_entry;
 
@@ -77,9 +83,13 @@ typedef struct terra_archive_open_desc {
 terra_status terra_archive_open(const char *path, const terra_archive_open_desc *desc, terra_archive **out);
 void terra_archive_close(terra_archive *a);
 const terra_archive_info *terra_archive_get_info(const terra_archive *a);
+/* The path the archive was opened from (for messages). */
+const char *terra_archive_path(const terra_archive *a);
 
-/* Entry i of the index (0 .. tile_count-1, in index order). TERRA_E_CORRUPT when its ranges are
- * impossible (the checksum is checked when the payload is read). */
+/* Entry i of the index (0 .. tile_count-1, in index order). TERRA_E_CORRUPT when its ranges or
+ * values are impossible: payload outside the file, unknown compression, a raw size over
+ * TERRA_ARCHIVE_MAX_RAW_SIZE (or, uncompressed, other than the stored size), non-finite error or
+ * heights, min_height > max_height (the checksum is checked when the payload is read). */
 terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_archive_entry *out);
 /* Binary search for a tile: TERRA_OK, TERRA_E_NOT_FOUND, or TERRA_E_CORRUPT. Reads O(log n)
  * entries and nothing else. */
@@ -89,8 +99,10 @@ terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terr
 terra_status terra_archive_read_stored(const terra_archive *a, const terra_archive_entry *e, void *buf, size_t capacity);
 /* The stored payload of `e` in place (mapped readers only; NULL otherwise), checksum checked. */
 terra_status terra_archive_view_stored(const terra_archive *a, const terra_archive_entry *e, const uint8_t **data);
-/* Checks every entry (order, ranges, checksums). *bad receives the number of damaged tiles;
- * returns TERRA_E_CORRUPT if there was any. */
+/* Checks how every tile is stored: entries (order, ranges, values) and checksums, without
+ * decompressing or decoding anything. *bad receives the number of damaged tiles; returns
+ * TERRA_E_CORRUPT if there was any. terra_archive_verify_tiles (terra/archive_io.h) also decodes
+ * every tile with the rules the readers apply; terra info --verify runs that. */
 terra_status terra_archive_verify(const terra_archive *a, uint64_t *bad);
 
 /* ---- format pieces shared with the writer --------------------------------------------------- */

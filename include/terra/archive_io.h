@@ -18,7 +18,8 @@ extern "C" {
  * (gzip 9, zstd 9). TERRA_COMPRESS_NONE copies. */
 terra_status terra_compress(terra_compression c, int level, const void *src, size_t n, uint8_t **out, size_t *out_n);
 /* Decompresses into a new buffer, refusing output larger than max_out (a guard against
- * decompression bombs). TERRA_E_CORRUPT on damaged input. */
+ * decompression bombs: nothing past max_out is produced) with TERRA_E_CAPACITY. TERRA_E_CORRUPT on
+ * damaged input. */
 terra_status terra_decompress(terra_compression c, const void *src, size_t n, size_t max_out, uint8_t **out,
                               size_t *out_n);
 bool terra_is_gzip(const void *data, size_t n);
@@ -35,12 +36,52 @@ terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **da
 /* ---- archive reading with decompression --------------------------------------------------- */
 
 /* Finds, reads, checks and decompresses one tile: *raw (terra_free) holds the quantized-mesh bytes.
+ * Decompression stops at the entry's stated raw size (itself at most TERRA_ARCHIVE_MAX_RAW_SIZE)
+ * and must give exactly that many bytes; TERRA_E_CORRUPT otherwise, naming the file and the tile.
  * entry may be NULL. TERRA_E_NOT_FOUND when the archive has no such tile. */
 terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key, uint8_t **raw, size_t *raw_size,
                                      terra_archive_entry *entry);
 /* The same for an entry already found. */
 terra_status terra_archive_read_entry(const terra_archive *a, const terra_archive_entry *e, uint8_t **raw,
                                       size_t *raw_size);
+
+/* ---- the rules every reader applies to an archive's tiles ------------------------------------- */
+
+/* A tile of an archive is good when it reads (checksum), decompresses to exactly its stated raw
+ * size, decodes as quantized-mesh (counts, indices, edges, u, v and heights in 0..32767: see
+ * terra_qmesh_decode), and its header values are finite (min height <= max height, radius >= 0).
+ * Archives of regular grid tiles add the lattice rule (grid_cells > 0): (n+1)^2 vertices, each on
+ * a point of the n-cell grid (u = round(i * 32767 / n) for i in 0..n, likewise v), every point
+ * once, and header heights inside the index entry's range. */
+typedef struct terra_tile_rules {
+    int grid_cells; /* 0: no lattice rule; else n, a power of two in 2..256 */
+} terra_tile_rules;
+
+/* The rules for `a`'s tiles. Local-frame archives hold regular grid tiles (what terra bake writes,
+ * what the archive source draws): grid_cells = n, read from the coarsest tile (the first index
+ * entry of the coarsest level), which must be a grid of n cells, n a power of two in 2..256; that
+ * tile's problem (TERRA_E_CORRUPT...) otherwise. Geographic archives: no lattice rule. */
+terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out);
+
+/* The one check of a tile, shared by every reader (the archive source, terra info --verify): reads
+ * entry e's tile, decompresses and decodes it and applies `rules` (NULL: none beyond decoding).
+ * Errors (TERRA_E_CORRUPT, TERRA_E_CAPACITY, TERRA_E_IO, TERRA_E_NOMEM) name the file, the tile
+ * and the problem. mesh (may be NULL) receives the decoded tile on success (terra_qmesh_free).
+ * grid_vertex (may be NULL; else (n+1)^2 entries when rules->grid_cells = n) receives on success
+ * the vertex at each grid point (i, j), at j * (n + 1) + i. Thread-safe, like the reader. */
+terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
+                                      terra_qmesh *mesh, uint32_t *grid_vertex);
+
+/* Called once per bad tile: index entry number, the entry (NULL when the entry itself is
+ * damaged), the status and the message (naming the file, the tile and the problem). */
+typedef void (*terra_archive_report_fn)(void *user, uint64_t index, const terra_archive_entry *e, terra_status st,
+                                        const char *problem);
+
+/* Checks every tile as the readers would: each index entry (order, ranges, values), then the tile
+ * through terra_archive_check_tile with terra_archive_tile_rules(a). report (may be NULL) hears of
+ * each bad tile once; *bad (may be NULL) receives their number. TERRA_E_CORRUPT (TERRA_E_IO when
+ * the first failure was a read error) if any is bad, naming the count and the first. */
+terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_report_fn report, void *user, uint64_t *bad);
 
 /* ---- archive writing ------------------------------------------------------------------------ */
 

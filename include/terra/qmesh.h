@@ -7,8 +7,8 @@
  * extension and for the local frame.
  *
  * The decoder is meant for untrusted bytes: it checks every count against the bytes that remain
- * before it allocates, never reads outside the buffer, checks every index against the vertex count,
- * and refuses Cesium's older heightmap-1.0 tiles with TERRA_E_FORMAT. Decoding works on raw
+ * before it allocates, never reads outside the buffer, checks every index against the vertex count
+ * and every u, v and height against the specification's 0..32767, and refuses Cesium's older heightmap-1.0 tiles with TERRA_E_FORMAT. Decoding works on raw
  * (already decompressed) bytes; gzip is the io library's job (terra_qmesh_decode_any in
  * terra/archive_io.h accepts both).
  */
@@ -62,7 +62,7 @@ typedef struct terra_qmesh {
     terra_qmesh_header header;
     uint32_t vertex_count;
     uint32_t triangle_count;
-    uint16_t *u, *v, *h;        /* vertex_count each, 0..32767 by the specification */
+    uint16_t *u, *v, *h;        /* vertex_count each, 0..32767 (the decoder refuses more, the encoder too) */
     uint32_t *indices;          /* 3 * triangle_count, plain (high-water-mark decoded) */
     uint32_t edge_count[4];     /* west, south, east, north */
     uint32_t *edges[4];
@@ -105,8 +105,8 @@ size_t terra_qmesh_encoded_size(const terra_qmesh *mesh);
  * first-use order (the order the triangle list first names them, unreferenced vertices last):
  * high-water-mark coding needs it; terra_qmesh_reorder puts a mesh in that order. Writes the
  * extensions its bits announce except the legacy normals (never written; normals are written as
- * octvertexnormals). Errors: TERRA_E_INVALID (index out of range, not first-use order, bad water
- * mask size), TERRA_E_CAPACITY. */
+ * octvertexnormals). Errors: TERRA_E_INVALID (index out of range, not first-use order, u, v or
+ * height over 32767, bad water mask size), TERRA_E_CAPACITY. */
 terra_status terra_qmesh_encode(const terra_qmesh *mesh, uint8_t *out, size_t capacity, size_t *written);
 
 /* Permutes the vertices of `mesh` (and its normals, materials, indices and edges) in place into
