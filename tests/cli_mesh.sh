@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# terra mesh: formats, levels, verify, heatmap, check of another mesh, two layers, bad input.
+# terra mesh: formats, levels, verify, heatmap, check of another mesh, two layers, bad input,
+# outputs kept on failure, flags never ignored.
 set -u
 BIN=${TERRA_BIN:-./terra}
 DATA=${TERRA_SHARED:-../shared}/data/dem
@@ -139,6 +140,110 @@ expect "unknown extension" 2 "$BIN" mesh "$DATA/fuji.png" -e 1 -o "$T/out.xyz"
 expect "unwritable" 1 "$BIN" mesh "$DATA/st-helens.png" --encoding terrain-rgb -e 5 -o "$T/no/dir/out.obj"
 nothing_left "bad input"
 ls "$T"/no 2>/dev/null && bad "created a directory"
+
+
+# ---- the check is opt-in, and reports when it runs -------------------------------------------
+expect "no check by default" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 30 -o "$T/plain.obj" -q
+[ -z "$(field max_error)" ] && [ -z "$(field check_ms)" ] && [ -n "$(field read_ms)" ] && [ -n "$(field write_ms)" ] \
+  && ok "unchecked report" || bad "unchecked report: $(tr '\n' ' ' < "$T/out")"
+cmp -s "$T/plain.obj" "$T/fuji.obj" && ok "same mesh with and without --verify" || bad "same mesh with and without --verify"
+expect "verify reports" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20,50 -o "$T/vl.obj" --verify -q
+[ -n "$(field check_ms)" ] && [ -n "$(field max_error)" ] && grep -q '^verify ok' "$T/out" && ok "verified report" || bad "verified report"
+
+# ---- --check-mesh fails meshes that do not cover the raster ----------------------------------
+: > "$T/empty.obj"
+expect "check empty mesh" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/empty.obj"
+[ "$(field uncovered)" = 262144 ] && grep -q "not covered" "$T/err" && ok "empty mesh: uncovered named" || bad "empty mesh message: $(cat "$T/err")"
+mkdir -p "$T/adir.obj"
+expect "check a directory" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/adir.obj"
+grep -q "adir.obj" "$T/err" && ok "directory named" || bad "directory named: $(cat "$T/err")"
+printf 'v 0 0 1\nv 5 5 1\nv 9 9 1\nv 511 0 1\nf 1 2 3\nf 1 3 2\nf 1 1 4\n' > "$T/degen.obj"
+expect "check degenerate faces" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/degen.obj" -q
+[ "$(field degenerate)" = 3 ] && grep -q "no area" "$T/err" && ok "degenerate named" || bad "degenerate: $(field degenerate) $(cat "$T/err")"
+printf 'v 0 0 1\nv 511 0 1\nv 0 511 1\nf 1 2 3\n' > "$T/half.obj"
+expect "check half a raster" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/half.obj" -q
+# A mesh reaching a billion samples out (exact arithmetic, no overflow): covers everything.
+printf 'v -1000000000 -1000000000 0\nv 1000000000 -1000000000 0\nv 1000000000 1000000000 0\nv -1000000000 1000000000 0\nf 1 2 3\nf 1 3 4\n' > "$T/far.obj"
+expect "check far vertices" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/far.obj" -q
+[ "$(field uncovered)" = 0 ] && grep -q '^check ok' "$T/out" && ok "far mesh covers" || bad "far mesh covers"
+expect "check-mesh heatmap" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/fuji.obj" -e 30 --heatmap "$T/ch.png"
+[ -s "$T/ch.png" ] && ok "check-mesh heatmap written" || bad "check-mesh heatmap written"
+
+# ---- flags are used or refused, never ignored ------------------------------------------------
+expect "upper verify" 0 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" --thickness 1 -e 0.1 -o "$T/bv.obj" --verify --heatmap "$T/bv.png" -q
+grep -q '^verify ok.*both layers' "$T/out" && [ -n "$(field check_ms)" ] && ok "both layers verified" || bad "both layers verified: $(tr '\n' ' ' < "$T/out")"
+[ "$(head -c 8 "$T/bv.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] && ok "two-layer heatmap" || bad "two-layer heatmap"
+cmp -s "$T/bv.obj" "$T/bridge.obj" && ok "verify changes no output" || bad "verify changes no output"
+mkdir -p "$T/th"
+expect "tiles heatmap" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 40 --tile-size 200 -o "$T/th/t.obj" --heatmap "$T/th.png" -q
+[ "$(head -c 8 "$T/th.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] && [ -n "$(field max_error)" ] && ok "tiles heatmap written" || bad "tiles heatmap written"
+expect "tiles verify with holes" 0 "$BIN" mesh "$DATA/N44W072.hgt" -e 30 --tile-size 300 -o "$T/th/h.obj" --verify -q
+expect "upper with levels" 2 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" -e 0.1,1 -o "$T/u.obj"
+grep -q "not supported" "$T/err" && ok "levels refusal says why" || bad "levels refusal says why: $(cat "$T/err")"
+expect "upper with tiles" 2 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" -e 0.1 --tile-size 4 -o "$T/u.obj"
+expect "upper with normals" 2 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" -e 0.1 --normals -o "$T/u.obj"
+expect "upper with max triangles" 2 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" -e 0.1 -t 10 -o "$T/u.obj"
+expect "thickness without upper" 2 "$BIN" mesh "$T/lower.asc" --thickness 1 -e 0.1 -o "$T/u.obj"
+expect "threads without tiles" 2 "$BIN" mesh "$T/lower.asc" --threads 2 -e 0.1 -o "$T/u.obj"
+expect "tiles with max triangles" 2 "$BIN" mesh "$T/lower.asc" --tile-size 4 -t 100 -e 0.1 -o "$T/u.obj"
+expect "check-mesh with -o" 2 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/fuji.obj" -o "$T/u.obj"
+expect "check-mesh with normals" 2 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb --check-mesh "$T/fuji.obj" --normals
+[ -e "$T/u.obj" ] && bad "a refused run wrote" || ok "refused runs wrote nothing"
+
+# ---- --max-memory ----------------------------------------------------------------------------
+expect "max-memory too small" 1 "$BIN" mesh "$DATA/sthelens_10m.png" --z-scale 0.1 -e 50 --max-memory 8M -o "$T/mm.obj"
+grep -q "sthelens_10m.png" "$T/err" && ok "budget names the file" || bad "budget names the file: $(cat "$T/err")"
+expect "max-memory enough" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 50 --max-memory 512M -o "$T/mm.obj" -q
+for v in 0 -1 1k 2X 1e300 abc; do expect "max-memory $v refused" 2 "$BIN" mesh "$DATA/fuji.png" -e 50 --max-memory "$v" -o "$T/mm.obj"; done
+
+# ---- a failed run leaves every earlier output as it was --------------------------------------
+# keep DIR: a checksum of every file in DIR (names and contents), and no temporaries beside them.
+sums() { (cd "$1" && find . -type f | sort | xargs -r md5sum | md5sum); }
+mkdir -p "$T/k"
+echo "earlier mesh" > "$T/k/keep.obj"; echo "earlier heatmap" > "$T/k/keep.png"
+before=$(sums "$T/k")
+kept() { if [ "$(sums "$T/k")" = "$before" ]; then ok "$1: earlier files kept"; else bad "$1: earlier files changed"; fi
+         if ls "$T/k" | grep -q tmp; then bad "$1: temporaries left: $(ls "$T/k" | grep tmp)"; else ok "$1: no temporaries"; fi; }
+# Heatmap in a directory that does not exist: refused before anything is written.
+expect "heatmap nowhere" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20 -o "$T/k/keep.obj" --heatmap /nonexistent/h.png -q
+grep -q "/nonexistent" "$T/err" && ok "unwritable heatmap named" || bad "unwritable heatmap named: $(cat "$T/err")"
+kept "heatmap nowhere"
+# The mesh's directory missing: the heatmap is not written either.
+expect "mesh nowhere" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20 -o "$T/k/no/m.obj" --heatmap "$T/k/keep.png" -q
+kept "mesh nowhere"
+mkdir -p "$T/k/dir.png"; before=$(sums "$T/k")
+expect "heatmap is a directory" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20 -o "$T/k/keep.obj" --heatmap "$T/k/dir.png" -q
+kept "heatmap is a directory"
+# Writing fails halfway (files over 1 MiB refused): the heatmap (700 KB) was complete, the mesh
+# (3.3 MB) not; neither replaces what was there.
+limited() { ( trap '' XFSZ; ulimit -f "$1"; shift; exec "$@" ) >"$T/out" 2>"$T/err"; }
+limited 1024 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 5 -o "$T/k/keep.obj" --heatmap "$T/k/keep.png" -q
+[ $? = 1 ] && grep -q "keep.obj" "$T/err" && ! grep -q "\.tmp[0-9]" "$T/err" && ok "write failure names the output" || bad "write failure: $(cat "$T/err")"
+kept "mesh write fails"
+# Levels: the coarse one (120 KB) is complete, the fine one fails; neither replaces its file.
+echo "earlier e50" > "$T/k/lv.e50.obj"; echo "earlier e5" > "$T/k/lv.e5.obj"; before=$(sums "$T/k")
+limited 1024 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 50,5 -o "$T/k/lv.obj" -q
+[ $? = 1 ] && ok "levels write fails" || bad "levels write fails"
+kept "levels write fails"
+# Tiles: written earlier, then a run with other bounds fails at a large tile.
+expect "tiles first" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 40,2 --tile-size 128 -o "$T/k/t.obj" -q
+before=$(sums "$T/k")
+limited 300 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 30,1 --tile-size 128 -o "$T/k/t.obj" -q
+[ $? = 1 ] && ok "tiles write fails" || bad "tiles write fails"
+kept "tiles write fails"
+expect "tiles heatmap nowhere" 1 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 30 --tile-size 128 -o "$T/k/t.obj" --heatmap /nonexistent/h.png -q
+kept "tiles heatmap nowhere"
+# Two-layer ground.
+cp "$T/bridge.obj" "$T/k/bridge.obj"; before=$(sums "$T/k")
+expect "two layers heatmap nowhere" 1 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" -e 0.01 -o "$T/k/bridge.obj" --heatmap /nonexistent/h.png -q
+kept "two layers heatmap nowhere"
+mkdir -p "$T/k/bdir.png"; before=$(sums "$T/k")
+expect "two layers heatmap a directory" 1 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" -e 0.01 -o "$T/k/bridge.obj" --heatmap "$T/k/bdir.png" --verify -q
+kept "two layers heatmap a directory"
+# And a run that succeeds replaces them all.
+expect "replace" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20 -o "$T/k/keep.obj" --heatmap "$T/k/keep.png" -q
+[ "$(grep -c '^f ' "$T/k/keep.obj")" = 20354 ] && [ "$(head -c 4 "$T/k/keep.png" | od -An -c | tr -d ' ')" = '211PNG' ] \
+  && ok "success replaces" || bad "success replaces"
 
 echo "$fails failed"
 [ "$fails" -eq 0 ]
