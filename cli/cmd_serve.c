@@ -1,167 +1,560 @@
-/* terra serve ARCHIVE: layer.json and tiles straight from an archive over HTTP (libmicrohttpd). */
+/* terra serve ARCHIVE: layer.json and tiles straight from an archive over HTTP (libmicrohttpd).
+ *
+ * Hardened against its file and its clients:
+ * - The archive is read with pread, never mapped: a file truncated or rewritten in place under the
+ *   server gives read errors (500), not SIGBUS. A watcher thread stats the path and reopens the
+ *   archive when it changes (rename, cp, rsync --inplace); while the changed file cannot be opened
+ *   tiles are 503. Requests hold a reference to the opening they started with.
+ * - Tiles: a stored or decompressed size over --max-tile-mb is 500, gzip payloads go out as stored
+ *   only to clients that accept gzip and only after inflating to exactly the size the index states
+ *   (so a bomb is never sent), other clients get them inflated within that size.
+ * - Requests: the raw target is checked before libmicrohttpd unescapes or splits it
+ *   (cli/serve_request.c): NUL, %00 and any byte outside the tile grammar are 400, more query
+ *   parameters than --max-query-params 414. Connections are capped in all and per client address,
+ *   and the watcher closes any connection whose request has not fully arrived --request-timeout
+ *   seconds after it began (a byte a second no longer holds a connection for ever). */
 #include "cli.h"
+#include "serve_request.h"
 #include "terra/archive_io.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <zlib.h>
 
-typedef struct server {
+typedef struct server server;
+
+/* One opening of the archive file. */
+typedef struct generation {
+    server *s;
     terra_archive *archive;
     terra_tms_map map;
     char *layer_json;
     const char *content_type;
-    bool verbose;
-} server;
+    unsigned refs; /* under server.lock: the server's own, and one per request or response using it */
+} generation;
 
-static void help(FILE *f) {
-    fprintf(f, "Usage: terra serve [OPTIONS] ARCHIVE\n\n"
-               "Serves ARCHIVE to Cesium clients: GET /layer.json and GET /{z}/{x}/{y}.terrain. Gzip tiles are\n"
-               "sent as stored with Content-Encoding: gzip (decompressed for clients that do not accept\n"
-               "gzip); zstd tiles are decompressed. CORS is open. Absent tiles are 404, malformed paths 400.\n"
-               "Runs until interrupted (Ctrl-C, SIGTERM).\n\n"
-               "Options:\n"
-               "  -p, --port N     TCP port (default 8080; 0 picks a free one, printed on start)\n"
-               "  --bind ADDR      IPv4 address to listen on (default 127.0.0.1, loopback only)\n"
-               "  --threads N      worker threads (default 4)\n"
-               "  -v, --verbose    log every request to stderr\n"
-               "  -h, --help       this text\n");
+/* What identifies the file's contents well enough to notice a rewrite. */
+typedef struct file_id {
+    bool exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime, ctime;
+} file_id;
+
+/* One client connection (libmicrohttpd's socket context). */
+typedef struct conn {
+    struct conn *prev, *next;
+    int fd;
+    double since;   /* when its current request began to arrive: the connection, or the last response */
+    bool receiving; /* that request has not fully arrived */
+    bool cut;
+} conn;
+
+/* One request: made by the URI log callback from the raw target, before libmicrohttpd touches it. */
+typedef struct request {
+    serve_request r;
+    const char *raw; /* the raw target in libmicrohttpd's buffer and its length as a C string */
+    size_t raw_n;
+} request;
+
+struct server {
+    const char *path;
+    bool verbose;
+    size_t max_query_params, max_tile_bytes;
+    double request_timeout;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool stopping;
+    generation *gen; /* NULL while the changed file cannot be opened */
+    file_id id;      /* of the file gen was opened from, or of the last failed attempt */
+    bool id_known;   /* false: the file changed while it was being opened, so look again */
+    conn *conns;
+    unsigned long long cut;
+    /* error lines: at most a few a second, the rest counted */
+    double log_second;
+    unsigned log_lines;
+    unsigned long long log_dropped;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static enum MHD_Result send_buffer(struct MHD_Connection *c, unsigned code, const void *data, size_t n,
-                                   enum MHD_ResponseMemoryMode mode, const char *type, const char *encoding) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(n, (void *)(uintptr_t)data, mode);
+/* An error line on stderr, at most 5 a second (a client asking for a damaged tile in a loop must
+ * not flood the log); the lines held back are counted in the next one. */
+static void serve_log(server *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void serve_vlog(server *s, const char *fmt, va_list ap) {
+    char line[600];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n') line[--n] = 0;
+    double t = now_s();
+    pthread_mutex_lock(&s->lock);
+    if (t - s->log_second >= 1) {
+        s->log_second = t;
+        s->log_lines = 0;
+    }
+    bool show = s->log_lines < 5;
+    unsigned long long dropped = 0;
+    if (show) {
+        s->log_lines++;
+        dropped = s->log_dropped;
+        s->log_dropped = 0;
+    } else {
+        s->log_dropped++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (!show) return;
+    if (dropped) fprintf(stderr, "terra serve: (%llu similar lines held back)\n", dropped);
+    fprintf(stderr, "terra serve: %s\n", line);
+}
+
+static void serve_log(server *s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    serve_vlog(s, fmt, ap);
+    va_end(ap);
+}
+
+/* libmicrohttpd's own messages (a connection closed mid-request, a client over its cap) go through
+ * the same limit: a thousand slow clients must not write a thousand lines. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) { serve_vlog(cls, fmt, ap); }
+
+static void help(FILE *f) {
+    fprintf(f,
+            "Usage: terra serve [OPTIONS] ARCHIVE\n\n"
+            "Serves ARCHIVE to Cesium clients: GET /layer.json and GET /{z}/{x}/{y}.terrain. Gzip tiles are\n"
+            "sent as stored with Content-Encoding: gzip to clients that accept gzip (decompressed for the\n"
+            "others); zstd tiles are decompressed. CORS is open. Absent tiles are 404, malformed requests\n"
+            "400. Runs until interrupted (Ctrl-C, SIGTERM).\n\n"
+            "The archive is read, not mapped: when it is replaced or rewritten in place, the server\n"
+            "reopens it (tiles it cannot read meanwhile are 500, or 503 while the file cannot be opened).\n\n"
+            "Options:\n"
+            "  -p, --port N            TCP port (default 8080; 0 picks a free one, printed on start)\n"
+            "  --bind ADDR             IPv4 address to listen on (default 127.0.0.1, loopback only)\n"
+            "  --threads N             worker threads (default 4)\n"
+            "  -v, --verbose           log every request to stderr\n"
+            "  -h, --help              this text\n\n"
+            "Limits (a request or connection beyond them is refused or closed):\n"
+            "  --max-connections N     open connections in all (default 1000; 1..100000)\n"
+            "  --max-per-client N      open connections from one client address (default 32; 1..100000);\n"
+            "                          more are refused at once\n"
+            "  --request-timeout S     seconds a request (request line and headers) may take to arrive,\n"
+            "                          counted from the connection or the previous response, not from the\n"
+            "                          last byte; the connection is closed after (default 10; 0.1..3600)\n"
+            "  --idle-timeout S        seconds a connection may stay silent (default 30; 1..86400)\n"
+            "  --max-query-params N    parameters after '?' (default 16; 0..1000); more are 414\n"
+            "  --max-tile-mb N         largest tile served, stored or decompressed, in MiB (default 16;\n"
+            "                          1..4095); larger ones are 500 and never inflated\n");
+}
+
+/* ---- the archive, reopened when the file changes ------------------------------------------- */
+
+static file_id stat_id(const char *path) {
+    file_id id;
+    memset(&id, 0, sizeof id);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return id;
+    id.exists = true;
+    id.dev = sb.st_dev;
+    id.ino = sb.st_ino;
+    id.size = sb.st_size;
+    id.mtime = sb.st_mtim;
+    id.ctime = sb.st_ctim;
+    return id;
+}
+
+static bool same_id(const file_id *a, const file_id *b) {
+    if (a->exists != b->exists) return false;
+    if (!a->exists) return true;
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime.tv_sec == b->mtime.tv_sec &&
+           a->mtime.tv_nsec == b->mtime.tv_nsec && a->ctime.tv_sec == b->ctime.tv_sec &&
+           a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+static void gen_destroy(generation *g) {
+    if (!g) return;
+    terra_free(g->layer_json);
+    terra_archive_close(g->archive);
+    terra_free(g);
+}
+
+/* Opens the archive with pread (a mapping would die of SIGBUS when the file shrinks). */
+static terra_status gen_open(server *s, generation **out) {
+    *out = NULL;
+    generation *g = terra_calloc(1, sizeof *g);
+    if (!g) return terra_fail(TERRA_E_NOMEM, "serve: out of memory");
+    g->s = s;
+    g->refs = 1;
+    terra_archive_open_desc od = {.use_pread = true};
+    terra_status st = terra_archive_open(s->path, &od, &g->archive);
+    if (st == TERRA_OK) st = terra_archive_tms_map(g->archive, &g->map);
+    if (st == TERRA_OK) st = terra_archive_layer_json(g->archive, &g->map, &g->layer_json);
+    if (st) {
+        gen_destroy(g);
+        return st;
+    }
+    g->content_type = terra_archive_content_type(g->archive);
+    *out = g;
+    return TERRA_OK;
+}
+
+static generation *gen_acquire(server *s) {
+    pthread_mutex_lock(&s->lock);
+    generation *g = s->gen;
+    if (g) g->refs++;
+    pthread_mutex_unlock(&s->lock);
+    return g;
+}
+
+static void gen_release(generation *g) {
+    if (!g) return;
+    server *s = g->s;
+    pthread_mutex_lock(&s->lock);
+    bool last = --g->refs == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (last) gen_destroy(g);
+}
+
+static void gen_release_cb(void *g) { gen_release(g); }
+
+/* Reopens the archive when its file is no longer the one opened (or last tried). Watcher thread. */
+static void check_file(server *s) {
+    file_id id = stat_id(s->path);
+    if (s->id_known && same_id(&id, &s->id)) return;
+    generation *g = NULL;
+    terra_status st = id.exists ? gen_open(s, &g) : terra_fail(TERRA_E_NOT_FOUND, "%s: no such file", s->path);
+    /* A file that fails to open is tried again once it changes again; one that changed while it
+     * was being opened (a copy in progress) is looked at again on the next tick. */
+    file_id after = stat_id(s->path);
+    s->id = id;
+    s->id_known = same_id(&after, &id);
+    pthread_mutex_lock(&s->lock);
+    generation *old = s->gen;
+    s->gen = g;
+    pthread_mutex_unlock(&s->lock);
+    gen_release(old);
+    if (st == TERRA_OK)
+        fprintf(stderr, "terra serve: %s changed: reopened (%llu tiles)\n", s->path,
+                (unsigned long long)terra_archive_get_info(g->archive)->tile_count);
+    else if (s->id_known)
+        serve_log(s, "%s changed and cannot be read (%s): tiles are 503 until it can", s->path, terra_last_error());
+}
+
+/* ---- connections --------------------------------------------------------------------------- */
+
+static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code) {
+    server *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn *k = calloc(1, sizeof *k);
+        if (!k || !ci) {
+            free(k);
+            *socket_context = NULL;
+            return;
+        }
+        k->fd = ci->connect_fd;
+        k->since = now_s();
+        k->receiving = true;
+        pthread_mutex_lock(&s->lock);
+        k->next = s->conns;
+        if (s->conns) s->conns->prev = k;
+        s->conns = k;
+        pthread_mutex_unlock(&s->lock);
+        *socket_context = k;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+        /* libmicrohttpd closes the socket after this: once unlinked here, the watcher never touches it */
+        conn *k = *socket_context;
+        pthread_mutex_lock(&s->lock);
+        if (k->prev) k->prev->next = k->next;
+        else s->conns = k->next;
+        if (k->next) k->next->prev = k->prev;
+        pthread_mutex_unlock(&s->lock);
+        free(k);
+        *socket_context = NULL;
+    }
+}
+
+static conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The watcher: closes connections whose request is overdue, and notices a changed archive. */
+static void *watch(void *arg) {
+    server *s = arg;
+    double tick = s->request_timeout / 4 < 0.25 ? s->request_timeout / 4 : 0.25, next_stat = 0;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        double t = now_s();
+        for (conn *k = s->conns; k; k = k->next)
+            if (k->receiving && !k->cut && t - k->since > s->request_timeout) {
+                /* the socket stays open until libmicrohttpd closes it, which it does on the EOF */
+                shutdown(k->fd, SHUT_RDWR);
+                k->cut = true;
+                s->cut++;
+            }
+        if (t >= next_stat) {
+            next_stat = t + 0.25;
+            pthread_mutex_unlock(&s->lock);
+            check_file(s);
+            pthread_mutex_lock(&s->lock);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        long ns = until.tv_nsec + (long)(tick * 1e9);
+        until.tv_sec += ns / 1000000000L;
+        until.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&s->wake, &s->lock, &until);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* ---- requests ------------------------------------------------------------------------------ */
+
+/* Sees the request target as sent, before libmicrohttpd splits off and unescapes the query. */
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
+    (void)c;
+    server *s = cls;
+    request *q = calloc(1, sizeof *q);
+    if (!q) return NULL; /* the handler closes the connection */
+    q->raw = uri;
+    q->raw_n = strlen(uri);
+    serve_request_target(uri, q->raw_n, s->max_query_params, &q->r);
+#if MHD_VERSION < 0x01000000
+    /* libmicrohttpd 0.9 parses every query parameter into the connection's 32 KB pool next, and
+     * when the pool runs out (~500 parameters) it neither answers nor closes: the connection hung
+     * for its whole timeout. terra reads no parameter, and the verdict above is taken: end the
+     * query in libmicrohttpd's (writable) buffer so that nothing is parsed. */
+    char *query = strchr(uri, '?');
+    if (query && query[1]) query[1] = 0;
+#endif
+    return q;
+}
+
+static void request_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode toe) {
+    server *s = cls;
+    (void)toe;
+    free(*state);
+    *state = NULL;
+    /* a kept-alive connection starts waiting for its next request */
+    conn *k = conn_of(c);
+    if (k) {
+        pthread_mutex_lock(&s->lock);
+        k->since = now_s();
+        k->receiving = true;
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+static void request_arrived(server *s, struct MHD_Connection *c) {
+    conn *k = conn_of(c);
+    if (!k) return;
+    pthread_mutex_lock(&s->lock);
+    k->receiving = false;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned code, struct MHD_Response *r, const char *type,
+                             const char *encoding) {
     if (!r) return MHD_NO;
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
     if (type) MHD_add_response_header(r, "Content-Type", type);
     if (encoding) MHD_add_response_header(r, "Content-Encoding", encoding);
-    if (code == MHD_HTTP_OK) MHD_add_response_header(r, "Cache-Control", "public, max-age=3600");
+    if (code == MHD_HTTP_OK) {
+        MHD_add_response_header(r, "Cache-Control", "public, max-age=3600");
+        MHD_add_response_header(r, "Vary", "Accept-Encoding");
+    }
     enum MHD_Result ret = MHD_queue_response(c, code, r);
     MHD_destroy_response(r);
     return ret;
 }
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const char *text) {
-    return send_buffer(c, code, text, strlen(text), MHD_RESPMEM_MUST_COPY, "text/plain; charset=utf-8", NULL);
+    return queue(c, code,
+                 MHD_create_response_from_buffer(strlen(text), (void *)(uintptr_t)text, MHD_RESPMEM_PERSISTENT),
+                 "text/plain; charset=utf-8", NULL);
 }
 
-/* Parses a decimal number of at most 10 digits; false on anything else. */
-static bool parse_uint(const char *s, size_t n, int64_t *out) {
-    if (n == 0 || n > 10) return false;
-    int64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return false;
-        v = v * 10 + (s[i] - '0');
+/* Sends a buffer from terra_alloc, freed with the response. */
+static enum MHD_Result send_owned(struct MHD_Connection *c, uint8_t *data, size_t n, const char *type,
+                                  const char *encoding) {
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(n, data, terra_free);
+    if (!r) terra_free(data);
+    return queue(c, MHD_HTTP_OK, r, type, encoding);
+}
+
+/* Whether a gzip payload inflates to exactly `raw_size` bytes (inflating no further than one byte
+ * past it), so what a client inflates is what the index states. */
+static bool gzip_inflates_to(const uint8_t *src, size_t n, uint32_t raw_size) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 15 + 16) != Z_OK) return false;
+    uint8_t buf[16384];
+    z.next_in = (Bytef *)(uintptr_t)src;
+    z.avail_in = (uInt)n;
+    uint64_t out = 0;
+    int r = Z_OK;
+    while (r == Z_OK && out <= raw_size) {
+        z.next_out = buf;
+        z.avail_out = sizeof buf;
+        r = inflate(&z, Z_NO_FLUSH);
+        out += sizeof buf - z.avail_out;
+        if (r == Z_BUF_ERROR && z.avail_out == sizeof buf) break; /* no progress: truncated */
     }
-    *out = v;
-    return true;
+    bool ok = r == Z_STREAM_END && out == raw_size && z.avail_in == 0;
+    inflateEnd(&z);
+    return ok;
 }
 
-/* "/z/x/y.terrain" -> 1 (parsed), 0 (not a tile path), -1 (a tile path that is malformed). */
-static int parse_tile_path(const char *url, int *z, int64_t *x, int64_t *y) {
-    size_t len = strlen(url);
-    const char *suffix = ".terrain";
-    size_t sl = strlen(suffix);
-    if (len <= sl || strcmp(url + len - sl, suffix) != 0) return 0;
-    if (url[0] != '/') return -1;
-    const char *p = url + 1, *end = url + len - sl;
-    int64_t v[3];
-    for (int k = 0; k < 3; k++) {
-        const char *q = p;
-        while (q < end && *q != '/') q++;
-        if ((k < 2 && q == end) || (k == 2 && q != end)) return -1;
-        if (!parse_uint(p, (size_t)(q - p), &v[k])) return -1;
-        p = q + 1;
+static const char *tile_name(char *buf, size_t n, const serve_request *r) {
+    snprintf(buf, n, "%d/%lld/%lld", r->z, (long long)r->x, (long long)r->y);
+    return buf;
+}
+
+static enum MHD_Result send_tile(server *s, generation *g, struct MHD_Connection *c, const serve_request *r) {
+    terra_tile_key key;
+    terra_archive_entry e;
+    char name[64];
+    if (!terra_tms_to_key(&g->map, r->z, r->x, r->y, &key)) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
+    terra_status st = terra_archive_find(g->archive, key, &e);
+    if (st == TERRA_E_NOT_FOUND) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
+    if (st != TERRA_OK) {
+        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable tile\n");
     }
-    if (v[0] > TERRA_TILE_MAX_LEVEL) return -1;
-    *z = (int)v[0];
-    *x = v[1];
-    *y = v[2];
-    return 1;
-}
-
-static bool accepts_gzip(struct MHD_Connection *c) {
-    const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-    return ae && strstr(ae, "gzip") != NULL;
+    if (e.size > s->max_tile_bytes || (e.compression != TERRA_COMPRESS_NONE && e.raw_size > s->max_tile_bytes)) {
+        serve_log(s, "tile %s: %u bytes stored, %u decompressed: over the limit of %zu (--max-tile-mb)",
+                  tile_name(name, sizeof name, r), e.size, e.raw_size, s->max_tile_bytes);
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "tile over the server's size limit\n");
+    }
+    uint8_t *stored = terra_alloc(e.size ? e.size : 1);
+    if (!stored) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+    st = terra_archive_read_stored(g->archive, &e, stored, e.size);
+    if (st != TERRA_OK) {
+        terra_free(stored);
+        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable tile\n");
+    }
+    if (e.compression == TERRA_COMPRESS_NONE) return send_owned(c, stored, e.size, g->content_type, NULL);
+    if (e.compression == TERRA_COMPRESS_GZIP) {
+        const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+        if (serve_accepts_gzip(ae, ae ? strlen(ae) : 0)) {
+            if (gzip_inflates_to(stored, e.size, e.raw_size)) return send_owned(c, stored, e.size, g->content_type, "gzip");
+            terra_free(stored);
+            serve_log(s, "tile %s: its gzip payload does not inflate to the %u bytes its index entry states",
+                      tile_name(name, sizeof name, r), e.raw_size);
+            return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
+        }
+    }
+    uint8_t *raw = NULL;
+    size_t n = 0;
+    st = terra_decompress((terra_compression)e.compression, stored, e.size, e.raw_size, &raw, &n);
+    terra_free(stored);
+    if (st == TERRA_OK && n != e.raw_size) {
+        terra_free(raw);
+        st = terra_fail(TERRA_E_CORRUPT, "decompressed to %zu bytes, %u stated", n, e.raw_size);
+    }
+    if (st != TERRA_OK) {
+        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
+    }
+    return send_owned(c, raw, n, g->content_type, NULL);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_size, void **state) {
-    (void)version;
     (void)upload_data;
+    (void)upload_size;
     server *s = cls;
-    if (*state == NULL) { /* first call for this request: headers only */
-        static int marker;
-        *state = &marker;
-        return MHD_YES;
+    request *q = *state;
+    if (!q) return MHD_NO; /* no memory for the request: close */
+    /* Answered on the first call, once the headers are in: nothing terra serves takes a body. */
+    request_arrived(s, c);
+    serve_request r = q->r;
+#if MHD_VERSION < 0x01000000
+    /* libmicrohttpd 0.9 passes the target as a C string: a NUL sent inside it cuts it short (the
+     * old server answered /0/0/0.terrain%00 and /0/0/0.terrain<NUL>junk with the tile). The target
+     * ends where the version begins; a gap after the string means bytes after a NUL. */
+    if (url == q->raw && version && *version) {
+        uintptr_t gap = (uintptr_t)version - ((uintptr_t)q->raw + q->raw_n + 1);
+        if (gap != 0 && gap < 65536) {
+            r.route = SERVE_ROUTE_ERROR;
+            r.status = MHD_HTTP_BAD_REQUEST;
+            r.message = "malformed request target: a NUL byte\n";
+        }
     }
-    if (*upload_size) { /* a body we do not want */
-        *upload_size = 0;
-        return MHD_YES;
+#else
+    (void)version;
+#endif
+    serve_request_method(method, &r);
+    if (s->verbose) fprintf(stderr, "terra serve: %s %s -> %u\n", method, url, r.route == SERVE_ROUTE_ERROR ? r.status : 200);
+    switch (r.route) {
+    case SERVE_ROUTE_ERROR: return send_text(c, r.status, r.message);
+    case SERVE_ROUTE_OPTIONS: {
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (resp) {
+            MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Accept, Accept-Encoding, Range");
+        }
+        return queue(c, MHD_HTTP_NO_CONTENT, resp, NULL, NULL);
     }
-    if (s->verbose) fprintf(stderr, "terra serve: %s %s\n", method, url);
-    if (!strcmp(method, "OPTIONS")) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
-        MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS");
-        MHD_add_response_header(r, "Access-Control-Allow-Headers", "Accept, Accept-Encoding, Range");
-        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, r);
-        MHD_destroy_response(r);
-        return ret;
+    default: break;
     }
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return send_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET, HEAD and OPTIONS\n");
-    if (!strcmp(url, "/layer.json"))
-        return send_buffer(c, MHD_HTTP_OK, s->layer_json, strlen(s->layer_json), MHD_RESPMEM_PERSISTENT,
-                           "application/json", NULL);
-    int z;
-    int64_t x, y;
-    int kind = parse_tile_path(url, &z, &x, &y);
-    if (kind == 0) return send_text(c, MHD_HTTP_NOT_FOUND, "not found: try /layer.json or /{z}/{x}/{y}.terrain\n");
-    if (kind < 0) return send_text(c, MHD_HTTP_BAD_REQUEST, "malformed tile path: expected /{z}/{x}/{y}.terrain\n");
-    terra_tile_key key;
-    terra_archive_entry e;
-    if (!terra_tms_to_key(&s->map, z, x, y, &key)) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
-    terra_status st = terra_archive_find(s->archive, key, &e);
-    if (st == TERRA_E_NOT_FOUND) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
-    if (st != TERRA_OK) {
-        fprintf(stderr, "terra serve: %s\n", terra_last_error());
-        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
+    generation *g = gen_acquire(s);
+    if (!g) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the archive is being replaced; try again\n");
+    enum MHD_Result ret;
+    if (r.route == SERVE_ROUTE_LAYER_JSON) {
+        /* the response holds the opening until it is sent */
+        struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
+            strlen(g->layer_json), g->layer_json, gen_release_cb, g);
+        if (!resp) gen_release(g);
+        return queue(c, MHD_HTTP_OK, resp, "application/json", NULL);
     }
-    if (e.compression == TERRA_COMPRESS_GZIP && accepts_gzip(c)) {
-        const uint8_t *view;
-        if (terra_archive_view_stored(s->archive, &e, &view) == TERRA_OK)
-            return send_buffer(c, MHD_HTTP_OK, view, e.size, MHD_RESPMEM_PERSISTENT, s->content_type, "gzip");
-        /* not mapped: copy below */
-        uint8_t *buf = malloc(e.size ? e.size : 1);
-        if (buf && terra_archive_read_stored(s->archive, &e, buf, e.size) == TERRA_OK)
-            return send_buffer(c, MHD_HTTP_OK, buf, e.size, MHD_RESPMEM_MUST_FREE, s->content_type, "gzip");
-        free(buf);
-        fprintf(stderr, "terra serve: %s\n", terra_last_error());
-        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
-    }
-    uint8_t *raw;
-    size_t n;
-    if (terra_archive_read_entry(s->archive, &e, &raw, &n) != TERRA_OK) {
-        fprintf(stderr, "terra serve: %s\n", terra_last_error());
-        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
-    }
-    enum MHD_Result r = send_buffer(c, MHD_HTTP_OK, raw, n, MHD_RESPMEM_MUST_COPY, s->content_type, NULL);
-    terra_free(raw);
-    return r;
+    ret = send_tile(s, g, c, &r);
+    gen_release(g);
+    return ret;
 }
 
+/* ---- the command --------------------------------------------------------------------------- */
+
 int cmd_serve(int argc, char **argv) {
-    static const struct option opts[] = {{"port", required_argument, 0, 'p'},   {"bind", required_argument, 0, 'b'},
-                                         {"threads", required_argument, 0, 't'}, {"verbose", no_argument, 0, 'v'},
-                                         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    long port = 8080, threads = 4;
+    enum { O_BIND = 256, O_THREADS, O_MAXCONN, O_PERCLIENT, O_REQTIMEOUT, O_IDLE, O_QUERY, O_TILEMB };
+    static const struct option opts[] = {{"port", required_argument, 0, 'p'},
+                                         {"bind", required_argument, 0, O_BIND},
+                                         {"threads", required_argument, 0, O_THREADS},
+                                         {"max-connections", required_argument, 0, O_MAXCONN},
+                                         {"max-per-client", required_argument, 0, O_PERCLIENT},
+                                         {"request-timeout", required_argument, 0, O_REQTIMEOUT},
+                                         {"idle-timeout", required_argument, 0, O_IDLE},
+                                         {"max-query-params", required_argument, 0, O_QUERY},
+                                         {"max-tile-mb", required_argument, 0, O_TILEMB},
+                                         {"verbose", no_argument, 0, 'v'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    long port = 8080, threads = 4, max_conn = 1000, per_client = 32, idle = 30, max_query = 16, tile_mb = 16;
+    double req_timeout = 10;
     const char *bind_addr = "127.0.0.1";
     bool verbose = false;
     int c;
@@ -172,10 +565,34 @@ int cmd_serve(int argc, char **argv) {
             if (!cli_parse_int(optarg, &port) || port < 0 || port > 65535)
                 return cli_usage_error("serve", "--port: expected 0..65535, got '%s'", optarg);
             break;
-        case 'b': bind_addr = optarg; break;
-        case 't':
+        case O_BIND: bind_addr = optarg; break;
+        case O_THREADS:
             if (!cli_parse_int(optarg, &threads) || threads < 1 || threads > 64)
                 return cli_usage_error("serve", "--threads: expected 1..64, got '%s'", optarg);
+            break;
+        case O_MAXCONN:
+            if (!cli_parse_int(optarg, &max_conn) || max_conn < 1 || max_conn > 100000)
+                return cli_usage_error("serve", "--max-connections: expected 1..100000, got '%s'", optarg);
+            break;
+        case O_PERCLIENT:
+            if (!cli_parse_int(optarg, &per_client) || per_client < 1 || per_client > 100000)
+                return cli_usage_error("serve", "--max-per-client: expected 1..100000, got '%s'", optarg);
+            break;
+        case O_REQTIMEOUT:
+            if (!cli_parse_double(optarg, &req_timeout) || !(req_timeout >= 0.1 && req_timeout <= 3600))
+                return cli_usage_error("serve", "--request-timeout: expected 0.1..3600 seconds, got '%s'", optarg);
+            break;
+        case O_IDLE:
+            if (!cli_parse_int(optarg, &idle) || idle < 1 || idle > 86400)
+                return cli_usage_error("serve", "--idle-timeout: expected 1..86400 seconds, got '%s'", optarg);
+            break;
+        case O_QUERY:
+            if (!cli_parse_int(optarg, &max_query) || max_query < 0 || max_query > 1000)
+                return cli_usage_error("serve", "--max-query-params: expected 0..1000, got '%s'", optarg);
+            break;
+        case O_TILEMB:
+            if (!cli_parse_int(optarg, &tile_mb) || tile_mb < 1 || tile_mb > 4095)
+                return cli_usage_error("serve", "--max-tile-mb: expected 1..4095, got '%s'", optarg);
             break;
         case 'v': verbose = true; break;
         case 'h': help(stdout); return EXIT_OK;
@@ -192,15 +609,24 @@ int cmd_serve(int argc, char **argv) {
 
     server s;
     memset(&s, 0, sizeof s);
+    s.path = argv[optind];
     s.verbose = verbose;
-    if (terra_archive_open(argv[optind], NULL, &s.archive) != TERRA_OK) return cli_error("serve", "%s", terra_last_error());
-    if (terra_archive_tms_map(s.archive, &s.map) != TERRA_OK ||
-        terra_archive_layer_json(s.archive, &s.map, &s.layer_json) != TERRA_OK) {
+    s.max_query_params = (size_t)max_query;
+    s.max_tile_bytes = (size_t)tile_mb << 20;
+    s.request_timeout = req_timeout;
+    pthread_mutex_init(&s.lock, NULL);
+    pthread_cond_init(&s.wake, NULL);
+    s.id = stat_id(s.path);
+    s.id_known = true;
+    if (gen_open(&s, &s.gen) != TERRA_OK) {
         int r = cli_error("serve", "%s", terra_last_error());
-        terra_archive_close(s.archive);
+        pthread_cond_destroy(&s.wake);
+        pthread_mutex_destroy(&s.lock);
         return r;
     }
-    s.content_type = terra_archive_content_type(s.archive);
+    const terra_archive_info *I = terra_archive_get_info(s.gen->archive);
+    unsigned long long tiles = (unsigned long long)I->tile_count;
+    const char *frame = terra_frame_name(I->frame);
 
     /* Block the stop signals in every thread; the main thread waits for them below. */
     sigset_t set;
@@ -208,26 +634,39 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL,
-                                            NULL, handle, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, 30u, MHD_OPTION_END);
-    if (!d) {
-        terra_free(s.layer_json);
-        terra_archive_close(s.archive);
-        return cli_error("serve", "cannot listen on %s:%ld (port in use?)", bind_addr, port);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, handle, &s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_client,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle, MHD_OPTION_URI_LOG_CALLBACK, uri_log, &s,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, &s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s, MHD_OPTION_END);
+    pthread_t watcher;
+    bool watching = d && pthread_create(&watcher, NULL, watch, &s) == 0;
+    if (!watching) {
+        if (d) MHD_stop_daemon(d);
+        gen_release(s.gen);
+        pthread_cond_destroy(&s.wake);
+        pthread_mutex_destroy(&s.lock);
+        return d ? cli_error("serve", "cannot start a thread") : cli_error("serve", "cannot listen on %s:%ld (port in use?)", bind_addr, port);
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     unsigned actual = info ? info->port : (unsigned)port;
-    printf("terra serve: http://%s:%u/layer.json (%llu tiles, %s frame); Ctrl-C stops\n", bind_addr, actual,
-           (unsigned long long)terra_archive_get_info(s.archive)->tile_count,
-           terra_frame_name(terra_archive_get_info(s.archive)->frame));
+    printf("terra serve: http://%s:%u/layer.json (%llu tiles, %s frame); Ctrl-C stops\n", bind_addr, actual, tiles,
+           frame);
     fflush(stdout);
     int sig = 0;
     sigwait(&set, &sig);
     MHD_stop_daemon(d);
-    terra_free(s.layer_json);
-    terra_archive_close(s.archive);
+    pthread_mutex_lock(&s.lock);
+    s.stopping = true;
+    pthread_cond_signal(&s.wake);
+    pthread_mutex_unlock(&s.lock);
+    pthread_join(watcher, NULL);
+    gen_release(s.gen);
+    pthread_cond_destroy(&s.wake);
+    pthread_mutex_destroy(&s.lock);
     fprintf(stderr, "terra serve: stopped (signal %d)\n", sig);
+    if (s.cut) fprintf(stderr, "terra serve: %llu connections closed for sending a request too slowly\n", s.cut);
     return EXIT_OK;
 }

@@ -1,0 +1,192 @@
+/* Request targets, methods and Accept-Encoding for terra serve. See serve_request.h. */
+#include "serve_request.h"
+
+#include "terra/core.h"
+
+#include <string.h>
+
+static bool fail(serve_request *r, unsigned status, const char *message) {
+    r->route = SERVE_ROUTE_ERROR;
+    r->status = status;
+    r->message = message;
+    return false;
+}
+
+/* RFC 3986 unreserved characters, and '/' */
+static bool path_byte(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '~' || c == '-' || c == '/';
+}
+
+static int hex_digit(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* A decimal number of 1 to 10 digits. */
+static bool parse_uint(const char *s, size_t n, int64_t *out) {
+    if (n == 0 || n > 10) return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* "/z/x/y" (the ".terrain" already cut): true when well-formed. */
+static bool parse_tile(const char *p, size_t n, int *z, int64_t *x, int64_t *y) {
+    if (n == 0 || p[0] != '/') return false;
+    const char *end = p + n;
+    p++;
+    int64_t v[3];
+    for (int k = 0; k < 3; k++) {
+        const char *q = memchr(p, '/', (size_t)(end - p));
+        if (!q) q = end;
+        if ((k < 2 && q == end) || (k == 2 && q != end)) return false;
+        if (!parse_uint(p, (size_t)(q - p), &v[k])) return false;
+        p = q + 1;
+    }
+    if (v[0] > TERRA_TILE_MAX_LEVEL) return false;
+    *z = (int)v[0];
+    *x = v[1];
+    *y = v[2];
+    return true;
+}
+
+bool serve_request_target(const char *target, size_t n, size_t max_query_params, serve_request *out) {
+    memset(out, 0, sizeof *out);
+    out->status = 200;
+    if (!target) n = 0;
+    const char *q = n ? memchr(target, '?', n) : NULL;
+    size_t path_n = q ? (size_t)(q - target) : n;
+    if (path_n == 0 || target[0] != '/')
+        return fail(out, 400, "malformed request target: expected /layer.json or /{z}/{x}/{y}.terrain\n");
+    for (size_t i = 0; i < path_n; i++)
+        if (!path_byte((unsigned char)target[i]))
+            return fail(out, 400, "malformed path: only /layer.json and /{z}/{x}/{y}.terrain are served\n");
+    if (q) {
+        const char *s = q + 1;
+        size_t sn = n - path_n - 1;
+        out->query_params = sn ? 1 : 0;
+        for (size_t i = 0; i < sn; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c == '&' && ++out->query_params > max_query_params) break;
+            if (c < 0x21 || c > 0x7e || c == '#')
+                return fail(out, 400, "malformed query: a byte outside printable ASCII\n");
+            if (c == '%') {
+                int hi = i + 2 < sn ? hex_digit((unsigned char)s[i + 1]) : -1;
+                int lo = hi >= 0 ? hex_digit((unsigned char)s[i + 2]) : -1;
+                if (lo < 0) return fail(out, 400, "malformed query: '%' not followed by two hex digits\n");
+                if (hi == 0 && lo == 0) return fail(out, 400, "malformed query: %00 (NUL)\n");
+                i += 2;
+            }
+        }
+        if (out->query_params > max_query_params) return fail(out, 414, "too many query parameters\n");
+    }
+    static const char suffix[] = ".terrain";
+    const size_t sl = sizeof suffix - 1;
+    if (path_n == 11 && !memcmp(target, "/layer.json", 11)) {
+        out->route = SERVE_ROUTE_LAYER_JSON;
+    } else if (path_n > sl && !memcmp(target + path_n - sl, suffix, sl)) {
+        if (!parse_tile(target, path_n - sl, &out->z, &out->x, &out->y))
+            return fail(out, 400, "malformed tile path: expected /{z}/{x}/{y}.terrain\n");
+        out->route = SERVE_ROUTE_TILE;
+    } else {
+        return fail(out, 404, "not found: try /layer.json or /{z}/{x}/{y}.terrain\n");
+    }
+    return true;
+}
+
+void serve_request_method(const char *method, serve_request *r) {
+    bool get = method && (!strcmp(method, "GET") || !strcmp(method, "HEAD"));
+    bool options = method && !strcmp(method, "OPTIONS");
+    if (r->route == SERVE_ROUTE_ERROR && r->status != 404) return; /* malformed targets stay 400/414 */
+    if (options) {
+        r->route = SERVE_ROUTE_OPTIONS;
+        r->status = 204;
+        r->message = NULL;
+    } else if (!get) {
+        (void)fail(r, 405, "only GET, HEAD and OPTIONS\n");
+    }
+}
+
+static bool ows(char c) { return c == ' ' || c == '\t'; }
+
+static bool same_token(const char *s, size_t n, const char *lower) {
+    size_t m = strlen(lower);
+    if (n != m) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != lower[i]) return false;
+    }
+    return true;
+}
+
+/* qvalue = "0" [ "." 0*3DIGIT ] / "1" [ "." 0*3"0" ], in thousandths; -1 when malformed. */
+static int parse_qvalue(const char *s, size_t n) {
+    if (n == 0 || (s[0] != '0' && s[0] != '1')) return -1;
+    int v = (s[0] - '0') * 1000;
+    if (n == 1) return v;
+    if (s[1] != '.' || n > 5) return -1;
+    int scale = 100;
+    for (size_t i = 2; i < n; i++, scale /= 10) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v += (s[i] - '0') * scale;
+    }
+    return v > 1000 ? -1 : v;
+}
+
+/* Trims optional white space from both ends of [*s, *s + *n). */
+static void trim(const char **s, size_t *n) {
+    while (*n && ows(**s)) (*s)++, (*n)--;
+    while (*n && ows((*s)[*n - 1])) (*n)--;
+}
+
+bool serve_accepts_gzip(const char *ae, size_t n) {
+    if (!ae) return false;
+    int gzip_q = -1, star_q = -1; /* -1: not named */
+    const char *end = ae + n;
+    for (const char *p = ae;;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        if (!comma) comma = end;
+        /* one element: coding *( OWS ";" OWS name "=" value ) */
+        const char *semi = memchr(p, ';', (size_t)(comma - p));
+        if (!semi) semi = comma;
+        const char *coding = p;
+        size_t cn = (size_t)(semi - p);
+        trim(&coding, &cn);
+        int q = 1000;
+        for (const char *s = semi; s < comma;) {
+            const char *next = memchr(s + 1, ';', (size_t)(comma - s - 1));
+            if (!next) next = comma;
+            const char *param = s + 1;
+            size_t pn = (size_t)(next - param);
+            trim(&param, &pn);
+            const char *eq = memchr(param, '=', pn);
+            if (eq) {
+                const char *name = param, *value = eq + 1;
+                size_t nn = (size_t)(eq - param), vn = pn - nn - 1;
+                trim(&name, &nn);
+                trim(&value, &vn);
+                if (same_token(name, nn, "q")) {
+                    int v = parse_qvalue(value, vn);
+                    q = v < 0 ? 0 : v;
+                }
+            }
+            s = next;
+        }
+        if (same_token(coding, cn, "gzip") || same_token(coding, cn, "x-gzip")) {
+            if (q > gzip_q) gzip_q = q;
+        } else if (cn == 1 && coding[0] == '*') {
+            if (q > star_q) star_q = q;
+        }
+        if (comma == end) break;
+        p = comma + 1;
+    }
+    return gzip_q >= 0 ? gzip_q > 0 : star_q > 0;
+}

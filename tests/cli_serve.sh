@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# terra serve under abuse, over loopback only (the server listens on 127.0.0.1; clients connect from
+# 127.0.0.1, and from 127.0.0.2 for the per-address cap): malformed targets (%00, a raw NUL, bytes
+# outside the grammar), too many query parameters, Accept-Encoding q-values, decompression bombs,
+# the archive truncated and rewritten in place under the server, slow clients (a byte every half
+# second) next to a normal one. Every wait is bounded; the servers are stopped by the trap.
+set -euo pipefail
+T=${TERRA_BIN:?TERRA_BIN not set}
+helper="$(dirname "$T")/test_serve_request" # writes the hostile archives (tests/test_serve_request.c)
+for tool in curl python3; do
+  command -v "$tool" >/dev/null || { echo "SKIP cli_serve: $tool not installed"; exit 0; }
+done
+[ -x "$helper" ] || { echo "FAIL: $helper not built" >&2; exit 1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/terra_cli_serve.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$work/serve.err" ] && tail -5 "$work/serve.err" >&2; exit 1; }
+
+# start_server NAME ARCHIVE [OPTIONS...]: sets url and port; the server's stderr is in NAME.err
+start_server() {
+  local name=$1 archive=$2
+  shift 2
+  "$T" serve --port 0 --threads 2 "$@" "$archive" >"$work/$name.out" 2>"$work/$name.err" &
+  pids+=($!)
+  server_pid=$!
+  for _ in $(seq 1 100); do grep -q "http://" "$work/$name.out" 2>/dev/null && break; sleep 0.05; done
+  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/$name.out") || fail "$name did not start: $(cat "$work/$name.err")"
+  port=${url##*:}
+}
+code() { curl -s -m 5 -o /dev/null -w '%{http_code}' "$@"; }
+alive() { kill -0 "$server_pid" 2>/dev/null || fail "the server died ($*)"; }
+# raw REQUEST-BYTES (a Python bytes literal): the status line of the answer, or "none"
+raw() {
+  python3 - "$port" "$1" <<'EOF'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(eval(sys.argv[2]))
+try:
+    line = s.recv(4096).split(b"\r\n")[0].decode("latin-1")
+except OSError:
+    line = ""
+print(line or "none")
+EOF
+}
+
+"$T" bake -q --levels 2 --area 0,0,256,256 --cells 16 "$work/a.terra"
+"$T" bake -q --levels 2 --area 0,0,256,256 --cells 8 "$work/b.terra"
+"$T" export "$work/a.terra" "$work/tree" >/dev/null
+"$helper" --archives "$work" || fail "cannot write the hostile archives"
+
+# ---- requests ----
+cp "$work/a.terra" "$work/served.terra"
+start_server serve "$work/served.terra" --request-timeout 2 --max-per-client 8
+curl -sf -m 5 "$url/layer.json" -o "$work/layer.json" || fail "GET layer.json"
+cmp -s "$work/layer.json" "$work/tree/layer.json" || fail "served layer.json differs from the exported one"
+curl -sf -m 5 "$url/2/1/1.terrain?v=1.0.0" -o "$work/t.raw" || fail "GET a tile"
+cmp -s "$work/t.raw" "$work/tree/2/1/1.terrain" || fail "served tile differs from the exported one"
+[ "$(code "$url/0/0/0.terrain%00")" = 400 ] || fail "%00 in the path not 400"
+[ "$(code "$url/0/0/0.terrain?v=%00")" = 400 ] || fail "%00 in the query not 400"
+[ "$(code "$url/0/0/0%2eterrain")" = 400 ] || fail "an escape in the path not 400"
+[ "$(code "$url/0/0/0.terrain;x")" = 400 ] || fail "a byte outside the grammar not 400"
+[ "$(raw "b'GET /0/0/0.terrain\x00junk HTTP/1.1\r\nHost: a\r\n\r\n'")" = "HTTP/1.1 400 Bad Request" ] || fail "raw NUL not 400"
+[ "$(raw "b'GET /0/0/0.terrain\x00 HTTP/1.1\r\nHost: a\r\n\r\n'")" = "HTTP/1.1 400 Bad Request" ] || fail "raw NUL at the end not 400"
+[ "$(raw "b'GET /0/0/0.terrain HTTP/1.1\r\nHost: a\r\n\r\n'")" = "HTTP/1.1 200 OK" ] || fail "raw request not 200"
+# 500 query parameters: answered (414) at once, not held for the connection timeout
+q=$(python3 -c "print('&'.join('p%d=1' % i for i in range(500)))")
+[ "$(code -m 2 "$url/0/0/0.terrain?$q")" = 414 ] || fail "500 query parameters not 414 within 2 s"
+q16=$(python3 -c "print('&'.join('p%d=1' % i for i in range(16)))")
+[ "$(code "$url/0/0/0.terrain?$q16")" = 200 ] || fail "16 query parameters refused"
+[ "$(code "$url/0/0/0.terrain?$q16&one=more")" = 414 ] || fail "17 query parameters not 414"
+# Accept-Encoding q-values
+for ae in 'gzip;q=0' 'identity' 'gzip;q=0, deflate' '*;q=0' 'x-gzip;q=0.000'; do
+  curl -s -m 5 -D "$work/h.txt" -H "Accept-Encoding: $ae" "$url/2/1/1.terrain" -o "$work/t.id"
+  if grep -qi '^content-encoding' "$work/h.txt"; then fail "'$ae' got a Content-Encoding"; fi
+  cmp -s "$work/t.id" "$work/t.raw" || fail "'$ae' got another body"
+done
+for ae in 'gzip' 'br, gzip;q=0.5' '*' 'GZIP;Q=1'; do
+  curl -s -m 5 -D "$work/h.txt" -H "Accept-Encoding: $ae" "$url/2/1/1.terrain" -o "$work/t.gz"
+  grep -qi '^content-encoding: gzip' "$work/h.txt" || fail "'$ae' got no gzip"
+  gunzip -c "$work/t.gz" | cmp -s - "$work/t.raw" || fail "'$ae': the gzip body is not the tile"
+done
+alive "requests"
+
+# ---- slow clients next to a normal one (--request-timeout 2, --max-per-client 8) ----
+python3 - "$port" <<'EOF' || fail "slow clients starved a normal client or were not cut (see above)"
+import socket, sys, time, urllib.request
+port = int(sys.argv[1])
+request = b"GET /0/0/0.terrain HTTP/1.1\r\nHost: a\r\nX-Slow: " + b"x" * 40
+
+def slow(source, n):
+    conns = []
+    for _ in range(n):
+        s = socket.socket()
+        try:
+            s.bind((source, 0))
+        except OSError:
+            s.close()
+            return None  # no second loopback address here
+        s.settimeout(2)
+        try:
+            s.connect(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            continue
+        s.setblocking(False)
+        conns.append([s, time.monotonic(), None, 0])  # socket, opened, closed at, bytes answered
+    return conns
+
+def drip(conns, seconds, check):
+    """sends one byte a half second on each connection for `seconds`, noting when the server closes
+    it; meanwhile `check` fetches tiles as a normal client"""
+    end = time.monotonic() + seconds
+    worst = 0.0
+    while time.monotonic() < end:
+        for c in conns:
+            if c[2] is not None:
+                continue
+            try:
+                c[0].send(request[c[3] % len(request):][:1])
+                c[3] += 1
+                data = c[0].recv(1024)
+                if data == b"":
+                    c[2] = time.monotonic()
+                else:
+                    print("a slow client got an answer:", data[:40]); sys.exit(1)
+            except BlockingIOError:
+                pass
+            except OSError:
+                c[2] = time.monotonic()
+        worst = max(worst, check())
+        time.sleep(0.5)
+    return worst
+
+def fetch():
+    t = time.monotonic()
+    with urllib.request.urlopen("http://127.0.0.1:%d/0/0/0.terrain" % port, timeout=3) as r:
+        if r.status != 200 or not r.read():
+            print("normal client: status", r.status); sys.exit(1)
+    return time.monotonic() - t
+
+# A: six slow connections from the normal client's own address (under its cap of 8)
+a = slow("127.0.0.1", 6)
+worst = drip(a, 4, fetch)
+cut = [c[2] - c[1] for c in a if c[2] is not None]
+print("slow A: %d of %d cut after %s s; normal client's slowest tile %.3f s" % (
+    len(cut), len(a), ",".join("%.1f" % x for x in cut), worst))
+if len(cut) != len(a) or max(cut) > 3.5 or min(cut) < 1.5:
+    print("slow connections not cut between 1.5 and 3.5 s after they opened"); sys.exit(1)
+if worst > 1.0:
+    print("normal client starved"); sys.exit(1)
+# B: thirty from another loopback address: at most 8 held, the rest refused at once
+b = slow("127.0.0.2", 30)
+if b is None:
+    print("slow B: skipped (cannot bind 127.0.0.2)")
+else:
+    time.sleep(0.5)
+    worst = drip(b, 1, fetch)
+    held = sum(1 for c in b if c[2] is None)
+    print("slow B: %d of 30 held after 1.5 s; normal client's slowest tile %.3f s" % (held, worst))
+    if held > 8 or worst > 1.0:
+        print("per-address cap not applied, or the normal client starved"); sys.exit(1)
+    for c in b:
+        c[0].close()
+EOF
+alive "slow clients"
+
+# ---- the archive truncated and rewritten in place under the server ----
+truncate -s 1000 "$work/served.terra"
+sleep 0.1
+for i in $(seq 1 8); do
+  c=$(code "$url/2/1/1.terrain")
+  [ "$c" = 500 ] || [ "$c" = 503 ] || fail "truncated archive: tile answered $c"
+  sleep 0.1
+done
+alive "truncated archive"
+[ "$(code "$url/layer.json")" = 503 ] || fail "layer.json of an unreadable archive not 503"
+cat "$work/b.terra" >"$work/served.terra" # rewritten in place, another archive
+ok=
+for _ in $(seq 1 40); do [ "$(code "$url/2/1/1.terrain")" = 200 ] && ok=1 && break; sleep 0.1; done
+[ -n "$ok" ] || fail "rewritten archive not served again within 4 s"
+"$T" export "$work/b.terra" "$work/tree_b" >/dev/null
+curl -sf -m 5 "$url/2/1/1.terrain" -o "$work/t_b.raw" && cmp -s "$work/t_b.raw" "$work/tree_b/2/1/1.terrain" \
+  || fail "the rewritten archive's tile is not served"
+grep -q "reopened" "$work/serve.err" || fail "no reopen reported"
+# garbage of the same size in place: every tile fails its checksum or the header, never a crash
+# (until the server notices the change, the opening it holds reads the garbage: 404 or 500)
+head -c "$(stat -c %s "$work/b.terra")" /dev/urandom >"$work/served.terra"
+seen=
+for i in $(seq 1 30); do
+  c=$(code "$url/2/1/1.terrain")
+  case "$c" in 503) seen=1; break ;; 404 | 500) ;; *) fail "garbage archive: tile answered $c" ;; esac
+  sleep 0.1
+done
+[ -n "$seen" ] || fail "garbage archive: no 503 within 3 s"
+for i in $(seq 1 4); do [ "$(code "$url/2/1/1.terrain")" = 503 ] || fail "garbage archive: not 503 once noticed"; done
+alive "garbage archive"
+cp "$work/a.terra" "$work/served.terra.new" && mv "$work/served.terra.new" "$work/served.terra" # replaced by rename
+ok=
+for _ in $(seq 1 40); do [ "$(code "$url/2/1/1.terrain")" = 200 ] && ok=1 && break; sleep 0.1; done
+[ -n "$ok" ] || fail "replaced archive not served within 4 s"
+kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
+
+# ---- decompression bombs ----
+start_server bomb "$work/bomb.terra"
+[ "$(code "$url/0/0/0.terrain")" = 200 ] || fail "the honest tile next to the bombs"
+for ae in gzip identity; do
+  for t in 0/1/0 0/0/1; do
+    c=$(curl -s -m 5 -o "$work/body" -w '%{http_code}' -H "Accept-Encoding: $ae" "$url/$t.terrain")
+    [ "$c" = 500 ] || fail "bomb $t ($ae) answered $c"
+    [ "$(stat -c %s "$work/body")" -lt 1000 ] || fail "bomb $t ($ae): a body of $(stat -c %s "$work/body") bytes"
+  done
+done
+alive "bombs"
+grep -q "over the limit" "$work/bomb.err" || fail "the stated bomb not reported: $(cat "$work/bomb.err")"
+grep -q "does not inflate to the 1000 bytes\|decompressed to\|limit of 1000\|output larger" "$work/bomb.err" \
+  || fail "the lying bomb not reported: $(cat "$work/bomb.err")"
+kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
+
+# ---- options ----
+"$T" serve --help | grep -q -- "--request-timeout" || fail "--help lacks the limits"
+for bad in "--max-per-client 0" "--request-timeout 0" "--request-timeout nan" "--max-query-params -1" \
+  "--max-tile-mb 5000" "--max-connections x" "--idle-timeout 0"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$T" serve $bad "$work/a.terra" >/dev/null 2>"$work/err.txt"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "serve $bad: exit $rc, expected 2"
+done
+echo "cli_serve: all checks passed"

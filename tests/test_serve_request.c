@@ -1,0 +1,419 @@
+/* terra serve's request path (cli/serve_request.c): the target grammar byte by byte, NUL and %00,
+ * the query parameter cap, methods, Accept-Encoding q-values; layer.json's available ranges cover
+ * exactly the archive's tiles (random sets, empty zooms, duplicates in the index).
+ *
+ * `test_serve_request --archives DIR` writes the hostile archives tests/cli_serve.sh serves and
+ * exports (valid checksums, hostile contents):
+ *   bomb.terra     level 0 tiles (0,0) honest, (1,0) gzip of 24 MiB stated as such, (0,1) the same
+ *                  gzip stated as 1000 bytes (a liar)
+ *   dup.terra      two index entries for tile 0/0/0 (the second's key patched, checksum recomputed)
+ *   outside.terra  a tile left of the coarsest level's tiles: no place in the z/x/y tree */
+#include "check.h"
+#include "serve_request.h"
+#include "terra/archive_io.h"
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static serve_request target(const char *s) {
+    serve_request r;
+    serve_request_target(s, strlen(s), 16, &r);
+    return r;
+}
+
+static void test_routes(void) {
+    serve_request r = target("/layer.json");
+    CHECK(r.route == SERVE_ROUTE_LAYER_JSON && r.status == 200);
+    r = target("/layer.json?v=1.0.0");
+    CHECK(r.route == SERVE_ROUTE_LAYER_JSON && r.query_params == 1);
+    r = target("/3/12/7.terrain?v=1.0.0&extensions=octvertexnormals-watermask");
+    CHECK(r.route == SERVE_ROUTE_TILE && r.z == 3 && r.x == 12 && r.y == 7 && r.query_params == 2);
+    r = target("/31/9999999999/0.terrain");
+    CHECK(r.route == SERVE_ROUTE_TILE && r.z == 31 && r.x == 9999999999ll && r.y == 0);
+    r = target("/0/0/0.terrain?");
+    CHECK(r.route == SERVE_ROUTE_TILE && r.query_params == 0);
+    /* well-formed paths that are not ours: 404 */
+    const char *absent[] = {"/", "/favicon.ico", "/layer.json/", "/LAYER.JSON", "/a/b", "/0/0/0.terrainx"};
+    for (size_t i = 0; i < sizeof absent / sizeof *absent; i++) {
+        r = target(absent[i]);
+        CHECK(r.route == SERVE_ROUTE_ERROR && r.status == 404 && r.message, "%s: %u", absent[i], r.status);
+    }
+    /* malformed tile paths: 400 */
+    const char *bad[] = {"/x/0/0.terrain",   "/0/0.terrain",     "/0/0/0/0.terrain", "/32/0/0.terrain",
+                         "/0//0.terrain",     "/0/0/.terrain",    "//0/0/0.terrain",  "/0/0/12345678901.terrain",
+                         "/0/-1/0.terrain",   "0/0/0.terrain",    "",                 "*",
+                         "http://a/0/0/0.terrain", "/.terrain"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = target(bad[i]);
+        CHECK(r.route == SERVE_ROUTE_ERROR && r.status == 400 && r.message, "'%s': %u", bad[i], r.status);
+    }
+    serve_request_target(NULL, 5, 16, &r);
+    CHECK(r.route == SERVE_ROUTE_ERROR && r.status == 400);
+}
+
+/* Every byte outside [A-Za-z0-9._~-/] anywhere in the path is 400, never a tile. */
+static void test_path_bytes(void) {
+    for (int c = 0; c < 256; c++) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                  c == '_' || c == '~' || c == '-' || c == '/' || c == '?';
+        char t[32] = "/0/0/0.terrain";
+        size_t n = strlen(t);
+        for (size_t at = 1; at <= n; at++) {
+            char u[40];
+            memcpy(u, t, at);
+            u[at] = (char)c;
+            memcpy(u + at + 1, t + at, n - at);
+            serve_request r;
+            serve_request_target(u, n + 1, 16, &r);
+            if (!ok) CHECK(r.route == SERVE_ROUTE_ERROR && r.status == 400, "byte %d at %zu: %u", c, at, r.status);
+        }
+    }
+    /* the NUL the old server cut the path at, raw and escaped */
+    serve_request r;
+    serve_request_target("/0/0/0.terrain\0junk", 19, 16, &r);
+    CHECK(r.status == 400);
+    serve_request_target("/0/0/0.terrain\0", 15, 16, &r);
+    CHECK(r.status == 400);
+    r = target("/0/0/0.terrain%00");
+    CHECK(r.status == 400);
+    r = target("/0/0/0%2eterrain");
+    CHECK(r.status == 400, "escapes in the path are refused: %u", r.status);
+}
+
+static void test_query(void) {
+    serve_request r = target("/0/0/0.terrain?a=%00");
+    CHECK(r.status == 400);
+    r = target("/0/0/0.terrain?a=%2F&b=%e2%82%ac");
+    CHECK(r.route == SERVE_ROUTE_TILE && r.query_params == 2);
+    const char *bad[] = {"/0/0/0.terrain?a=%", "/0/0/0.terrain?a=%4", "/0/0/0.terrain?a=%zz", "/0/0/0.terrain?a b",
+                         "/0/0/0.terrain?a=#x", "/0/0/0.terrain?a=\x7f", "/0/0/0.terrain?\xc3\xa9"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = target(bad[i]);
+        CHECK(r.route == SERVE_ROUTE_ERROR && r.status == 400, "'%s': %u", bad[i], r.status);
+    }
+    serve_request_target("/0/0/0.terrain?a=\0", 18, 16, &r);
+    CHECK(r.status == 400);
+    /* the cap: 16 parameters pass, 17 are 414, and 500 stop counting one past the limit */
+    char q[8192] = "/0/0/0.terrain?";
+    for (int i = 0; i < 500; i++) snprintf(q + strlen(q), sizeof q - strlen(q), "%sa%d=1", i ? "&" : "", i);
+    char *amp = q;
+    for (int i = 0; i < 16; i++) amp = strchr(amp + 1, '&');
+    serve_request_target(q, (size_t)(amp - q), 16, &r);
+    CHECK(r.route == SERVE_ROUTE_TILE && r.query_params == 16, "%zu", r.query_params);
+    amp = strchr(amp + 1, '&');
+    serve_request_target(q, (size_t)(amp - q), 16, &r);
+    CHECK(r.status == 414 && r.query_params == 17, "%u %zu", r.status, r.query_params);
+    r = target(q);
+    CHECK(r.status == 414 && r.query_params == 17);
+    serve_request_target(q, strlen(q), 1000, &r);
+    CHECK(r.route == SERVE_ROUTE_TILE && r.query_params == 500);
+    serve_request_target("/0/0/0.terrain?a", 16, 0, &r);
+    CHECK(r.status == 414);
+    /* a 404 path with too many parameters is still 414 */
+    serve_request_target("/nothing?a&b", 12, 1, &r);
+    CHECK(r.status == 414);
+}
+
+static void test_methods(void) {
+    serve_request r = target("/0/0/0.terrain");
+    serve_request_method("HEAD", &r);
+    CHECK(r.route == SERVE_ROUTE_TILE);
+    r = target("/layer.json");
+    serve_request_method("OPTIONS", &r);
+    CHECK(r.route == SERVE_ROUTE_OPTIONS && r.status == 204);
+    r = target("/elsewhere");
+    serve_request_method("OPTIONS", &r);
+    CHECK(r.route == SERVE_ROUTE_OPTIONS, "a preflight of any well-formed path");
+    const char *refused[] = {"POST", "PUT", "DELETE", "get", "", "GET ", "BREW"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        r = target("/0/0/0.terrain");
+        serve_request_method(refused[i], &r);
+        CHECK(r.route == SERVE_ROUTE_ERROR && r.status == 405, "'%s'", refused[i]);
+    }
+    r = target("/0/0/0.terrain");
+    serve_request_method(NULL, &r);
+    CHECK(r.status == 405);
+    r = target("/0/0/0.terrain%00");
+    serve_request_method("POST", &r);
+    CHECK(r.status == 400, "a malformed target stays 400 whatever the method");
+}
+
+static bool gz(const char *s) { return serve_accepts_gzip(s, s ? strlen(s) : 0); }
+
+static void test_accept_encoding(void) {
+    const char *yes[] = {"gzip", "GZIP", "gzip, deflate, br", "deflate, gzip;q=0.5", "x-gzip", " gzip ;q=1",
+                         "gzip;q=1.000", "gzip;Q=0.001", "*", "br, *;q=0.1", "gzip;q=0.5;level=1",
+                         "gzip;q=0, gzip;q=0.2", "identity;q=0, gzip", "gzip\t;\tq=0.9"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) CHECK(gz(yes[i]), "'%s' accepts gzip", yes[i]);
+    const char *no[] = {NULL,       "",           "identity",  "deflate, br", "gzip;q=0",     "gzip;q=0.0",
+                        "gzip;q=0.000", "GZIP; Q=0", "*;q=0",     "gzip;q=0, *",  "gzip;q=2",     "gzip;q=1.5",
+                        "gzip;q=0.0001", "gzip;q=abc", "gzip;q=",  "gzipx",        "gzi",          "*, gzip;q=0",
+                        "x-gzip;q=0", "br;q=0.5, deflate", ",,,;;;"};
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!gz(no[i]), "'%s' does not accept gzip", no[i] ? no[i] : "(none)");
+    /* the length is honoured: no reading past n */
+    CHECK(!serve_accepts_gzip("gzip", 3));
+    CHECK(serve_accepts_gzip("gzip;q=0", 4));
+}
+
+/* ---- layer.json ---------------------------------------------------------------------------- */
+
+static char dir[256];
+
+static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+static terra_status write_archive(const char *path, terra_frame frame, const terra_tile_key *keys, int n) {
+    terra_archive_write_desc wd = {0};
+    wd.frame = frame;
+    terra_archive_writer *w;
+    terra_status st = terra_archive_writer_create(path, &wd, &w);
+    if (st) return st;
+    for (int i = 0; i < n && st == TERRA_OK; i++) {
+        terra_archive_tile_info info = {0};
+        st = terra_archive_writer_add_stored(w, keys[i], &keys[i], sizeof keys[i], sizeof keys[i], TERRA_COMPRESS_NONE,
+                                             &info);
+    }
+    if (st) {
+        terra_archive_writer_abort(w);
+        return st;
+    }
+    return terra_archive_writer_finish(w);
+}
+
+/* Every tile of the archive in the tree lies in exactly one rectangle of its zoom, and every cell of
+ * every rectangle is a tile. */
+static void check_available(const char *path, const char *what) {
+    terra_archive *a;
+    if (terra_archive_open(path, NULL, &a) != TERRA_OK) {
+        CHECK(0, "%s: %s", what, terra_last_error());
+        return;
+    }
+    terra_tms_map m;
+    char *json = NULL;
+    CHECK(terra_archive_tms_map(a, &m) == TERRA_OK && terra_archive_layer_json(a, &m, &json) == TERRA_OK, "%s: %s",
+          what, terra_last_error());
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    const cJSON *av = cJSON_GetObjectItem(root, "available");
+    int zmax = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(root, "maxzoom"));
+    CHECK(cJSON_IsArray(av) && cJSON_GetArraySize(av) == zmax + 1, "%s: available", what);
+    /* count, for every tile, the rectangles holding it */
+    const terra_archive_info *I = terra_archive_get_info(a);
+    long long cells = 0, tiles = 0;
+    for (uint64_t i = 0; i < I->tile_count; i++) {
+        terra_archive_entry e;
+        int z;
+        int64_t x, y;
+        if (terra_archive_entry_at(a, i, &e) != TERRA_OK || !terra_tms_from_key(&m, e.key, &z, &x, &y) || z > zmax)
+            continue;
+        if (i > 0) { /* a duplicated entry is one tile */
+            terra_archive_entry p;
+            if (terra_archive_entry_at(a, i - 1, &p) == TERRA_OK && p.key == e.key) continue;
+        }
+        tiles++;
+        int holders = 0;
+        const cJSON *r;
+        cJSON_ArrayForEach(r, cJSON_GetArrayItem(av, z)) {
+            double x0 = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "startX"));
+            double x1 = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "endX"));
+            double y0 = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "startY"));
+            double y1 = cJSON_GetNumberValue(cJSON_GetObjectItem(r, "endY"));
+            holders += x >= x0 && x <= x1 && y >= y0 && y <= y1;
+        }
+        CHECK(holders == 1, "%s: tile %d/%lld/%lld in %d rectangles", what, z, (long long)x, (long long)y, holders);
+    }
+    const cJSON *level;
+    cJSON_ArrayForEach(level, av) {
+        const cJSON *r;
+        cJSON_ArrayForEach(r, level) {
+            cells += (long long)(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "endX")) -
+                                 cJSON_GetNumberValue(cJSON_GetObjectItem(r, "startX")) + 1) *
+                     (long long)(cJSON_GetNumberValue(cJSON_GetObjectItem(r, "endY")) -
+                                 cJSON_GetNumberValue(cJSON_GetObjectItem(r, "startY")) + 1);
+        }
+    }
+    CHECK(cells == tiles, "%s: rectangles cover %lld cells for %lld tiles", what, cells, tiles);
+    cJSON_Delete(root);
+    terra_free(json);
+    terra_archive_close(a);
+}
+
+static void test_layer_json_ranges(void) {
+    char path[512];
+    path_in(path, sizeof path, "ranges.terra");
+    unsigned long long seed = 12;
+    enum { N = 1500 };
+    static terra_tile_key keys[N];
+    for (int round = 0; round < 40; round++) {
+        terra_frame frame = round % 3 == 0 ? TERRA_FRAME_GEOGRAPHIC : TERRA_FRAME_LOCAL;
+        int levels = 1 + (int)(test_rand_u64(&seed) % 4), span = 2 + (int)(test_rand_u64(&seed) % 40);
+        int n = 1 + (int)(test_rand_u64(&seed) % N), got = 0;
+        for (int i = 0; i < n; i++) {
+            int l = (int)(test_rand_u64(&seed) % (unsigned)levels);
+            if (frame == TERRA_FRAME_GEOGRAPHIC && l == 1 && round % 2) l = 2; /* an empty zoom in the middle */
+            int s = span >> (frame == TERRA_FRAME_LOCAL ? l : 0);
+            if (s < 1) s = 1;
+            /* rows of runs, scattered tiles, and a few left of the coarsest tiles in local archives */
+            int x = (int)(test_rand_u64(&seed) % (unsigned)s) - (frame == TERRA_FRAME_LOCAL && round % 4 == 1 ? 1 : 0);
+            int y = round % 2 ? (int)(test_rand_u64(&seed) % 3) : (int)(test_rand_u64(&seed) % (unsigned)s);
+            terra_tile_key k = terra_tile_key_make(0, l, x, y);
+            bool dup = false;
+            for (int j = 0; j < got && !dup; j++) dup = keys[j] == k;
+            if (!dup) keys[got++] = k;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "round %d (%d tiles)", round, got);
+        CHECK(write_archive(path, frame, keys, got) == TERRA_OK, "%s", terra_last_error());
+        check_available(path, what);
+    }
+    /* a checkerboard: every tile its own rectangle */
+    int got = 0;
+    for (int y = 0; y < 30; y++)
+        for (int x = y % 2; x < 40; x += 2) keys[got++] = terra_tile_key_make(0, 0, x, y);
+    CHECK(write_archive(path, TERRA_FRAME_LOCAL, keys, got) == TERRA_OK);
+    check_available(path, "checkerboard");
+    unlink(path);
+}
+
+/* ---- hostile archives for tests/cli_serve.sh ------------------------------------------------ */
+
+static terra_status write_bomb(const char *path) {
+    terra_archive_write_desc wd = {0};
+    wd.frame = TERRA_FRAME_LOCAL;
+    wd.compression = TERRA_COMPRESS_GZIP;
+    terra_archive_writer *w;
+    terra_status st = terra_archive_writer_create(path, &wd, &w);
+    if (st) return st;
+    const size_t big = (size_t)24 << 20; /* over serve's default cap, within the format's */
+    uint8_t *zeros = terra_calloc(big, 1), *packed = NULL;
+    size_t pn = 0;
+    st = zeros ? terra_compress(TERRA_COMPRESS_GZIP, 9, zeros, big, &packed, &pn) : TERRA_E_NOMEM;
+    terra_archive_tile_info info = {0};
+    static const char honest[] = "an honest tile: serve does not decode tiles";
+    if (st == TERRA_OK) st = terra_archive_writer_add(w, terra_tile_key_make(0, 0, 0, 0), honest, sizeof honest, &info);
+    if (st == TERRA_OK)
+        st = terra_archive_writer_add_stored(w, terra_tile_key_make(0, 0, 1, 0), packed, pn, (uint32_t)big,
+                                             TERRA_COMPRESS_GZIP, &info);
+    if (st == TERRA_OK)
+        st = terra_archive_writer_add_stored(w, terra_tile_key_make(0, 0, 0, 1), packed, pn, 1000, TERRA_COMPRESS_GZIP,
+                                             &info);
+    terra_free(zeros);
+    terra_free(packed);
+    if (st) {
+        terra_archive_writer_abort(w);
+        return st;
+    }
+    return terra_archive_writer_finish(w);
+}
+
+/* Gives index entry 1 the key of entry 0, with the checksum recomputed. */
+static terra_status write_dup(const char *path) {
+    terra_tile_key keys[3] = {terra_tile_key_make(0, 0, 0, 0), terra_tile_key_make(0, 0, 1, 0),
+                              terra_tile_key_make(0, 0, 1, 1)};
+    terra_status st = write_archive(path, TERRA_FRAME_LOCAL, keys, 3);
+    if (st) return st;
+    terra_archive *a;
+    if ((st = terra_archive_open(path, NULL, &a))) return st;
+    terra_archive_entry e0, e1;
+    uint64_t index = terra_archive_get_info(a)->index_offset;
+    if ((st = terra_archive_entry_at(a, 0, &e0)) || (st = terra_archive_entry_at(a, 1, &e1))) {
+        terra_archive_close(a);
+        return st;
+    }
+    uint8_t payload[64];
+    st = terra_archive_read_stored(a, &e1, payload, sizeof payload);
+    terra_archive_close(a);
+    if (st) return st;
+    e1.key = e0.key;
+    e1.checksum = terra_archive_entry_checksum(&e1, payload);
+    uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
+    terra_archive_entry_pack(&e1, b);
+    int fd = open(path, O_WRONLY);
+    bool ok = fd >= 0 && pwrite(fd, b, sizeof b, (off_t)(index + TERRA_ARCHIVE_ENTRY_SIZE)) == (ssize_t)sizeof b;
+    if (fd >= 0) ok = close(fd) == 0 && ok;
+    return ok ? TERRA_OK : terra_fail(TERRA_E_IO, "%s: cannot patch", path);
+}
+
+static terra_status write_outside(const char *path) {
+    terra_tile_key keys[4] = {terra_tile_key_make(0, 1, 0, 0), terra_tile_key_make(0, 0, 0, 0),
+                              terra_tile_key_make(0, 0, 1, 1), terra_tile_key_make(0, 0, -1, 0)};
+    return write_archive(path, TERRA_FRAME_LOCAL, keys, 4);
+}
+
+static int write_hostile(const char *out) {
+    char path[512];
+    struct {
+        const char *name;
+        terra_status (*write)(const char *);
+    } all[] = {{"bomb.terra", write_bomb}, {"dup.terra", write_dup}, {"outside.terra", write_outside}};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, all[i].name);
+        if (all[i].write(path) != TERRA_OK) {
+            fprintf(stderr, "test_serve_request: %s: %s\n", path, terra_last_error());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The hostile archives are what they claim: open, checksums valid, the bomb's statements. */
+static void test_hostile_archives(void) {
+    CHECK(write_hostile(dir) == 0);
+    char path[512];
+    terra_archive *a;
+    path_in(path, sizeof path, "bomb.terra");
+    if (terra_archive_open(path, NULL, &a) == TERRA_OK) {
+        uint64_t bad = 1;
+        CHECK(terra_archive_verify(a, &bad) == TERRA_OK && bad == 0, "checksums valid");
+        terra_archive_entry e;
+        CHECK(terra_archive_find(a, terra_tile_key_make(0, 0, 1, 0), &e) == TERRA_OK && e.raw_size == 24u << 20 &&
+              e.size < 100000);
+        CHECK(terra_archive_find(a, terra_tile_key_make(0, 0, 0, 1), &e) == TERRA_OK && e.raw_size == 1000);
+        uint8_t *raw;
+        size_t n;
+        CHECK(terra_archive_read_entry(a, &e, &raw, &n) != TERRA_OK, "the liar does not inflate to 1000 bytes");
+        terra_archive_close(a);
+    } else CHECK(0, "%s", terra_last_error());
+    path_in(path, sizeof path, "dup.terra");
+    if (terra_archive_open(path, NULL, &a) == TERRA_OK) {
+        terra_archive_entry e0, e1;
+        CHECK(terra_archive_entry_at(a, 0, &e0) == TERRA_OK && terra_archive_entry_at(a, 1, &e1) == TERRA_OK &&
+              e0.key == e1.key);
+        uint8_t buf[64];
+        CHECK(terra_archive_read_stored(a, &e1, buf, sizeof buf) == TERRA_OK, "the duplicate's checksum holds");
+        terra_archive_close(a);
+    } else CHECK(0, "%s", terra_last_error());
+    check_available(path, "dup");
+    path_in(path, sizeof path, "outside.terra");
+    if (terra_archive_open(path, NULL, &a) == TERRA_OK) {
+        terra_tms_map m;
+        int z;
+        int64_t x, y;
+        CHECK(terra_archive_tms_map(a, &m) == TERRA_OK && m.max_level == 1 && m.min_level == 0 && m.x0 == 0);
+        CHECK(!terra_tms_from_key(&m, terra_tile_key_make(0, 0, -1, 0), &z, &x, &y));
+        terra_archive_close(a);
+    } else CHECK(0, "%s", terra_last_error());
+    check_available(path, "outside");
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--archives")) return write_hostile(argv[2]);
+    snprintf(dir, sizeof dir, "%s/terra_test_serve_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir)) return 1;
+    RUN(test_routes);
+    RUN(test_path_bytes);
+    RUN(test_query);
+    RUN(test_methods);
+    RUN(test_accept_encoding);
+    RUN(test_layer_json_ranges);
+    RUN(test_hostile_archives);
+    const char *names[] = {"bomb.terra", "dup.terra", "outside.terra"};
+    char path[512];
+    for (size_t i = 0; i < 3; i++) {
+        path_in(path, sizeof path, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    return finish();
+}
