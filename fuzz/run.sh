@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Bounded fuzzing run (CI): builds the seed corpora and runs each libFuzzer target for SECONDS.
 # Usage: fuzz/run.sh BUILD_DIR [SECONDS]   (BUILD_DIR configured with CC=clang)
+# A target is one `fuzz_one` line at the end: its name, the longest input, its seed folders.
 set -euo pipefail
 build=${1:?build dir}
 secs=${2:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${TERRA_SHARED:-$root/../shared}
-for t in fuzz_qmesh fuzz_archive; do
-  [ -x "$build/$t" ] || { echo "fuzz/run.sh: $build/$t not built (needs clang)" >&2; exit 1; }
+for t in terra test_hostile; do
+  [ -x "$build/$t" ] || { echo "fuzz/run.sh: $build/$t not built" >&2; exit 1; }
 done
 corpus=$(mktemp -d "${TMPDIR:-/tmp}/terra_fuzz.XXXXXX")
 trap 'rm -rf "$corpus"' EXIT
-mkdir -p "$corpus/qmesh" "$corpus/archive" "$corpus/qmesh_seed" "$corpus/archive_seed"
+mkdir -p "$corpus/qmesh_seed" "$corpus/archive_seed" "$corpus/source_seed"
 # Seeds: the real tiles under 20 kB (uncompressed ones), and tiny tiles and archives terra bakes.
 if [ -d "$shared/data/qm" ]; then
   i=0; for f in "$shared"/data/qm/*/*.terrain "$shared"/data/qm/*/*/*.terrain; do
@@ -22,11 +23,26 @@ fi
 "$build/terra" bake -q --levels 1 --cells 2 --frame geographic --compression none "$corpus/archive_seed/tiny_geo.terra"
 "$build/terra" export "$corpus/archive_seed/tiny_geo.terra" "$corpus/tree" >/dev/null
 find "$corpus/tree" -name '*.terrain' | head -20 | while read -r f; do cp "$f" "$corpus/qmesh_seed/baked_$(echo "$f" | md5sum | cut -c1-8).terrain"; done
+# The archive source's seeds: archives it draws (grids of 16 cells, the fewest it takes; stored
+# uncompressed, so mutations reach the decoder), and tests/test_hostile.c's hostile archives.
+"$build/terra" bake -q --levels 1 --cells 16 --area 0,0,128,128 --compression none "$corpus/source_seed/src_none.terra"
+"$build/terra" bake -q --levels 0 --cells 16 --area 0,0,64,64 --compression zstd --no-normals "$corpus/source_seed/src_zstd.terra"
+"$build/test_hostile" --write "$corpus/source_seed" >/dev/null
 art="$build/fuzz-artifacts"
 mkdir -p "$art"
-echo "fuzz: $(ls "$corpus/qmesh_seed" | wc -l) qmesh seeds, $(ls "$corpus/archive_seed" | wc -l) archive seeds, ${secs}s each"
-ASAN_OPTIONS=detect_leaks=1 "$build/fuzz_qmesh" -max_total_time="$secs" -max_len=200000 -print_final_stats=1 -artifact_prefix="$art/qmesh-" \
-  "$corpus/qmesh" "$corpus/qmesh_seed" 2>&1 | tail -15
-ASAN_OPTIONS=detect_leaks=1 "$build/fuzz_archive" -max_total_time="$secs" -max_len=65536 -print_final_stats=1 -artifact_prefix="$art/archive-" \
-  "$corpus/archive" "$corpus/archive_seed" 2>&1 | tail -15
+echo "fuzz: $(ls "$corpus/qmesh_seed" | wc -l) qmesh seeds, $(ls "$corpus/archive_seed" | wc -l) archive seeds," \
+  "$(ls "$corpus/source_seed" | wc -l) archive source seeds, ${secs}s each"
+fuzz_one() { # TARGET MAX_LEN SEED_DIR...
+  local t=$1 max_len=$2; shift 2
+  [ -x "$build/$t" ] || { echo "fuzz/run.sh: $build/$t not built (needs clang)" >&2; exit 1; }
+  mkdir -p "$corpus/$t"
+  if ! ASAN_OPTIONS=detect_leaks=1 "$build/$t" -max_total_time="$secs" -max_len="$max_len" -print_final_stats=1 \
+    -artifact_prefix="$art/$t-" "$corpus/$t" "$@" 2>&1 | tail -15; then
+    echo "fuzz/run.sh: $t failed (a crash? artifacts in $art)" >&2
+    exit 1
+  fi
+}
+fuzz_one fuzz_qmesh 200000 "$corpus/qmesh_seed"
+fuzz_one fuzz_archive 65536 "$corpus/archive_seed"
+fuzz_one fuzz_archive_source 65536 "$corpus/source_seed" "$corpus/archive_seed"
 echo "fuzz: no crashes (artifacts would be in $art)"
