@@ -1,10 +1,31 @@
 /* archive: lookup cost in an archive of 1 M tiles (cold: open + first tile; warm: random keys),
- * index bytes per tile, and the size of a baked archive against the raw 16-bit raster. */
+ * index bytes per tile, what terra serve does before it listens (open, z/x/y map, layer.json) on
+ * those 1 M tiles, layer.json of 160 k scattered tiles, and the size of a baked archive against the
+ * raw 16-bit raster. */
 #include "bench.h"
 #include "terra/bake.h"
 
 #include <string.h>
 #include <unistd.h>
+
+/* Median of 3: open with pread (as terra serve does), the z/x/y map, layer.json. */
+static double serve_start(const char *path) {
+    double t[3];
+    terra_archive_open_desc od = {.use_pread = true};
+    for (int r = 0; r < 3; r++) {
+        double a = bench_now();
+        terra_archive *ar;
+        terra_tms_map map;
+        char *layer = NULL;
+        if (terra_archive_open(path, &od, &ar) != TERRA_OK) return -1;
+        terra_status st = terra_archive_tms_map(ar, &map);
+        if (st == TERRA_OK) st = terra_archive_layer_json(ar, &map, &layer);
+        t[r] = st == TERRA_OK ? bench_now() - a : -1;
+        terra_free(layer);
+        terra_archive_close(ar);
+    }
+    return bench_median(t, 3);
+}
 
 int main(void) {
     char path[256];
@@ -96,9 +117,59 @@ int main(void) {
     printf("  (PMTiles v3 directories: about 2.3 B per entry on a dense pyramid, run-length and delta coded,\n"
            "   no per-tile error or bounds; a plain fixed entry z,x,y,offset,length: 20-24 B)\n");
     terra_archive_close(ar);
+
+    /* What terra serve does before it listens (and again when the file changes): open with pread,
+     * the z/x/y map and layer.json. This archive is one level of 1 M tiles, the worst case for the
+     * map (every tile is on the coarsest level, so the map reads the whole index too). */
+    bench_record("archive.serve_start_s.1M_one_level", serve_start(path), "s", 3, "median");
     unlink(path);
     free(order);
     free(keys);
+
+    /* the same over a pyramid of 1 M tiles: levels 0..9 of 866 x 866 level-0 tiles */
+    if (terra_archive_writer_create(path, &wd, &w) != TERRA_OK) return 1;
+    size_t pyramid = 0;
+    for (int level = 0; level < 10; level++) {
+        int side = (866 + (1 << level) - 1) >> level;
+        for (int y = 0; y < side; y++)
+            for (int x = 0; x < side; x++) {
+                terra_tile_key key = terra_tile_key_make(0, level, x, y);
+                terra_archive_tile_info info = {(float)level, 1, 0, 1};
+                memcpy(payload, &key, 8);
+                terra_archive_writer_add_stored(w, key, payload, sizeof payload, sizeof payload, TERRA_COMPRESS_NONE,
+                                                &info);
+                pyramid++;
+            }
+    }
+    if (terra_archive_writer_finish(w) != TERRA_OK) return 1;
+    printf("  pyramid of %zu tiles\n", pyramid);
+    bench_record("archive.serve_start_s.1M_pyramid", serve_start(path), "s", 3, "median");
+    unlink(path);
+
+    /* layer.json of 160 k scattered tiles (a checkerboard: every tile its own rectangle), which
+     * took 7-16 s while ranges were merged by searching every open rectangle */
+    if (terra_archive_writer_create(path, &wd, &w) != TERRA_OK) return 1;
+    for (int y = 0; y < 400; y++)
+        for (int x = y & 1; x < 800; x += 2) {
+            terra_tile_key key = terra_tile_key_make(0, 0, x, y);
+            terra_archive_tile_info info = {0, 1, 0, 1};
+            memcpy(payload, &key, 8);
+            terra_archive_writer_add_stored(w, key, payload, sizeof payload, sizeof payload, TERRA_COMPRESS_NONE, &info);
+        }
+    if (terra_archive_writer_finish(w) != TERRA_OK) return 1;
+    double scattered[3];
+    for (int r = 0; r < 3; r++) {
+        terra_tms_map map;
+        char *layer = NULL;
+        if (terra_archive_open(path, &od, &ar) != TERRA_OK || terra_archive_tms_map(ar, &map) != TERRA_OK) return 1;
+        double a = bench_now();
+        if (terra_archive_layer_json(ar, &map, &layer) != TERRA_OK) return 1;
+        scattered[r] = bench_now() - a;
+        terra_free(layer);
+        terra_archive_close(ar);
+    }
+    bench_record("archive.layer_json_s.scattered_160k", bench_median(scattered, 3), "s", 3, "median");
+    unlink(path);
 
     /* size against the raw 16-bit raster of the finest samples */
     terra_source *src;
