@@ -92,6 +92,10 @@ static bool default_reader(char *out, size_t cap) {
 terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *reader, terra_raster *out) {
     if (!d || !out || !d->path) return terra_fail(TERRA_E_INVALID, "raster: NULL argument");
     memset(out, 0, sizeof *out);
+    /* A plain PNG needs no GDAL: read here, no child process. */
+    bool handled = false;
+    terra_status pst = terra_raster_read_png_direct(d, out, &handled);
+    if (handled) return pst;
     char path[PATH_MAX + 32];
     if (reader) {
         snprintf(path, sizeof path, "%s", reader);

@@ -28,4 +28,9 @@ terra_status terra_raster_check_budget(const char *path, int w, int h, int copie
  * naming the file: a mesh written from it would hold infinities. */
 terra_status terra_raster_check_extent(const char *path, const terra_raster *out);
 
+/* A PNG that GDAL would read plainly (see io/raster_png.c), read in process with libpng: *handled
+ * true with the raster, or with an error that is final (past the memory budget). *handled false:
+ * not such a PNG, or it failed; the caller reads it through GDAL, whose answer is then the same. */
+terra_status terra_raster_read_png_direct(const terra_raster_desc *desc, terra_raster *out, bool *handled);
+
 #endif

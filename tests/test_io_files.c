@@ -292,21 +292,41 @@ static void test_raster_memory_budget(void) {
     for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 7);
     CHECK(terra_io_write_png(png, px, 64, 64, 3) == TERRA_OK);
     terra_raster r;
-    terra_raster_desc d = {.path = png, .encoding = TERRA_RASTER_TERRAIN_RGB, .max_bytes = 20000};
+    /* A PNG read in process needs the heights (64x64x4 = 16 KiB) and one row; through GDAL, rows of
+     * 256 at a time as well (64 KiB). */
+    terra_raster_desc d = {.path = png, .encoding = TERRA_RASTER_TERRAIN_RGB, .max_bytes = 16000};
     CHECK(terra_raster_read(&d, &r) == TERRA_E_CAPACITY && !r.heights, "in process");
     const char *m = terra_last_error();
     CHECK(strstr(m, png) && strstr(m, "64x64") && strstr(m, "budget"), "%s", m);
     CHECK(terra_raster_read_isolated(&d, NULL, &r) == TERRA_E_CAPACITY && !r.heights, "isolated: %s",
           terra_last_error());
     CHECK(strstr(terra_last_error(), png) && strstr(terra_last_error(), "64x64"), "%s", terra_last_error());
-    /* Both copies of the heights (reader and caller) count: 64x64x4x2 = 32 KiB plus the reader's rows. */
-    d.max_bytes = 64 * 64 * 4 + 64 * 256 * 4;
-    CHECK(terra_raster_read(&d, &r) == TERRA_OK, "%s", terra_last_error());
-    terra_raster_free(&r);
-    CHECK(terra_raster_read_isolated(&d, NULL, &r) == TERRA_E_CAPACITY, "isolated within one copy");
-    d.max_bytes = 2 * 64 * 64 * 4 + 64 * 256 * 4;
+    d.max_bytes = 20000;
+    CHECK(terra_raster_read(&d, &r) == TERRA_E_CAPACITY, "GDAL's rows counted");
     CHECK(terra_raster_read_isolated(&d, NULL, &r) == TERRA_OK, "%s", terra_last_error());
     terra_raster_free(&r);
+    /* Through terra-raster both copies of the heights count (its and the caller's): a GeoTIFF,
+     * 64x64 heights (16 KiB) and 256 rows of doubles (128 KiB). */
+    char tif[300];
+    in_dir("small.tif", tif, sizeof tif);
+    GDALAllRegister();
+    GDALDatasetH ds = GDALCreate(GDALGetDriverByName("GTiff"), tif, 64, 64, 1, GDT_Int16, NULL);
+    CHECK(ds != NULL);
+    if (ds) {
+        int16_t v[64 * 64];
+        for (int i = 0; i < 64 * 64; i++) v[i] = (int16_t)i;
+        CHECK(GDALRasterIO(GDALGetRasterBand(ds, 1), GF_Write, 0, 0, 64, 64, v, 64, 64, GDT_Int16, 0, 0) == CE_None);
+        GDALClose(ds);
+    }
+    terra_raster_desc t = {.path = tif, .max_bytes = 64 * 64 * 4 + 64 * 256 * 8};
+    CHECK(terra_raster_read(&t, &r) == TERRA_OK, "%s", terra_last_error());
+    terra_raster_free(&r);
+    CHECK(terra_raster_read_isolated(&t, NULL, &r) == TERRA_E_CAPACITY && strstr(terra_last_error(), tif),
+          "isolated within one copy: %s", terra_last_error());
+    t.max_bytes = 2 * 64 * 64 * 4 + 64 * 256 * 8;
+    CHECK(terra_raster_read_isolated(&t, NULL, &r) == TERRA_OK, "%s", terra_last_error());
+    terra_raster_free(&r);
+    remove(tif);
     /* The bomb: a few bytes declaring 20000x20000. */
     in_dir("bomb.png", big, sizeof big);
     write_png_header_only(big, 20000, 20000);
@@ -402,6 +422,91 @@ static void test_obj_numbers_round_trip(void) {
     remove(obj);
 }
 
+static bool same_raster(const terra_raster *a, const terra_raster *b) {
+    return a->width == b->width && a->height == b->height && a->nodata_count == b->nodata_count &&
+           a->georeferenced == b->georeferenced && memcmp(a->geo, b->geo, sizeof a->geo) == 0 &&
+           a->spacing_x == b->spacing_x && a->spacing_y == b->spacing_y && a->min_z == b->min_z &&
+           a->max_z == b->max_z &&
+           memcmp(a->heights, b->heights, (size_t)a->width * (size_t)a->height * sizeof(float)) == 0;
+}
+
+/* Every PNG in ../shared/data/dem, every encoding and band: read in process with libpng (no
+ * terra-raster: a reader that does not exist is never needed) exactly as GDAL reads it, and where
+ * GDAL refuses, the same refusal, word for word. */
+static void test_png_without_gdal_equals_gdal(void) {
+    char root[1024], p[1300];
+    shared_path("data/dem", root, sizeof root);
+    DIR *dh = opendir(root);
+    if (!dh) {
+        printf("  skip: %s is absent\n", root);
+        return;
+    }
+    struct {
+        terra_raster_encoding enc;
+        int band;
+        double z, spacing;
+    } modes[] = {{TERRA_RASTER_PLAIN, 0, 0, 0},        {TERRA_RASTER_PLAIN, 3, 0, 0},
+                 {TERRA_RASTER_PLAIN, 4, 0, 0},        {TERRA_RASTER_TERRAIN_RGB, 0, 0, 0},
+                 {TERRA_RASTER_TERRARIUM, 0, 0.5, 0},  {TERRA_RASTER_PLAIN, 1, 0.1, 2.5},
+                 {TERRA_RASTER_TERRAIN_RGB, 0, 0, 30}};
+    int files = 0, direct = 0;
+    struct dirent *e;
+    while ((e = readdir(dh)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".png") != 0) continue;
+        snprintf(p, sizeof p, "%s/%s", root, e->d_name);
+        files++;
+        for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+            terra_raster_desc d = {.path = p, .encoding = modes[k].enc, .band = modes[k].band,
+                                   .z_scale = modes[k].z, .spacing_m = modes[k].spacing};
+            terra_raster g, a, b;
+            char msg[1024];
+            terra_status sg = terra_raster_read(&d, &g);
+            snprintf(msg, sizeof msg, "%s", terra_last_error());
+            terra_status sa = terra_raster_read_isolated(&d, NULL, &a);
+            CHECK(sa == sg, "%s mode %zu: %d with GDAL, %d isolated (%s)", e->d_name, k, sg, sa, terra_last_error());
+            if (sg != TERRA_OK) {
+                CHECK(sa == sg && strcmp(msg, terra_last_error()) == 0, "%s mode %zu: '%s' vs '%s'", e->d_name, k, msg,
+                      terra_last_error());
+                if (sa == TERRA_OK) terra_raster_free(&a);
+                continue;
+            }
+            if (sa == TERRA_OK) CHECK(same_raster(&g, &a), "%s mode %zu: rasters differ", e->d_name, k);
+            terra_status sb = terra_raster_read_isolated(&d, "/nonexistent/terra-raster", &b);
+            CHECK(sb == TERRA_OK, "%s mode %zu needed terra-raster: %s", e->d_name, k, terra_last_error());
+            if (sb == TERRA_OK) {
+                direct++;
+                CHECK(same_raster(&g, &b), "%s mode %zu: rasters differ", e->d_name, k);
+                terra_raster_free(&b);
+            }
+            terra_raster_free(&g);
+            if (sa == TERRA_OK) terra_raster_free(&a);
+        }
+    }
+    closedir(dh);
+    CHECK(files >= 1 && direct >= files, "%d PNGs, %d read without GDAL", files, direct);
+    printf("  %d PNGs, %d reads in process identical to GDAL's\n", files, direct);
+    /* A damaged PNG: left to GDAL, whose message it is. */
+    char cut[300];
+    in_dir("cut.png", cut, sizeof cut);
+    snprintf(p, sizeof p, "%s/fuji.png", root);
+    FILE *f = fopen(p, "rb");
+    if (f) {
+        static uint8_t buf[300000];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        write_bytes(cut, buf, n / 2);
+        terra_raster_desc d = {.path = cut, .encoding = TERRA_RASTER_TERRAIN_RGB};
+        terra_raster g, a;
+        char msg[1024];
+        terra_status sg = terra_raster_read(&d, &g);
+        snprintf(msg, sizeof msg, "%s", terra_last_error());
+        CHECK(sg != TERRA_OK && terra_raster_read_isolated(&d, NULL, &a) == sg && !strcmp(msg, terra_last_error()),
+              "'%s' vs '%s'", msg, terra_last_error());
+        remove(cut);
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "io_files_%ld", (long)getpid());
     if (mkdir(dir, 0777) != 0) {
@@ -415,6 +520,7 @@ int main(void) {
     RUN(test_raster_refuses_non_finite_extent);
     RUN(test_raster_memory_budget);
     RUN(test_obj_numbers_round_trip);
+    RUN(test_png_without_gdal_equals_gdal);
     rmdir(dir);
     return finish();
 }

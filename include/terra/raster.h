@@ -30,7 +30,7 @@ typedef struct terra_raster_desc {
 
 /* The memory budget a read runs under: max_bytes, or for 0 half of physical memory (sysconf). A
  * read counts 4 bytes a sample for the heights plus its working buffers, and an isolated read
- * through terra-raster counts the heights twice (the reader's copy and the caller's are alive at
+ * through terra-raster (not a PNG read in process) counts the heights twice (the reader's copy and the caller's are alive at
  * once). A raster past the budget is refused with TERRA_E_CAPACITY, naming the file, its size, what
  * it would need and the budget, before anything of its size is allocated. */
 size_t terra_raster_memory_budget(size_t max_bytes);
@@ -55,7 +55,11 @@ void terra_raster_free(terra_raster *r);
  * $TERRA_RASTER_READER, else terra-raster next to the running program) and handed over through a
  * pipe. The caller links no GDAL and never maps its ~35 MB of libraries, so a program that goes on
  * to mesh the heights does so without them. The same heights, fields and errors as
- * terra_raster_read; getrusage(RUSAGE_CHILDREN) then reports the reader's peak memory. */
+ * terra_raster_read; getrusage(RUSAGE_CHILDREN) then reports the reader's peak memory.
+ * A PNG that GDAL would read plainly (8- or 16-bit grey, 8-bit RGB or RGBA, non-interlaced, no
+ * tRNS, no .aux.xml or world file beside it) is read in this process with libpng instead, with no
+ * child (nothing for RUSAGE_CHILDREN) and one copy of the heights against the budget; a PNG that
+ * fails there is read through terra-raster, so errors stay GDAL's. */
 terra_status terra_raster_read_isolated(const terra_raster_desc *desc, const char *reader, terra_raster *out);
 
 /* ---- meshes out ---------------------------------------------------------------------------- */
