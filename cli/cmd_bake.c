@@ -17,18 +17,19 @@ static void help(FILE *f) {
             "Options:\n"
             "  --frame local|geographic  local: scenery metres, level 0 finest (default);\n"
             "                            geographic: EPSG:4326 TMS tiles for Cesium, level 0 = the two roots\n"
-            "  --levels N                bake levels 0..N (default 4)\n"
-            "  --area X0,Z0,X1,Z1        local frame: the area in metres (default 0,0,1024,1024)\n"
+            "  --levels N                bake levels 0..N, N from 0 to 24 (default 4)\n"
+            "  --area X0,Z0,X1,Z1        local frame: the area in metres, each within 1e9 (default 0,0,1024,1024)\n"
             "  --bounds W,S,E,N          geographic frame: degrees (default 7,45,7.5,45.5)\n"
-            "  --tile-size M             local frame: side of a level-0 tile in metres (default 64)\n"
+            "  --tile-size M             local frame: side of a level-0 tile in metres, 0.01..100000 (default 64)\n"
             "  --cells N                 cells along a tile side, a power of two 2..256 (default 32)\n"
-            "  --metres-per-degree K     geographic frame: how the world's metres lie on the globe (default 111319.49)\n"
+            "  --metres-per-degree K     geographic frame: how the world's metres lie on the globe, 1..1e8\n"
+            "                            (default 111319.49)\n"
             "  --compression gzip|zstd|none   per-tile compression (default gzip)\n"
             "  --seed S                  the default world's seed (default 1)\n"
-            "  --scale S                 the default world's horizontal scale (default 1)\n"
+            "  --scale S                 the default world's horizontal scale, 0.001..1000 (default 1)\n"
             "  --no-normals              leave out the normals extension\n"
             "  --no-surfaces             leave out the material extension\n"
-            "  --threads N               worker threads (default 2)\n"
+            "  --threads N               worker threads, 1..64 (default 2)\n"
             "  -q, --quiet               print nothing on success\n"
             "  -h, --help                this text\n");
 }
@@ -46,10 +47,9 @@ int cmd_bake(int argc, char **argv) {
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     terra_bake_desc d = {0};
     d.compression = TERRA_COMPRESS_GZIP;
-    unsigned long long seed = 1;
+    uint64_t seed = 1;
     double scale = 1;
     bool quiet = false;
-    long v;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
@@ -60,46 +60,48 @@ int cmd_bake(int argc, char **argv) {
             else return cli_usage_error("bake", "--frame: expected local or geographic, got '%s'", optarg);
             break;
         case O_LEVELS:
-            if (!cli_parse_int(optarg, &v) || v < 0 || v > 24) return cli_usage_error("bake", "--levels: expected 0..24");
-            d.levels = (int)v;
-            if (v == 0) d.levels = -1; /* level 0 alone (0 would mean the default) */
+            if (!cli_opt_int("bake", "--levels", optarg, 0, 24, &d.levels)) return EXIT_USAGE;
+            if (d.levels == 0) d.levels = -1; /* level 0 alone (0 would mean the default) */
             break;
         case O_AREA:
-            if (!cli_parse_doubles(optarg, d.area, 4)) return cli_usage_error("bake", "--area: expected X0,Z0,X1,Z1");
+            /* refused here rather than in the description, where all zero means the default */
+            if (!cli_opt_doubles("bake", "--area", optarg, "X0,Z0,X1,Z1 in metres", 4, -CLI_MAX_COORD, CLI_MAX_COORD,
+                                 d.area))
+                return EXIT_USAGE;
+            if (!(d.area[0] < d.area[2] && d.area[1] < d.area[3]))
+                return cli_usage_error("bake", "--area wants X0 < X1 and Z0 < Z1, not '%s'", optarg);
             break;
         case O_BOUNDS:
-            if (!cli_parse_doubles(optarg, d.bounds, 4)) return cli_usage_error("bake", "--bounds: expected W,S,E,N");
+            if (!cli_opt_doubles("bake", "--bounds", optarg, "W,S,E,N in degrees", 4, -180, 180, d.bounds))
+                return EXIT_USAGE;
+            if (!(d.bounds[0] < d.bounds[2] && d.bounds[1] < d.bounds[3] && d.bounds[1] >= -90 && d.bounds[3] <= 90))
+                return cli_usage_error("bake", "--bounds wants W < E from -180 to 180 and S < N from -90 to 90, not '%s'",
+                                       optarg);
             break;
         case O_TILE:
-            if (!cli_parse_double(optarg, &d.tile0_size) || !(d.tile0_size > 0))
-                return cli_usage_error("bake", "--tile-size: expected a positive number of metres");
+            if (!cli_opt_double("bake", "--tile-size", optarg, "metres", 0.01, 100000, &d.tile0_size)) return EXIT_USAGE;
             break;
         case O_CELLS:
-            if (!cli_parse_int(optarg, &v)) return cli_usage_error("bake", "--cells: expected a power of two 2..256");
-            d.cells = (int)v;
+            if (!cli_opt_cells("bake", "--cells", optarg, 2, 256, &d.cells)) return EXIT_USAGE;
             break;
         case O_MPD:
-            if (!cli_parse_double(optarg, &d.metres_per_degree) || !(d.metres_per_degree > 0))
-                return cli_usage_error("bake", "--metres-per-degree: expected a positive number");
+            if (!cli_opt_double("bake", "--metres-per-degree", optarg, "metres", 1, 1e8, &d.metres_per_degree))
+                return EXIT_USAGE;
             break;
         case O_COMP:
             if (!terra_compression_parse(optarg, &d.compression))
                 return cli_usage_error("bake", "--compression: expected gzip, zstd or none");
             break;
-        case O_SEED: {
-            char *end;
-            seed = strtoull(optarg, &end, 10);
-            if (*end || end == optarg) return cli_usage_error("bake", "--seed: expected a number");
+        case O_SEED:
+            if (!cli_opt_seed("bake", "--seed", optarg, &seed)) return EXIT_USAGE;
             break;
-        }
         case O_SCALE:
-            if (!cli_parse_double(optarg, &scale) || !(scale > 0)) return cli_usage_error("bake", "--scale: expected > 0");
+            if (!cli_opt_double("bake", "--scale", optarg, "a factor", 0.001, 1000, &scale)) return EXIT_USAGE;
             break;
         case O_NONORM: d.no_normals = true; break;
         case O_NOSURF: d.no_surfaces = true; break;
         case O_THREADS:
-            if (!cli_parse_int(optarg, &v) || v < 1 || v > 64) return cli_usage_error("bake", "--threads: expected 1..64");
-            d.threads = (int)v;
+            if (!cli_opt_int("bake", "--threads", optarg, 1, 64, &d.threads)) return EXIT_USAGE;
             break;
         case 'q': quiet = true; break;
         case 'h': help(stdout); return EXIT_OK;
@@ -116,7 +118,8 @@ int cmd_bake(int argc, char **argv) {
     terra_source *src;
     if (terra_world_create(&wd, &src) != TERRA_OK) return cli_error("bake", "%s", terra_last_error());
     char manifest[256];
-    snprintf(manifest, sizeof manifest, "{\"kind\":\"default-world\",\"seed\":%llu,\"scale\":%.17g}", seed, scale);
+    snprintf(manifest, sizeof manifest, "{\"kind\":\"default-world\",\"seed\":%llu,\"scale\":%.17g}",
+             (unsigned long long)seed, scale);
     r.source_json = manifest;
     r.name = "terra default world";
     terra_bake_stats st;

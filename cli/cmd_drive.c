@@ -15,9 +15,9 @@ static void drive_usage(FILE *f) {
                "around every body. Prints the blocks standing and built once a simulated second, then\n"
                "whether any body fell through and how early each collider stood.\n\n"
                "Options:\n"
-               "  -b, --bodies N     bodies dropped (default 200)\n"
+               "  -b, --bodies N     bodies dropped, 1..100000 (default 200)\n"
                "  -v, --vehicles N   fast vehicles, 1..16 (default 4)\n"
-               "  -s, --seconds S    simulated seconds (default 60)\n"
+               "  -s, --seconds S    simulated seconds, 0.01..3600 (default 60)\n"
                "      --seed N       where the bodies fall (default 0)\n"
                "  -h, --help         this help\n\n"
                "Exit status: 0 when no body fell through and every collider stood before its body\n"
@@ -39,28 +39,19 @@ int cmd_drive(int argc, char **argv) {
     terra_drop_desc d = {.progress = progress};
     optind = 1;
     int c;
-    long v;
-    double x;
     while ((c = getopt_long(argc, argv, "b:v:s:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            if (!cli_parse_int(optarg, &v) || v < 1 || v > 100000)
-                return cli_usage_error("drive", "--bodies wants a whole number from 1 to 100000, not '%s'", optarg);
-            d.bodies = (int)v;
+            if (!cli_opt_int("drive", "--bodies", optarg, 1, 100000, &d.bodies)) return EXIT_USAGE;
             break;
         case 'v':
-            if (!cli_parse_int(optarg, &v) || v < 1 || v > 16)
-                return cli_usage_error("drive", "--vehicles wants a whole number from 1 to 16, not '%s'", optarg);
-            d.vehicles = (int)v;
+            if (!cli_opt_int("drive", "--vehicles", optarg, 1, 16, &d.vehicles)) return EXIT_USAGE;
             break;
         case 's':
-            if (!cli_parse_double(optarg, &x) || !(x > 0) || x > 3600)
-                return cli_usage_error("drive", "--seconds wants a number of seconds up to 3600, not '%s'", optarg);
-            d.seconds = x;
+            if (!cli_opt_double("drive", "--seconds", optarg, "seconds", 0.01, 3600, &d.seconds)) return EXIT_USAGE;
             break;
         case 'S':
-            if (!cli_parse_int(optarg, &v)) return cli_usage_error("drive", "--seed wants a whole number, not '%s'", optarg);
-            d.seed = (uint64_t)v;
+            if (!cli_opt_seed("drive", "--seed", optarg, &d.seed)) return EXIT_USAGE;
             break;
         case 'h': drive_usage(stdout); return EXIT_OK;
         default: return cli_usage_error("drive", "unknown option");

@@ -48,7 +48,7 @@ static void fly_usage(FILE *f) {
             "ras ms waiting for the picture (the driver's: llvmpipe shades vertices and pixels on the\n"
             "CPU); '*' marks frames where ancestors stood in for tiles still streaming.\n\n"
             "Options:\n"
-            "  -n, --frames N      frames to fly (default 240)\n"
+            "  -n, --frames N      frames to fly, 1..1000000 (default 240)\n"
             "  -o, --out DIR       where pictures go (default fly-out; created if missing)\n"
             "      --size WxH      frame size (default 960x540)\n"
             "      --sheet N       frames on the contact sheet (default 8; 0: no sheet)\n"
@@ -60,9 +60,10 @@ static void fly_usage(FILE *f) {
             "      --map-size PX   side of each map panel in pixels (default 512)\n"
             "      --seed N        world seed (default 1)\n"
             "      --cells N       cells per tile side, power of two 16..256 (default 32)\n"
-            "      --tile0 M       side of a level-0 tile in metres (default 64)\n"
-            "      --levels N      number of levels (default 12)\n"
-            "      --range0 M      range of level 0 in metres (default: 1.5x the smallest valid)\n"
+            "      --tile0 M       side of a level-0 tile in metres, 0.01..100000 (default 64)\n"
+            "      --levels N      number of levels, 1..24 (default 12)\n"
+            "      --range0 M      range of level 0 in metres (default: 1.5x the smallest valid); the\n"
+            "                      coarsest level's range, range0 x 2^(levels - 1), at most 64 of its tiles\n"
             "  -q, --quiet         print the summary only\n"
             "  -h, --help          this help\n\n"
             "Exit status: 0 on success, 1 on failure (also when a tile failed to load: it is reported\n"
@@ -237,63 +238,43 @@ static int parse_fly(int argc, char **argv, fly_opts *o) {
     o->sel.grid.cells = 32;
     optind = 1;
     int c;
-    long v;
-    double d;
     while ((c = getopt_long(argc, argv, "n:o:qh", longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (!cli_parse_int(optarg, &v) || v < 1 || v > 1000000)
-                return cli_usage_error("fly", "--frames wants a whole number from 1 to 1000000, not '%s'", optarg);
-            o->frames = (int)v;
+            if (!cli_opt_int("fly", "--frames", optarg, 1, 1000000, &o->frames)) return EXIT_USAGE;
             break;
         case 'o': o->out = optarg; break;
         case OPT_MAP: o->maps = 4; break;
         case OPT_MAPS:
-            if (!cli_parse_int(optarg, &v) || v < 0 || v > 1000)
-                return cli_usage_error("fly", "--maps wants a whole number from 0 to 1000, not '%s'", optarg);
-            o->maps = (int)v;
+            if (!cli_opt_int("fly", "--maps", optarg, 0, 1000, &o->maps)) return EXIT_USAGE;
             break;
         case OPT_MAP_SIZE:
-            if (!cli_parse_int(optarg, &v) || v < 64 || v > 4096)
-                return cli_usage_error("fly", "--map-size wants pixels from 64 to 4096, not '%s'", optarg);
-            o->map_size = (int)v;
+            if (!cli_opt_int("fly", "--map-size", optarg, 64, 4096, &o->map_size)) return EXIT_USAGE;
             break;
         case OPT_SIZE:
-            if (!cli_parse_size(optarg, &o->width, &o->height) || o->width < 16 || o->height < 16 || o->width > 8192 ||
-                o->height > 8192)
-                return cli_usage_error("fly", "--size wants WxH from 16x16 to 8192x8192, not '%s'", optarg);
+            if (!cli_opt_size("fly", "--size", optarg, 16, 8192, &o->width, &o->height)) return EXIT_USAGE;
             break;
         case OPT_SHEET:
-            if (!cli_parse_int(optarg, &v) || v < 0 || v > 64)
-                return cli_usage_error("fly", "--sheet wants a whole number from 0 to 64, not '%s'", optarg);
-            o->sheet = (int)v;
+            if (!cli_opt_int("fly", "--sheet", optarg, 0, 64, &o->sheet)) return EXIT_USAGE;
             break;
         case OPT_NO_FRAMES: o->no_frames = true; break;
         case OPT_SETTLE: o->settle = false; break;
         case OPT_LEVEL_TINT: o->level_tint = true; break;
         case OPT_SEED:
-            if (!cli_parse_int(optarg, &v)) return cli_usage_error("fly", "--seed wants a whole number, not '%s'", optarg);
-            o->seed = (uint64_t)v;
+            if (!cli_opt_seed("fly", "--seed", optarg, &o->seed)) return EXIT_USAGE;
             break;
         case OPT_CELLS:
-            if (!cli_parse_int(optarg, &v) || v <= 0 || v > 4096)
-                return cli_usage_error("fly", "--cells wants a power of two from 16 to 256, not '%s'", optarg);
-            o->sel.grid.cells = (int)v;
+            if (!cli_opt_cells("fly", "--cells", optarg, 16, 256, &o->sel.grid.cells)) return EXIT_USAGE;
             break;
         case OPT_TILE0:
-            if (!cli_parse_double(optarg, &d) || !(d > 0))
-                return cli_usage_error("fly", "--tile0 wants a positive number of metres, not '%s'", optarg);
-            o->sel.grid.tile0_size = d;
+            if (!cli_opt_double("fly", "--tile0", optarg, "metres", 0.01, 100000, &o->sel.grid.tile0_size))
+                return EXIT_USAGE;
             break;
         case OPT_LEVELS:
-            if (!cli_parse_int(optarg, &v) || v < 1 || v > 24)
-                return cli_usage_error("fly", "--levels wants a whole number from 1 to 24, not '%s'", optarg);
-            o->sel.levels = (int)v;
+            if (!cli_opt_int("fly", "--levels", optarg, 1, 24, &o->sel.levels)) return EXIT_USAGE;
             break;
         case OPT_RANGE0:
-            if (!cli_parse_double(optarg, &d) || !(d > 0))
-                return cli_usage_error("fly", "--range0 wants a positive number of metres, not '%s'", optarg);
-            o->sel.range0 = d;
+            if (!cli_opt_double("fly", "--range0", optarg, "metres", 0.01, 1e9, &o->sel.range0)) return EXIT_USAGE;
             break;
         case 'q': o->quiet = true; break;
         case 'h': fly_usage(stdout); return -1;
@@ -301,6 +282,9 @@ static int parse_fly(int argc, char **argv, fly_opts *o) {
         }
     }
     if (optind < argc) return cli_usage_error("fly", "unexpected argument '%s'", argv[optind]);
+    /* --tile0, --levels and --range0 together: the selection's rules (a range0 long enough for the
+     * morph, a coarsest level of bounded size) */
+    if (!cli_check_select("fly", &o->sel)) return EXIT_USAGE;
     if (o->sheet > o->frames) o->sheet = o->frames;
     return EXIT_OK;
 }

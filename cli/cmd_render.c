@@ -19,19 +19,20 @@ static void render_usage(FILE *f) {
             "tile the view wants is held, so the frame shows the selection's full detail.\n\n"
             "Options:\n"
             "  -o, --out FILE      the PNG to write (required)\n"
-            "      --eye X,Y,Z     eye position in world metres (y up; default 0,0,0 with --above 40)\n"
-            "      --yaw DEG       turn from -z toward +x (default 0)\n"
+            "      --eye X,Y,Z     eye position in world metres, each within 1e9 (y up; default 0,0,0\n"
+            "                      with --above 40)\n"
+            "      --yaw DEG       turn from -z toward +x, -360..360 (default 0)\n"
             "      --pitch DEG     up from the horizon (default -10)\n"
             "      --fov DEG       vertical field of view (default 60)\n"
             "      --size WxH      image size (default 1280x720)\n"
-            "      --above H       put the eye H metres above the ground at X, Z (Y is ignored)\n"
+            "      --above H       put the eye H metres (0.01..1000000) above the ground at X, Z (Y is ignored)\n"
             "      --clear R,G,B   no sky and no fog: only this colour (0..255) behind the ground\n"
             "      --archive A     draw a local-frame archive baked by terra bake instead of the default\n"
             "                      world: its tile size, cells, levels and area; points past its edge\n"
             "                      are not drawn (--seed, --cells, --levels do not apply)\n"
             "      --seed N        world seed (default 1)\n"
             "      --cells N       cells per tile side, power of two 16..256 (default 32)\n"
-            "      --levels N      number of levels (default 12)\n"
+            "      --levels N      number of levels, 1..24 (default 12)\n"
             "      --level-tint    colour tiles by level instead of surface\n"
             "      --no-morph      draw tiles unmorphed (shows what morphing hides)\n"
             "  -h, --help          this help\n\n"
@@ -56,7 +57,6 @@ int cmd_render(int argc, char **argv) {
     double eye[3] = {0, 0, 0}, yaw = 0, pitch = -10, fov = 60, above = 40, clear[3];
     bool have_eye = false, have_above = false, have_clear = false;
     int w = 1280, h = 720;
-    long v;
     uint64_t seed = 1;
     terra_select_desc sel = {.grid.cells = 32};
     terra_gl_style style = {0};
@@ -66,51 +66,39 @@ int cmd_render(int argc, char **argv) {
         switch (c) {
         case 'o': out = optarg; break;
         case OPT_EYE:
-            if (!cli_parse_doubles(optarg, eye, 3) || !isfinite(eye[0]) || !isfinite(eye[1]) || !isfinite(eye[2]))
-                return cli_usage_error("render", "--eye wants X,Y,Z in metres, not '%s'", optarg);
+            if (!cli_opt_doubles("render", "--eye", optarg, "X,Y,Z in metres", 3, -CLI_MAX_COORD, CLI_MAX_COORD, eye))
+                return EXIT_USAGE;
             have_eye = true;
             break;
         case OPT_YAW:
-            if (!cli_parse_double(optarg, &yaw) || !isfinite(yaw))
-                return cli_usage_error("render", "--yaw wants degrees, not '%s'", optarg);
+            if (!cli_opt_double("render", "--yaw", optarg, "degrees", -360, 360, &yaw)) return EXIT_USAGE;
             break;
         case OPT_PITCH:
-            if (!cli_parse_double(optarg, &pitch) || !(pitch >= -90 && pitch <= 90))
-                return cli_usage_error("render", "--pitch wants degrees from -90 to 90, not '%s'", optarg);
+            if (!cli_opt_double("render", "--pitch", optarg, "degrees", -90, 90, &pitch)) return EXIT_USAGE;
             break;
         case OPT_FOV:
-            if (!cli_parse_double(optarg, &fov) || !(fov >= 1 && fov <= 170))
-                return cli_usage_error("render", "--fov wants degrees from 1 to 170, not '%s'", optarg);
+            if (!cli_opt_double("render", "--fov", optarg, "degrees", 1, 170, &fov)) return EXIT_USAGE;
             break;
         case OPT_SIZE:
-            if (!cli_parse_size(optarg, &w, &h) || w < 16 || h < 16 || w > 8192 || h > 8192)
-                return cli_usage_error("render", "--size wants WxH from 16x16 to 8192x8192, not '%s'", optarg);
+            if (!cli_opt_size("render", "--size", optarg, 16, 8192, &w, &h)) return EXIT_USAGE;
             break;
         case OPT_ABOVE:
-            if (!cli_parse_double(optarg, &above) || !(above > 0 && above < 1e6))
-                return cli_usage_error("render", "--above wants a height in metres above 0, not '%s'", optarg);
+            if (!cli_opt_double("render", "--above", optarg, "a height in metres", 0.01, 1e6, &above)) return EXIT_USAGE;
             have_above = true;
             break;
         case OPT_CLEAR:
-            if (!cli_parse_doubles(optarg, clear, 3) || !(clear[0] >= 0 && clear[0] <= 255) ||
-                !(clear[1] >= 0 && clear[1] <= 255) || !(clear[2] >= 0 && clear[2] <= 255))
-                return cli_usage_error("render", "--clear wants R,G,B from 0 to 255, not '%s'", optarg);
+            if (!cli_opt_doubles("render", "--clear", optarg, "R,G,B", 3, 0, 255, clear)) return EXIT_USAGE;
             have_clear = true;
             break;
         case OPT_ARCHIVE: archive = optarg; break;
         case OPT_SEED:
-            if (!cli_parse_int(optarg, &v)) return cli_usage_error("render", "--seed wants a whole number, not '%s'", optarg);
-            seed = (uint64_t)v;
+            if (!cli_opt_seed("render", "--seed", optarg, &seed)) return EXIT_USAGE;
             break;
         case OPT_CELLS:
-            if (!cli_parse_int(optarg, &v) || v <= 0 || v > 4096)
-                return cli_usage_error("render", "--cells wants a power of two from 16 to 256, not '%s'", optarg);
-            sel.grid.cells = (int)v;
+            if (!cli_opt_cells("render", "--cells", optarg, 16, 256, &sel.grid.cells)) return EXIT_USAGE;
             break;
         case OPT_LEVELS:
-            if (!cli_parse_int(optarg, &v) || v < 1 || v > 24)
-                return cli_usage_error("render", "--levels wants a whole number from 1 to 24, not '%s'", optarg);
-            sel.levels = (int)v;
+            if (!cli_opt_int("render", "--levels", optarg, 1, 24, &sel.levels)) return EXIT_USAGE;
             break;
         case OPT_LEVEL_TINT: style.level_tint = true; break;
         case OPT_NO_MORPH: style.no_morph = true; break;
@@ -120,6 +108,7 @@ int cmd_render(int argc, char **argv) {
     }
     if (optind < argc) return cli_usage_error("render", "unexpected argument '%s'", argv[optind]);
     if (!out) return cli_usage_error("render", "-o OUT.png is required");
+    if (!archive && !cli_check_select("render", &sel)) return EXIT_USAGE; /* an archive brings its own */
     if (!have_eye && !have_above) have_above = true; /* default: 40 m above the ground at the origin */
     if (have_clear) {
         style.flat = true;

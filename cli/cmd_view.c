@@ -40,14 +40,14 @@ static void view_usage(FILE *f) {
             "Needs a display ($DISPLAY); without one try xvfb-run -a -s \"-screen 0 1280x720x24\".\n\n"
             "Options:\n"
             "      --size WxH        window size (default 1280x720)\n"
-            "      --eye X,Y,Z       start position (default 0,0,0 with --above 60)\n"
-            "      --above H         start H metres above the ground at X, Z\n"
-            "      --yaw DEG         start heading (default 90: east)\n"
+            "      --eye X,Y,Z       start position, each within 1e9 m (default 0,0,0 with --above 60)\n"
+            "      --above H         start H metres (0.01..1000000) above the ground at X, Z\n"
+            "      --yaw DEG         start heading, -360..360 (default 90: east)\n"
             "      --pitch DEG       start pitch (default -8)\n"
             "      --archive A       fly over a local-frame archive from terra bake instead of the\n"
             "                        default world (its tile size, cells, levels and area)\n"
             "      --seed N          world seed (default 1)\n"
-            "      --cells N         cells per tile side (default 32)\n"
+            "      --cells N         cells per tile side, power of two 16..256 (default 32)\n"
             "      --frames N        quit after N frames (0: run until closed)\n"
             "      --screenshot PNG  write the last frame to PNG before quitting\n"
             "  -h, --help            this help\n\n"
@@ -131,7 +131,7 @@ int cmd_view(int argc, char **argv) {
     int w = 1280, h = 720;
     double eye[3] = {0, 0, 0}, above = 60, yaw = 90, pitch = -8;
     bool have_eye = false, have_above = false;
-    long v, frames = 0;
+    long frames = 0;
     uint64_t seed = 1;
     const char *shot = NULL, *archive = NULL;
     terra_select_desc sel = {.grid.cells = 32};
@@ -140,39 +140,31 @@ int cmd_view(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_SIZE:
-            if (!cli_parse_size(optarg, &w, &h) || w < 16 || h < 16 || w > 8192 || h > 8192)
-                return cli_usage_error("view", "--size wants WxH from 16x16 to 8192x8192, not '%s'", optarg);
+            if (!cli_opt_size("view", "--size", optarg, 16, 8192, &w, &h)) return EXIT_USAGE;
             break;
         case OPT_EYE:
-            if (!cli_parse_doubles(optarg, eye, 3) || !isfinite(eye[0]) || !isfinite(eye[1]) || !isfinite(eye[2]))
-                return cli_usage_error("view", "--eye wants X,Y,Z in metres, not '%s'", optarg);
+            if (!cli_opt_doubles("view", "--eye", optarg, "X,Y,Z in metres", 3, -CLI_MAX_COORD, CLI_MAX_COORD, eye))
+                return EXIT_USAGE;
             have_eye = true;
             break;
         case OPT_ABOVE:
-            if (!cli_parse_double(optarg, &above) || !(above > 0 && above < 1e6))
-                return cli_usage_error("view", "--above wants a height in metres above 0, not '%s'", optarg);
+            if (!cli_opt_double("view", "--above", optarg, "a height in metres", 0.01, 1e6, &above)) return EXIT_USAGE;
             have_above = true;
             break;
         case OPT_YAW:
-            if (!cli_parse_double(optarg, &yaw) || !isfinite(yaw))
-                return cli_usage_error("view", "--yaw wants degrees, not '%s'", optarg);
+            if (!cli_opt_double("view", "--yaw", optarg, "degrees", -360, 360, &yaw)) return EXIT_USAGE;
             break;
         case OPT_PITCH:
-            if (!cli_parse_double(optarg, &pitch) || !(pitch >= -90 && pitch <= 90))
-                return cli_usage_error("view", "--pitch wants degrees from -90 to 90, not '%s'", optarg);
+            if (!cli_opt_double("view", "--pitch", optarg, "degrees", -90, 90, &pitch)) return EXIT_USAGE;
             break;
         case OPT_SEED:
-            if (!cli_parse_int(optarg, &v)) return cli_usage_error("view", "--seed wants a whole number, not '%s'", optarg);
-            seed = (uint64_t)v;
+            if (!cli_opt_seed("view", "--seed", optarg, &seed)) return EXIT_USAGE;
             break;
         case OPT_CELLS:
-            if (!cli_parse_int(optarg, &v) || v <= 0 || v > 4096)
-                return cli_usage_error("view", "--cells wants a power of two from 16 to 256, not '%s'", optarg);
-            sel.grid.cells = (int)v;
+            if (!cli_opt_cells("view", "--cells", optarg, 16, 256, &sel.grid.cells)) return EXIT_USAGE;
             break;
         case OPT_FRAMES:
-            if (!cli_parse_int(optarg, &frames) || frames < 0)
-                return cli_usage_error("view", "--frames wants a whole number, not '%s'", optarg);
+            if (!cli_opt_long("view", "--frames", optarg, 0, 1000000000, &frames)) return EXIT_USAGE;
             break;
         case OPT_SHOT: shot = optarg; break;
         case OPT_ARCHIVE: archive = optarg; break;
@@ -181,6 +173,7 @@ int cmd_view(int argc, char **argv) {
         }
     }
     if (optind < argc) return cli_usage_error("view", "unexpected argument '%s'", argv[optind]);
+    if (!archive && !cli_check_select("view", &sel)) return EXIT_USAGE; /* an archive brings its own */
     if (!have_eye) have_above = true;
 
     if (!glfwInit()) return cli_error("view", "cannot start GLFW (no display? try xvfb-run -a terra view)");

@@ -3,6 +3,7 @@
 #include "terra/archive_io.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,98 @@ bool cli_parse_size(const char *s, int *w, int *h) {
     *w = (int)a;
     *h = (int)b;
     return true;
+}
+
+/* Prints a number of a range plainly: 1000000, not 1e+06 (the ranges are round numbers). */
+static const char *num(char *buf, size_t n, double v) {
+    if (fabs(v) < 1e15 && v == floor(v)) snprintf(buf, n, "%.0f", v);
+    else snprintf(buf, n, "%g", v);
+    return buf;
+}
+
+bool cli_opt_double(const char *cmd, const char *opt, const char *arg, const char *what, double lo, double hi,
+                    double *out) {
+    double v;
+    if (cli_parse_double(arg, &v) && v >= lo && v <= hi) { /* NaN fails both comparisons */
+        *out = v;
+        return true;
+    }
+    char a[32], b[32];
+    cli_usage_error(cmd, "%s wants %s from %s to %s, not '%s'", opt, what, num(a, sizeof a, lo), num(b, sizeof b, hi),
+                    arg);
+    return false;
+}
+
+bool cli_opt_long(const char *cmd, const char *opt, const char *arg, long lo, long hi, long *out) {
+    long v;
+    if (cli_parse_int(arg, &v) && v >= lo && v <= hi) {
+        *out = v;
+        return true;
+    }
+    cli_usage_error(cmd, "%s wants a whole number from %ld to %ld, not '%s'", opt, lo, hi, arg);
+    return false;
+}
+
+bool cli_opt_int(const char *cmd, const char *opt, const char *arg, int lo, int hi, int *out) {
+    long v;
+    if (!cli_opt_long(cmd, opt, arg, lo, hi, &v)) return false;
+    *out = (int)v;
+    return true;
+}
+
+bool cli_opt_doubles(const char *cmd, const char *opt, const char *arg, const char *what, int n, double lo, double hi,
+                     double *out) {
+    double v[8];
+    bool ok = n <= 8 && cli_parse_doubles(arg, v, n);
+    for (int i = 0; ok && i < n; i++) ok = v[i] >= lo && v[i] <= hi;
+    if (ok) {
+        memcpy(out, v, sizeof *v * (size_t)n);
+        return true;
+    }
+    char a[32], b[32];
+    cli_usage_error(cmd, "%s wants %s, each from %s to %s, not '%s'", opt, what, num(a, sizeof a, lo),
+                    num(b, sizeof b, hi), arg);
+    return false;
+}
+
+bool cli_opt_seed(const char *cmd, const char *opt, const char *arg, uint64_t *out) {
+    char *end;
+    errno = 0;
+    const unsigned long long v = strtoull(arg, &end, 10);
+    /* strtoull takes "-1" as 2^64 - 1: a seed is written without a sign */
+    if (arg[0] >= '0' && arg[0] <= '9' && end != arg && !*end && !errno) {
+        *out = (uint64_t)v;
+        return true;
+    }
+    cli_usage_error(cmd, "%s wants a whole number from 0 to 18446744073709551615, not '%s'", opt, arg);
+    return false;
+}
+
+bool cli_opt_cells(const char *cmd, const char *opt, const char *arg, int lo, int hi, int *out) {
+    long v;
+    if (cli_parse_int(arg, &v) && v >= lo && v <= hi && (v & (v - 1)) == 0) {
+        *out = (int)v;
+        return true;
+    }
+    cli_usage_error(cmd, "%s wants a power of two from %d to %d, not '%s'", opt, lo, hi, arg);
+    return false;
+}
+
+bool cli_opt_size(const char *cmd, const char *opt, const char *arg, int lo, int hi, int *w, int *h) {
+    int a, b;
+    if (cli_parse_size(arg, &a, &b) && a >= lo && b >= lo && a <= hi && b <= hi) {
+        *w = a, *h = b;
+        return true;
+    }
+    cli_usage_error(cmd, "%s wants WxH from %dx%d to %dx%d, not '%s'", opt, lo, lo, hi, hi, arg);
+    return false;
+}
+
+bool cli_check_select(const char *cmd, const terra_select_desc *sel) {
+    terra_select_desc r;
+    if (terra_select_desc_resolve(sel, &r) == TERRA_OK) return true;
+    cli_usage_error(cmd, "%s", terra_last_error());
+    return false;
 }
 
 terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel,

@@ -9,6 +9,8 @@
 
 #define DEG2RAD (3.14159265358979323846 / 180.0)
 
+static int top_level(const terra_bake_desc *d);
+
 terra_status terra_bake_desc_resolve(const terra_bake_desc *in, terra_bake_desc *d) {
     *d = *in;
     if (!d->levels) d->levels = 4;
@@ -35,10 +37,26 @@ terra_status terra_bake_desc_resolve(const terra_bake_desc *in, terra_bake_desc 
         d->bounds[1] < -90 || d->bounds[3] > 90)
         return terra_fail(TERRA_E_INVALID, "bake: bounds must be west < east within -180..180, south < north within -90..90");
     if (d->threads < 1 || d->threads > 64) return terra_fail(TERRA_E_INVALID, "bake: threads must be 1..64");
+    /* Sizes that keep every coordinate exact (the limits of select.h): the coarsest tiles at most
+     * 2^44 m on a side, the ground within 2^44 m of the origin. */
+    const double max_side = 17592186044416.0; /* 2^44 m */
     if (d->frame == TERRA_FRAME_LOCAL) {
         double span = fmax(fabs(d->area[0]), fmax(fabs(d->area[1]), fmax(fabs(d->area[2]), fabs(d->area[3]))));
+        if (!(span <= max_side))
+            return terra_fail(TERRA_E_INVALID, "bake: the area must lie within 2^44 m (%g m) of the origin (got %g m)",
+                              max_side, span);
+        if (!(ldexp(d->tile0_size, top_level(d)) <= max_side))
+            return terra_fail(TERRA_E_INVALID,
+                              "bake: the coarsest tiles, tile size x 2^levels = %g m, must be at most 2^44 m (%g m)",
+                              ldexp(d->tile0_size, top_level(d)), max_side);
         if (span / d->tile0_size > (double)TERRA_TILE_COORD_MAX)
-            return terra_fail(TERRA_E_INVALID, "bake: the area needs tile coordinates beyond 2^27");
+            return terra_fail(TERRA_E_INVALID,
+                              "bake: the area, out to %g m, needs tile coordinates beyond 2^27 at a tile size of %g m",
+                              span, d->tile0_size);
+    } else if (!(d->metres_per_degree > 0 && 180.0 * d->metres_per_degree <= max_side)) {
+        return terra_fail(TERRA_E_INVALID,
+                          "bake: metres per degree must be positive and at most 2^44 m / 180 (%g), got %g",
+                          max_side / 180.0, d->metres_per_degree);
     }
     return TERRA_OK;
 }

@@ -54,9 +54,10 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
     if (!(d.morph_start_ratio > 0.0 && d.morph_start_ratio < 1.0))
         return terra_fail(TERRA_E_INVALID, "select: morph_start_ratio must lie strictly between 0 and 1 (got %g)",
                           d.morph_start_ratio);
-    if (d.max_tiles < 1) return terra_fail(TERRA_E_INVALID, "select: max_tiles must be positive (got %d)", d.max_tiles);
-    if (d.range_cache_size < 4 || (d.range_cache_size & (d.range_cache_size - 1)))
-        return terra_fail(TERRA_E_INVALID, "select: range_cache_size must be a power of two, at least 4 (got %d)",
+    if (d.max_tiles < 1 || d.max_tiles > TERRA_SELECT_MAX_TILES)
+        return terra_fail(TERRA_E_INVALID, "select: max_tiles must be from 1 to 2^20 (got %d)", d.max_tiles);
+    if (d.range_cache_size < 4 || d.range_cache_size > (1 << 24) || (d.range_cache_size & (d.range_cache_size - 1)))
+        return terra_fail(TERRA_E_INVALID, "select: range_cache_size must be a power of two from 4 to 2^24 (got %d)",
                           d.range_cache_size);
     const bool bounded = d.bounds[0] != 0 || d.bounds[1] != 0 || d.bounds[2] != 0 || d.bounds[3] != 0;
     if (bounded && !(d.bounds[0] < d.bounds[2] && d.bounds[1] < d.bounds[3]))
@@ -71,6 +72,21 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           "at least twice a level-0 tile's diagonal (%.1f m), so range0 >= %.1f m here; otherwise a "
                           "neighbour changes level before a tile has finished morphing and a crack opens",
                           d.range0, 2.0 * diag0, min_range0);
+    /* The coarsest level bounds every loop and every coordinate: the walk and the streamer lay out
+     * (2 x range / side)^2 coarsest tiles around each eye, and the ground they reach must stay where
+     * doubles and tile keys are exact. */
+    const double top_side = ldexp(d.grid.tile0_size, d.levels - 1);
+    if (!(top_side <= TERRA_SELECT_MAX_SIDE))
+        return terra_fail(TERRA_E_INVALID,
+                          "select: the coarsest tiles, tile0_size x 2^(levels - 1) = %g m, must be at most 2^44 m "
+                          "(%g m): fewer levels or a smaller tile0_size",
+                          top_side, TERRA_SELECT_MAX_SIDE);
+    const double top_range = d.range0 * pow(d.range_ratio, d.levels - 1);
+    if (!(top_range <= TERRA_SELECT_MAX_RANGE_TILES * top_side))
+        return terra_fail(TERRA_E_INVALID,
+                          "select: the coarsest level's range, range0 x range_ratio^(levels - 1) = %g m, must be at "
+                          "most %d of its tiles (%g m): a shorter range0, a smaller range_ratio or fewer levels",
+                          top_range, TERRA_SELECT_MAX_RANGE_TILES, TERRA_SELECT_MAX_RANGE_TILES * top_side);
     *out = d;
     return TERRA_OK;
 }

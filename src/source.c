@@ -59,7 +59,7 @@ terra_status terra_source_sample(const terra_source *s, const terra_grid_request
     for (size_t k = 0; k < n; k++) {
         if (!isfinite(h[k])) {
             int i = (int)(k % (size_t)r->nx), j = (int)(k / (size_t)r->nx);
-            return terra_fail(TERRA_E_SOURCE, "%s: height at x=%.3f z=%.3f is %g", s->d.name,
+            return terra_fail(TERRA_E_SOURCE, "%s: height at x=%.10g z=%.10g is %g", s->d.name,
                               (double)(r->ix0 + i) * r->spacing, (double)(r->iz0 + j) * r->spacing, (double)h[k]);
         }
     }
@@ -75,7 +75,7 @@ terra_status terra_source_height(const terra_source *s, double x, double z, floa
         return terra_fail(TERRA_E_UNSUPPORTED, "%s: single-point heights need height_at", s->d.name);
     float h = s->d.height_at(s->d.user, x, z);
     if (!isfinite(h))
-        return terra_fail(TERRA_E_SOURCE, "%s: height at x=%.3f z=%.3f is %g", s->d.name, x, z, (double)h);
+        return terra_fail(TERRA_E_SOURCE, "%s: height at x=%.10g z=%.10g is %g", s->d.name, x, z, (double)h);
     *height = h;
     return TERRA_OK;
 }
@@ -91,7 +91,7 @@ terra_status terra_source_height_range(const terra_source *s, double x0, double 
         b = s->d.max_height;
     }
     if (!isfinite(a) || !isfinite(b) || a > b)
-        return terra_fail(TERRA_E_SOURCE, "%s: height range over [%.1f,%.1f]x[%.1f,%.1f] is [%g, %g]", s->d.name, x0,
+        return terra_fail(TERRA_E_SOURCE, "%s: height range over [%.10g,%.10g]x[%.10g,%.10g] is [%g, %g]", s->d.name, x0,
                           x1, z0, z1, (double)a, (double)b);
     *lo = a;
     *hi = b;

@@ -323,7 +323,15 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     const int max_tiles = s->sd->max_tiles;
     /* per focus: its selection and the coarsest tiles it pins (a disc of at most (2r/side + 3)^2) */
     const double pin_r = terra_select_range(s->sel, s->sd->levels - 1) / terra_select_tile_side(s->sel, s->sd->levels - 1);
-    const int pinned = (int)((2 * pin_r + 3) * (2 * pin_r + 3)) + 9;
+    const int pinned = (int)((2 * pin_r + 3) * (2 * pin_r + 3)) + 9; /* pin_r <= 64 (select.h) */
+    if ((int64_t)d.max_foci * (max_tiles + pinned) > (1 << 26)) {
+        st = terra_fail(TERRA_E_INVALID,
+                        "stream: max_foci (%d) x the tiles one focus can want (%d) must be at most 2^26: fewer foci "
+                        "or a smaller max_tiles",
+                        d.max_foci, max_tiles + pinned);
+        terra_stream_destroy(s);
+        return st;
+    }
     s->max_wanted = d.max_foci * (max_tiles + pinned);
     bool ok = (s->slots = terra_calloc((size_t)s->nslots, sizeof *s->slots)) != NULL;
     ok = ok && (s->free_slots = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
@@ -627,7 +635,10 @@ static terra_status gather_wanted(terra_stream *s) {
         /* The coarsest tiles within the focus's reach plus one tile more, always: every wanted tile
          * then has a standing ancestor to fall back on, even just after a jump of less than a
          * coarsest tile or a turn toward ground never seen. */
-        const double reach = (f->load_radius > 0 ? f->load_radius : terra_select_range(s->sel, top)) + top_side;
+        /* (no farther than the coarsest range: nothing past it is ever selected, and the disc stays
+         * the size the wanted list was made for, however long a radius) */
+        const double range_top = terra_select_range(s->sel, top);
+        const double reach = (f->load_radius > 0 && f->load_radius < range_top ? f->load_radius : range_top) + top_side;
         const double ex = f->camera.eye.x, ez = f->camera.eye.z;
         const int32_t x0 = (int32_t)floor((ex - reach) / top_side), x1 = (int32_t)floor((ex + reach) / top_side);
         const int32_t z0 = (int32_t)floor((ez - reach) / top_side), z1 = (int32_t)floor((ez + reach) / top_side);

@@ -311,10 +311,18 @@ static terra_surface surface_of(float h, float gx, float gz, float hills) {
     return TERRA_SURFACE_GRASS;
 }
 
-static float world_height_at(void *user, double x, double z) { return world_eval(user, x, z, NULL, NULL); }
+/* Whether a point (in metres asked) lies within the world's extent, where its arithmetic is exact. */
+static inline bool inside(const world *w, double x, double z) {
+    return fabs(x * w->scale) <= TERRA_WORLD_EXTENT && fabs(z * w->scale) <= TERRA_WORLD_EXTENT;
+}
+
+static float world_height_at(void *user, double x, double z) {
+    return inside(user, x, z) ? world_eval(user, x, z, NULL, NULL) : NAN;
+}
 
 static terra_surface world_surface_at(void *user, double x, double z) {
     const world *w = user;
+    if (!inside(w, x, z)) return TERRA_SURFACE_NONE;
     float gx, gz;
     float h = world_eval(w, x, z, &gx, &gz);
     float hills = w->hills[0].amp * noise(&w->hills[0], x * w->scale, z * w->scale, NULL, NULL);
@@ -323,6 +331,13 @@ static terra_surface world_surface_at(void *user, double x, double z) {
 
 static terra_status world_sample_grid(void *user, const terra_grid_request *r, float *heights, terra_surface *surfaces) {
     const world *w = user;
+    const double x0 = (double)r->ix0 * r->spacing, x1 = (double)(r->ix0 + r->nx - 1) * r->spacing;
+    const double z0 = (double)r->iz0 * r->spacing, z1 = (double)(r->iz0 + r->nz - 1) * r->spacing;
+    if (!inside(w, x0, z0) || !inside(w, x1, z1))
+        return terra_fail(TERRA_E_INVALID,
+                          "default world: samples over x %.6g..%.6g, z %.6g..%.6g m reach past its extent (|x| and |z| "
+                          "up to 2^50 m, in the world's own metres)",
+                          x0, x1, z0, z1);
     for (int j = 0; j < r->nz; j++) {
         double z = (double)(r->iz0 + j) * r->spacing;
         float *hrow = heights + (size_t)j * (size_t)r->nx;
@@ -352,6 +367,11 @@ static terra_status world_height_range(void *user, double x0, double z0, double 
     const world *w = user;
     if (!(x0 <= x1) || !(z0 <= z1))
         return terra_fail(TERRA_E_INVALID, "default world: bad rectangle [%g,%g]x[%g,%g]", x0, x1, z0, z1);
+    if (!inside(w, x0, z0) || !inside(w, x1, z1)) { /* no heights out there: the whole range bounds them */
+        *lo = TERRA_WORLD_MIN_HEIGHT;
+        *hi = TERRA_WORLD_MAX_HEIGHT;
+        return TERRA_OK;
+    }
     x0 *= w->scale, x1 *= w->scale, z0 *= w->scale, z1 *= w->scale;
 
     interval b = octave_range(&w->base, x0, z0, x1, z1);
@@ -383,14 +403,16 @@ static terra_status world_height_range(void *user, double x0, double z0, double 
         h.lo += n.lo * w->detail[k].amp, h.hi += n.hi * w->detail[k].amp;
     }
 
-    /* lakes: the weight's range over the rectangle, from its distance range to each lake near it */
-    int64_t c0x = (int64_t)floor(x0 / LAKE_CELL), c1x = (int64_t)floor(x1 / LAKE_CELL);
-    int64_t c0z = (int64_t)floor(z0 / LAKE_CELL), c1z = (int64_t)floor(z1 / LAKE_CELL);
+    /* lakes: the weight's range over the rectangle, from its distance range to each lake near it
+     * (cells counted in doubles: a product of int64 counts over a wide rectangle overflows) */
+    const double f0x = floor(x0 / LAKE_CELL), f1x = floor(x1 / LAKE_CELL);
+    const double f0z = floor(z0 / LAKE_CELL), f1z = floor(z1 / LAKE_CELL);
     interval lw = {0, 0};
-    if ((c1x - c0x + 1) * (c1z - c0z + 1) > 16) {
+    if ((f1x - f0x + 1) * (f1z - f0z + 1) > 16) {
         lw.hi = 1;
     } else {
         /* each bowl stays inside its own cell, so a point's weight comes from its cell's lake */
+        const int64_t c0x = (int64_t)f0x, c1x = (int64_t)f1x, c0z = (int64_t)f0z, c1z = (int64_t)f1z;
         for (int64_t cz = c0z; cz <= c1z; cz++)
             for (int64_t cx = c0x; cx <= c1x; cx++) {
                 double lx, lz, lr;
@@ -429,8 +451,9 @@ static octave make_octave(uint64_t seed, int index, double wavelength_m, float a
 
 terra_status terra_world_create(const terra_world_desc *desc, terra_source **out) {
     terra_world_desc d = desc ? *desc : (terra_world_desc){0};
-    if (d.scale < 0 || !isfinite(d.scale))
-        return terra_fail(TERRA_E_INVALID, "default world: scale must be positive (got %g)", d.scale);
+    if (d.scale != 0 && !(d.scale >= TERRA_WORLD_MIN_SCALE && d.scale <= TERRA_WORLD_MAX_SCALE))
+        return terra_fail(TERRA_E_INVALID, "default world: scale must be from %g to %g (got %g)", TERRA_WORLD_MIN_SCALE,
+                          TERRA_WORLD_MAX_SCALE, d.scale);
     world *w = terra_calloc(1, sizeof *w);
     if (!w) return terra_fail(TERRA_E_NOMEM, "default world: out of memory");
     w->scale = d.scale > 0 ? 1.0 / d.scale : 1.0;

@@ -28,11 +28,11 @@ typedef struct terra_select_desc {
     double range_ratio;        /* ratio of successive ranges, > 1; 0 = 2 */
     double morph_start_ratio;  /* fraction of each level's band [previous range, range] before its
                                   morph starts, in (0, 1); 0 = 0.5 */
-    int max_tiles;             /* capacity of a frame's output; 0 = 4096 */
+    int max_tiles;             /* capacity of a frame's output, up to 2^20; 0 = 4096 */
     double bounds[4];          /* world rectangle min x, min z, max x, max z; all zero = no edge.
                                   Tiles wholly outside are never selected. */
     int range_cache_size;      /* sibling groups whose height ranges are remembered (power of two,
-                                  at least 4; 4-way associative); 0 = 4096 */
+                                  4 to 2^24; 4-way associative); 0 = 4096 */
 } terra_select_desc;
 
 /* One tile to draw. */
@@ -64,6 +64,13 @@ typedef struct terra_select terra_select;
  * subdivided tiles whose box is taller than that in terra_select_stats.crack_risk (boxes are
  * conservative, so this counts risks, not cracks). */
 terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out);
+/* The size rules, which keep every loop bounded and every coordinate exact: the coarsest tiles,
+ * tile0_size × 2^(levels − 1), are at most TERRA_SELECT_MAX_SIDE (2^44 m) on a side, and the
+ * coarsest level's range, range0 × range_ratio^(levels − 1), is at most TERRA_SELECT_MAX_RANGE_TILES
+ * of them (the defaults give about 8.5). */
+#define TERRA_SELECT_MAX_SIDE 17592186044416.0
+#define TERRA_SELECT_MAX_RANGE_TILES 64
+#define TERRA_SELECT_MAX_TILES (1 << 20) /* max_tiles at most */
 
 /* `src` must outlive the selection object. */
 terra_status terra_select_create(const terra_select_desc *desc, const terra_source *src, terra_select **out);

@@ -82,10 +82,16 @@ terra_status terra_source_height_range(const terra_source *src, double x0, doubl
 #define TERRA_WORLD_MIN_HEIGHT (-450.0f)
 #define TERRA_WORLD_MAX_HEIGHT (3200.0f)
 #define TERRA_WORLD_LAKE_LEVEL 40.0f
+/* The world's extent: points with |x| or |z| (divided by the scale) past 2^50 m have no height
+ * (its lattice arithmetic would overflow): height_at gives NaN there and sample_grid fails with
+ * TERRA_E_INVALID; a height range reaching past it is the whole [MIN, MAX]. */
+#define TERRA_WORLD_EXTENT 1125899906842624.0
+#define TERRA_WORLD_MIN_SCALE 1e-6
+#define TERRA_WORLD_MAX_SCALE 1e6
 
 typedef struct terra_world_desc {
     uint64_t seed;      /* 0 is a valid seed */
-    double scale;       /* horizontal scale factor; 0 = 1 */
+    double scale;       /* horizontal scale factor, TERRA_WORLD_MIN_SCALE..MAX_SCALE; 0 = 1 */
 } terra_world_desc;
 
 terra_status terra_world_create(const terra_world_desc *desc, terra_source **out);

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Numeric options of fly, render, view, bake and drive: a value outside its range (or malformed) is
+# refused at once with exit 2, a message naming the option and its range, and nothing written;
+# values at the edges of the ranges are taken. (The bad values here once hung for ever, overflowed,
+# exited 1, or were silently replaced by defaults.)
+set -u
+terra=${TERRA_BIN:?TERRA_BIN not set}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cd "$out" || exit 1
+fail=0; pass=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+
+# refused CMD... : exit 2 within 20 s, the first line names the option (the word after the command's
+# name that starts with --) and says its range ("from LO to HI", or the rule), nothing left in $out
+refused() {
+  local opt=$1 want=$2; shift 2
+  rm -rf "$out"/*
+  local t0=$SECONDS msg rc
+  msg=$(timeout 20 "$terra" "$@" 2>&1 </dev/null); rc=$?
+  local first=${msg%%$'\n'*}
+  if [ $rc -ne 2 ]; then bad "$* -> exit $rc, not 2: $first"
+  elif ! grep -q -- "$opt" <<<"$first"; then bad "$* -> message does not name $opt: $first"
+  elif ! grep -qE -- "$want" <<<"$first"; then bad "$* -> message does not give the range ($want): $first"
+  elif [ $((SECONDS - t0)) -gt 5 ]; then bad "$* -> took $((SECONDS - t0)) s"
+  elif [ -n "$(ls -A "$out")" ]; then bad "$* -> left $(ls -A "$out")"
+  else ok "$* refused: $first"; fi
+}
+range='from -?[0-9.e+]+ to [0-9.e+]+'
+
+# the issue's lines
+refused --tile0 "$range" fly --tile0 1e15 -n 1 -o fo
+refused --tile0 "$range" fly --tile0 1e300 -n 1 -o fo
+refused --cells "power of two from 16 to 256" fly --cells 3 -n 1 -o fo
+refused --cells "power of two from 16 to 256" fly --cells 7 -n 1 -o fo
+refused --cells "power of two from 16 to 256" fly --cells 512 -n 1 -o fo
+refused --area "X0 < X1 and Z0 < Z1" bake --area 0,0,0,0 a.terra
+refused --bounds "W < E .* S < N" bake --frame geographic --bounds 0,0,0,0 a.terra
+refused --cells "power of two from 2 to 256" bake --cells 0 a.terra
+refused --tile-size "$range" bake --tile-size 1e300 a.terra
+
+# fly
+refused --tile0 "$range" fly --tile0 0 -n 1 -o fo
+refused --tile0 "$range" fly --tile0 nan -n 1 -o fo
+refused --tile0 "$range" fly --tile0 -64 -n 1 -o fo
+refused --range0 "$range" fly --range0 1e300 -n 1 -o fo
+refused "range0" "at most 64 of its tiles" fly --range0 1e6 -n 1 -o fo
+refused "range0" "range0 >= [0-9.]+ m" fly --range0 10 -n 1 -o fo
+refused "coarsest" "at most 64 of its tiles" fly --tile0 0.01 --range0 1e9 --levels 24 -n 1 -o fo
+refused --levels "$range" fly --levels 0 -n 1 -o fo
+refused --levels "$range" fly --levels 99999999999999999999 -n 1 -o fo
+refused --frames "$range" fly --frames 0 -o fo
+refused --frames "$range" fly --frames 1e9 -o fo
+refused --maps "$range" fly --maps -1 -o fo
+refused --map-size "$range" fly --map-size 1e6 -o fo
+refused --sheet "$range" fly --sheet 65 -o fo
+refused --size "from 16x16 to 8192x8192" fly --size 100000x10 -o fo
+refused --seed "$range" fly --seed -1 -n 1 -o fo
+refused --seed "$range" fly --seed 18446744073709551616 -n 1 -o fo
+refused --seed "$range" fly --seed 1.5 -n 1 -o fo
+
+# render
+refused --eye "$range" render -o r.png --eye 1e300,0,0
+refused --eye "$range" render -o r.png --eye 0,inf,0
+refused --eye "$range" render -o r.png --eye 0,0,-1e10
+refused --yaw "$range" render -o r.png --yaw 1e300
+refused --yaw "$range" render -o r.png --yaw nan
+refused --pitch "$range" render -o r.png --pitch -91
+refused --fov "$range" render -o r.png --fov 0
+refused --above "$range" render -o r.png --above 1e300
+refused --above "$range" render -o r.png --above 0
+refused --clear "$range" render -o r.png --clear 0,0,256
+refused --size "from 16x16 to 8192x8192" render -o r.png --size 8x8
+refused --cells "power of two from 16 to 256" render -o r.png --cells 3
+refused --cells "power of two from 16 to 256" render -o r.png --cells 4096
+refused --levels "$range" render -o r.png --levels 25
+refused --seed "$range" render -o r.png --seed -5
+
+# view (refused before any window is opened: no display needed)
+refused --eye "$range" view --eye 0,0,1e300
+refused --above "$range" view --above -1
+refused --yaw "$range" view --yaw 1e9
+refused --pitch "$range" view --pitch 100
+refused --cells "power of two from 16 to 256" view --cells 48
+refused --frames "$range" view --frames -1
+refused --seed "$range" view --seed x
+
+# bake
+refused --area "$range" bake --area 0,0,1e300,1 a.terra
+refused --area "X0 < X1 and Z0 < Z1" bake --area 10,0,5,8 a.terra
+refused --bounds "$range" bake --frame geographic --bounds -200,0,1,1 a.terra
+refused --bounds "S < N from -90 to 90" bake --frame geographic --bounds 0,-95,1,1 a.terra
+refused --tile-size "$range" bake --tile-size 0 a.terra
+refused --tile-size "$range" bake --tile-size -1 a.terra
+refused --cells "power of two from 2 to 256" bake --cells 3 a.terra
+refused --cells "power of two from 2 to 256" bake --cells 1024 a.terra
+refused --levels "$range" bake --levels 25 a.terra
+refused --levels "$range" bake --levels -1 a.terra
+refused --metres-per-degree "$range" bake --frame geographic --metres-per-degree 1e300 a.terra
+refused --scale "$range" bake --scale 1e-300 a.terra
+refused --scale "$range" bake --scale 0 a.terra
+refused --seed "$range" bake --seed -1 a.terra
+refused --threads "$range" bake --threads 0 a.terra
+refused "tile coordinates" "2\^27" bake --tile-size 0.01 --area 0,0,1e9,1 a.terra
+
+# drive
+refused --bodies "$range" drive --bodies 0
+refused --vehicles "$range" drive --vehicles 17
+refused --seconds "$range" drive --seconds 1e300
+refused --seconds "$range" drive --seconds nan
+refused --seed "$range" drive --seed -1
+
+# the edges of the ranges are taken
+msg=$(timeout 20 "$terra" bake -q --tile-size 100000 --levels 0 --cells 2 --area 0,0,1000,1000 "$out/edge.terra" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -s "$out/edge.terra" ] && ok "bake at the edges of --tile-size, --levels, --cells" \
+  || bad "bake at the edges (rc $rc): $msg"
+msg=$(timeout 20 "$terra" bake -q --scale 1000 --seed 18446744073709551615 --tile-size 0.01 --levels 0 --cells 2 \
+  --area 0,0,0.02,0.02 "$out/edge2.terra" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -s "$out/edge2.terra" ] && ok "bake at the edges of --scale, --seed, --tile-size" \
+  || bad "bake at the other edges (rc $rc): $msg"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
