@@ -45,4 +45,10 @@ fuzz_one() { # TARGET MAX_LEN SEED_DIR...
 fuzz_one fuzz_qmesh 200000 "$corpus/qmesh_seed"
 fuzz_one fuzz_archive 65536 "$corpus/archive_seed"
 fuzz_one fuzz_archive_source 65536 "$corpus/source_seed" "$corpus/archive_seed"
+# terra serve's requests: a limit byte, METHOD\nTARGET\nACCEPT-ENCODING (fuzz/fuzz_serve_request.c)
+mkdir -p "$corpus/serve_seed"; i=0
+for req in 'GET\n/layer.json?v=1.0.0\ngzip, deflate, br' 'GET\n/12/2048/1023.terrain?v=1.0.0&extensions=octvertexnormals-watermask\ngzip;q=0' \
+  'HEAD\n/0/0/0.terrain%00\n*;q=0.5' 'OPTIONS\n/0/0/0.terrain\x00junk\nx-gzip;Q=1.000' 'POST\n/a?b=%zz&c&d\nidentity, *;q=0'; do
+  printf '%b' "\x10$req" >"$corpus/serve_seed/seed_$i"; i=$((i + 1)); done
+fuzz_one fuzz_serve_request 4096 "$corpus/serve_seed"
 echo "fuzz: no crashes (artifacts would be in $art)"
