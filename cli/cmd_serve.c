@@ -164,7 +164,8 @@ static void help(FILE *f) {
             "  --idle-timeout S        seconds a connection may stay silent (default 30; 1..86400)\n"
             "  --max-query-params N    parameters after '?' (default 16; 0..1000); more are 414\n"
             "  --max-tile-mb N         largest tile served, stored or decompressed, in MiB (default 16;\n"
-            "                          1..4095); larger ones are 500 and never inflated\n");
+            "                          1..%u); larger ones are 500 and never inflated\n",
+            TERRA_ARCHIVE_MAX_RAW_SIZE >> 20);
 }
 
 /* ---- the archive, reopened when the file changes ------------------------------------------- */
@@ -461,7 +462,8 @@ static enum MHD_Result send_tile(server *s, generation *g, struct MHD_Connection
     if (e.compression == TERRA_COMPRESS_GZIP) {
         const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
         if (serve_accepts_gzip(ae, ae ? strlen(ae) : 0)) {
-            if (gzip_inflates_to(stored, e.size, e.raw_size)) return send_owned(c, stored, e.size, g->content_type, "gzip");
+            if (gzip_inflates_to(stored, e.size, e.raw_size))
+                return send_owned(c, stored, e.size, g->content_type, "gzip");
             terra_free(stored);
             serve_log(s, "tile %s: its gzip payload does not inflate to the %u bytes its index entry states",
                       tile_name(name, sizeof name, r), e.raw_size);
@@ -509,7 +511,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
 #endif
     serve_request_method(method, &r);
-    if (s->verbose) fprintf(stderr, "terra serve: %s %s -> %u\n", method, url, r.route == SERVE_ROUTE_ERROR ? r.status : 200);
+    if (s->verbose)
+        fprintf(stderr, "terra serve: %s %s -> %u\n", method, url, r.route == SERVE_ROUTE_ERROR ? r.status : 200);
     switch (r.route) {
     case SERVE_ROUTE_ERROR: return send_text(c, r.status, r.message);
     case SERVE_ROUTE_OPTIONS: {
@@ -562,37 +565,32 @@ int cmd_serve(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "p:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (!cli_parse_int(optarg, &port) || port < 0 || port > 65535)
-                return cli_usage_error("serve", "--port: expected 0..65535, got '%s'", optarg);
+            if (!cli_opt_long("serve", "--port", optarg, 0, 65535, &port)) return EXIT_USAGE;
             break;
         case O_BIND: bind_addr = optarg; break;
         case O_THREADS:
-            if (!cli_parse_int(optarg, &threads) || threads < 1 || threads > 64)
-                return cli_usage_error("serve", "--threads: expected 1..64, got '%s'", optarg);
+            if (!cli_opt_long("serve", "--threads", optarg, 1, 64, &threads)) return EXIT_USAGE;
             break;
         case O_MAXCONN:
-            if (!cli_parse_int(optarg, &max_conn) || max_conn < 1 || max_conn > 100000)
-                return cli_usage_error("serve", "--max-connections: expected 1..100000, got '%s'", optarg);
+            if (!cli_opt_long("serve", "--max-connections", optarg, 1, 100000, &max_conn)) return EXIT_USAGE;
             break;
         case O_PERCLIENT:
-            if (!cli_parse_int(optarg, &per_client) || per_client < 1 || per_client > 100000)
-                return cli_usage_error("serve", "--max-per-client: expected 1..100000, got '%s'", optarg);
+            if (!cli_opt_long("serve", "--max-per-client", optarg, 1, 100000, &per_client)) return EXIT_USAGE;
             break;
         case O_REQTIMEOUT:
-            if (!cli_parse_double(optarg, &req_timeout) || !(req_timeout >= 0.1 && req_timeout <= 3600))
-                return cli_usage_error("serve", "--request-timeout: expected 0.1..3600 seconds, got '%s'", optarg);
+            if (!cli_opt_double("serve", "--request-timeout", optarg, "seconds", 0.1, 3600, &req_timeout))
+                return EXIT_USAGE;
             break;
         case O_IDLE:
-            if (!cli_parse_int(optarg, &idle) || idle < 1 || idle > 86400)
-                return cli_usage_error("serve", "--idle-timeout: expected 1..86400 seconds, got '%s'", optarg);
+            if (!cli_opt_long("serve", "--idle-timeout", optarg, 1, 86400, &idle)) return EXIT_USAGE;
             break;
         case O_QUERY:
-            if (!cli_parse_int(optarg, &max_query) || max_query < 0 || max_query > 1000)
-                return cli_usage_error("serve", "--max-query-params: expected 0..1000, got '%s'", optarg);
+            if (!cli_opt_long("serve", "--max-query-params", optarg, 0, 1000, &max_query)) return EXIT_USAGE;
             break;
         case O_TILEMB:
-            if (!cli_parse_int(optarg, &tile_mb) || tile_mb < 1 || tile_mb > 4095)
-                return cli_usage_error("serve", "--max-tile-mb: expected 1..4095, got '%s'", optarg);
+            /* no archive holds a larger tile (terra/archive.h) */
+            if (!cli_opt_long("serve", "--max-tile-mb", optarg, 1, TERRA_ARCHIVE_MAX_RAW_SIZE >> 20, &tile_mb))
+                return EXIT_USAGE;
             break;
         case 'v': verbose = true; break;
         case 'h': help(stdout); return EXIT_OK;
@@ -634,13 +632,19 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    /* one option pair a line; the logger first, so that it receives every message */
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, handle, &s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_client,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle, MHD_OPTION_URI_LOG_CALLBACK, uri_log, &s,
-        MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, &s,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s, MHD_OPTION_END);
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, &s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_client,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
+        MHD_OPTION_URI_LOG_CALLBACK, uri_log, &s,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, &s,
+        MHD_OPTION_END);
     pthread_t watcher;
     bool watching = d && pthread_create(&watcher, NULL, watch, &s) == 0;
     if (!watching) {
@@ -648,7 +652,8 @@ int cmd_serve(int argc, char **argv) {
         gen_release(s.gen);
         pthread_cond_destroy(&s.wake);
         pthread_mutex_destroy(&s.lock);
-        return d ? cli_error("serve", "cannot start a thread") : cli_error("serve", "cannot listen on %s:%ld (port in use?)", bind_addr, port);
+        if (d) return cli_error("serve", "cannot start a thread");
+        return cli_error("serve", "cannot listen on %s:%ld (port in use?)", bind_addr, port);
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     unsigned actual = info ? info->port : (unsigned)port;
