@@ -4,8 +4,10 @@
 #include "terra/raster.h"
 #include "terra/tin.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <getopt.h>
 #include <math.h>
 #include <stddef.h>
@@ -143,7 +145,8 @@ static char *level_name(const char *out, double err) {
  * exists and is writable, the name is not a directory), then written to a staging file beside it
  * (OUT.tmp<pid>-s<n><ext>, the extension kept because it picks the mesh format), and only when
  * all of them are complete are they renamed into place. Should a rename fail halfway, the ones
- * already renamed are put back from hard links kept of the files they replaced. */
+ * already renamed are put back from hard links kept of the files they replaced. What a killed run
+ * left (its process gone) is removed on the next write to the same name. */
 typedef struct staged {
     char *final, *tmp;
 } staged;
@@ -178,8 +181,36 @@ static int check_writable(const char *what, const char *path) {
     return rc;
 }
 
-/* A staging name for `final`, reserved (created empty with O_EXCL); NULL after printing why. */
-static const char *stage(out_set *o, const char *final) {
+/* Removes what a killed run left beside `prefix` (an output's name, or the start of the tiles'
+ * names): PREFIX*.tmp<pid>-s<n><ext> and anything named after it (the writer's own temporary, a
+ * kept link), where process <pid> no longer runs. */
+static void sweep_stale(const char *prefix, const char *ext) {
+    char *dir = dir_of(prefix);
+    const char *slash = strrchr(prefix, '/'), *base = slash ? slash + 1 : prefix;
+    DIR *d = dir ? opendir(dir) : NULL;
+    size_t bn = strlen(base), en = strlen(ext);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *p = e->d_name, *t = strncmp(p, base, bn) ? NULL : strstr(p + bn, ".tmp");
+        if (!t) continue;
+        char *end;
+        long pid = strtol(t + 4, &end, 10);
+        if (pid <= 0 || end == t + 4 || end[0] != '-' || end[1] != 's' || !(end[2] >= '0' && end[2] <= '9'))
+            continue;
+        for (end += 2; *end >= '0' && *end <= '9'; end++) {
+        }
+        if (strncmp(end, ext, en) || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        size_t n = strlen(dir) + strlen(p) + 2;
+        char *path = malloc(n);
+        if (path) snprintf(path, n, "%s/%s", dir, p), remove(path);
+        free(path);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
+
+/* A staging name for `final`, reserved (created empty with O_EXCL); NULL after printing why.
+ * `sweep`: first remove what killed runs left beside it. */
+static const char *stage(out_set *o, const char *final, bool sweep) {
     if (o->n == o->cap) {
         size_t cap = o->cap ? 2 * o->cap : 16;
         staged *v = realloc(o->v, cap * sizeof *v);
@@ -194,6 +225,7 @@ static const char *stage(out_set *o, const char *final) {
         free(tmp), free(fin);
         return cli_error(CMD, "out of memory"), NULL;
     }
+    if (sweep) sweep_stale(final, dot);
     static unsigned serial;
     for (int tries = 0;; tries++) {
         snprintf(tmp, n, "%s.tmp%ld-s%u%s", final, (long)getpid(), serial++, dot);
@@ -485,10 +517,12 @@ static int mesh_tiles(const char *in, const char *out, const terra_raster *r, co
         }
     if (heatmap) {
         terra_tin_error_colors(err, r->width, r->height, levels[nl - 1], rgb);
-        const char *tmp = stage(&os, heatmap);
+        const char *tmp = stage(&os, heatmap, true);
         if (!tmp) rc = EXIT_FAIL;
         else if (terra_io_write_png(tmp, rgb, r->width, r->height, 3) != TERRA_OK) rc = stage_error(&os);
     }
+    snprintf(name, nname, "%.*s.l", (int)nbase, out);
+    sweep_stale(name, dot);
     for (int i = 0; i < T.tiles_x * T.tiles_y && rc == EXIT_OK; i++) {
         terra_tin_tile *t = &T.tiles[i];
         /* Tile-local (column, row) -> raster-wide output coordinates. */
@@ -501,7 +535,7 @@ static int mesh_tiles(const char *in, const char *out, const terra_raster *r, co
             char comment[160];
             snprintf(comment, sizeof comment, "terra mesh tile %d,%d level %d: max error %g m", t->tx, t->ty, l,
                      levels[l]);
-            const char *tmp = stage(&os, name);
+            const char *tmp = stage(&os, name, false); /* swept once for all tiles, above */
             if (!tmp) rc = EXIT_FAIL;
             else if (write_level(tmp, &t->mesh, lv->triangles, lv->triangle_count, lv->vertex_count, map, normals,
                                  comment) != TERRA_OK)
@@ -583,7 +617,7 @@ static int check_mesh(const char *in, const terra_raster *r, const char *mesh_pa
             goto out;
         }
         terra_tin_error_colors(err, r->width, r->height, bound > 0 ? bound : res.max_error, rgb);
-        const char *tmp = stage(&os, heatmap);
+        const char *tmp = stage(&os, heatmap, true);
         if (!tmp) rc = EXIT_FAIL;
         else if (terra_io_write_png(tmp, rgb, r->width, r->height, 3) != TERRA_OK) rc = stage_error(&os);
         free(rgb);
@@ -934,7 +968,7 @@ int cmd_mesh(int argc, char **argv) {
     t0 = terra_now_s();
     if (heatmap) {
         terra_tin_error_colors(err, r.width, r.height, fl->max_error, rgb);
-        const char *tmp = stage(&os, heatmap);
+        const char *tmp = stage(&os, heatmap, true);
         if (!tmp) rc = EXIT_FAIL;
         else if (terra_io_write_png(tmp, rgb, r.width, r.height, 3) != TERRA_OK) rc = stage_error(&os);
         if (rc != EXIT_OK) goto out;
@@ -962,7 +996,7 @@ int cmd_mesh(int argc, char **argv) {
         terra_mesh_out o = {0};
         o.vertex_count = L.soup_vertex_count, o.xyz = xyz;
         o.triangle_count = L.soup_triangle_count, o.triangles = t2, o.comment = "terra two-layer ground";
-        if (!(o.path = stage(&os, out))) rc = EXIT_FAIL;
+        if (!(o.path = stage(&os, out, true))) rc = EXIT_FAIL;
         else if (terra_io_write_mesh(&o) != TERRA_OK) rc = stage_error(&os);
         free(xyz);
         free(t2);
@@ -971,7 +1005,7 @@ int cmd_mesh(int argc, char **argv) {
         for (int li = 0; li < m.level_count && rc == EXIT_OK; li++) {
             const terra_tin_level *lv = &m.levels[li];
             char *name = nerr > 1 ? level_name(out, lv->max_error) : NULL;
-            const char *tmp = nerr > 1 && !name ? NULL : stage(&os, name ? name : out);
+            const char *tmp = nerr > 1 && !name ? NULL : stage(&os, name ? name : out, true);
             free(name);
             if (!tmp) {
                 rc = EXIT_FAIL;

@@ -245,5 +245,16 @@ expect "replace" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20 -o 
 [ "$(grep -c '^f ' "$T/k/keep.obj")" = 20354 ] && [ "$(head -c 4 "$T/k/keep.png" | od -An -c | tr -d ' ')" = '211PNG' ] \
   && ok "success replaces" || bad "success replaces"
 
+# What a killed run left (its process gone) goes on the next write to the same name; a running
+# process's files stay.
+dead=999999; while kill -0 "$dead" 2>/dev/null; do dead=$((dead + 1)); done
+touch "$T/k/keep.obj.tmp$dead-s0.obj" "$T/k/keep.obj.tmp$dead-s0.obj.tmp$dead-3" "$T/k/keep.obj.tmp$$-s0.obj" \
+      "$T/k/t.l1.2_0.obj.tmp$dead-s7.obj" "$T/k/other.obj.tmp$dead-s0.obj"
+expect "stale swept" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20 -o "$T/k/keep.obj" -q
+[ ! -e "$T/k/keep.obj.tmp$dead-s0.obj" ] && [ ! -e "$T/k/keep.obj.tmp$dead-s0.obj.tmp$dead-3" ] && ok "dead run's files removed" || bad "dead run's files removed"
+[ -e "$T/k/keep.obj.tmp$$-s0.obj" ] && [ -e "$T/k/other.obj.tmp$dead-s0.obj" ] && ok "live run's and other names' files kept" || bad "live run's and other names' files kept"
+expect "stale tiles swept" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 40,2 --tile-size 128 -o "$T/k/t.obj" -q
+[ ! -e "$T/k/t.l1.2_0.obj.tmp$dead-s7.obj" ] && ok "dead run's tile files removed" || bad "dead run's tile files removed"
+
 echo "$fails failed"
 [ "$fails" -eq 0 ]
