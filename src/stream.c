@@ -522,6 +522,16 @@ static void add_wanted(terra_stream *s, terra_tile_key k, int level) {
     }
 }
 
+/* A wanted tile that failed has its parent wanted in its place (and so on up while they fail): the
+ * ground nearest in detail stands in for it, not whatever coarser tile happens to be held. */
+static void want_stand_in(terra_stream *s, terra_tile_key k, int level) {
+    const int top = s->sd->levels - 1;
+    while (level < top && is_failed(s, k)) {
+        k = terra_tile_key_parent(k), level++;
+        add_wanted(s, k, level);
+    }
+}
+
 /* ---- the budget --------------------------------------------------------------------------------- */
 
 /* A piece of `kind` starts when its mean cost so far fits in what is left of the frame, or when
@@ -631,6 +641,7 @@ static terra_status gather_wanted(terra_stream *s) {
             if (f->load_radius > 0 && rect_distance(s, tiles[k].key, f->camera.eye) > f->load_radius) continue;
             if (cl) cl->wanted[cl->nwanted++] = tiles[k];
             add_wanted(s, tiles[k].key, tiles[k].level);
+            if (s->nfailed) want_stand_in(s, tiles[k].key, tiles[k].level);
         }
         /* The coarsest tiles within the focus's reach plus one tile more, always: every wanted tile
          * then has a standing ancestor to fall back on, even just after a jump of less than a
@@ -658,6 +669,14 @@ static terra_status gather_wanted(terra_stream *s) {
 
 /* ---- draws ------------------------------------------------------------------------------------------ */
 
+/* The nearest ancestor of a failed tile that has not failed (the one wanted in its place), or the
+ * coarsest failed one when all have. */
+static terra_tile_key stand_in_of(const terra_stream *s, terra_tile_key k, int level) {
+    const int top = s->sd->levels - 1;
+    while (level < top && is_failed(s, k)) k = terra_tile_key_parent(k), level++;
+    return k;
+}
+
 static bool has_ancestor_in(const key_set *set, terra_tile_key k, int top) {
     for (int l = terra_tile_key_level(k); l < top; l++) {
         k = terra_tile_key_parent(k);
@@ -684,8 +703,15 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
     for (int k = 0; k < cl->nwanted; k++) {
         slot *sl = slot_of(s, cl->wanted[k].key);
         if (sl && sl->state == SLOT_STANDING) continue;
-        if (is_failed(s, cl->wanted[k].key)) s->stats.failed_wanted++; /* for good: the view settles without it */
-        else s->stats.waiting++;
+        if (is_failed(s, cl->wanted[k].key)) {
+            /* for good: the view settles once the tile asked for in its place stands */
+            s->stats.failed_wanted++;
+            const terra_tile_key a = stand_in_of(s, cl->wanted[k].key, cl->wanted[k].level);
+            const slot *as = slot_of(s, a);
+            if (!is_failed(s, a) && !(as && as->state == SLOT_STANDING)) s->stats.waiting++;
+        } else {
+            s->stats.waiting++;
+        }
         terra_tile_key a = cl->wanted[k].key;
         bool found = false;
         for (int l = cl->wanted[k].level; l < top && !found; l++) {
