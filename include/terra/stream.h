@@ -18,9 +18,11 @@
  * Failure: a tile whose load fails (the loader reports an error, or the tile overflows its buffer)
  * is logged once (terra_log, TERRA_LOG_WARN; with the default loader the line gives the source's
  * message), counted, and remembered: it is not asked for again until the source is replaced
- * (terra_stream_set_source), and its nearest standing ancestor stands in for it for good. The
- * record holds as many tiles as the cache, and at least as many as one focus can want in a frame
- * (when it is full the oldest is forgotten, and asked for again if it is wanted again).
+ * (terra_stream_set_source). Its parent (or, while those fail too, the nearest ancestor that has not
+ * failed) is wanted in its place and stands in for it for good; the view counts as settled (nothing
+ * waiting) once that ancestor stands. The record holds as many tiles as the cache, and at least as
+ * many as one focus can want in a frame (when it is full the oldest is forgotten, and asked for
+ * again if it is wanted again).
  *
  * Memory: tile buffers are allocated once at creation, min(capacity_tiles, capacity_bytes /
  * tile_bytes) of them; tiles held plus tiles in flight never exceed either cap, and a frame
