@@ -1,7 +1,7 @@
 /* archive: lookup cost in an archive of 1 M tiles (cold: open + first tile; warm: random keys),
  * index bytes per tile, what terra serve does before it listens (open, z/x/y map, layer.json) on
- * those 1 M tiles, layer.json of 160 k scattered tiles, and the size of a baked archive against the
- * raw 16-bit raster. */
+ * 1 M tiles (one level, and a pyramid), layer.json of 160 k scattered tiles, and the size of a baked
+ * archive against the raw 16-bit raster. */
 #include "bench.h"
 #include "terra/bake.h"
 
