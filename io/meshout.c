@@ -65,11 +65,18 @@ static char *put_u64(char *s, uint64_t u) {
                                    "8081828384858687888990919293949596979899";
     char tmp[24];
     int n = 24;
-    while (u >= 100) {
+    while (u >= 100 && u > 0xffffffffu) {
         unsigned k = (unsigned)(u % 100) * 2;
         u /= 100;
         tmp[--n] = pairs[k + 1], tmp[--n] = pairs[k];
     }
+    uint32_t v = (uint32_t)u; /* indices and most columns: 32-bit division is cheaper */
+    while (v >= 100) {
+        unsigned k = (v % 100) * 2;
+        v /= 100;
+        tmp[--n] = pairs[k + 1], tmp[--n] = pairs[k];
+    }
+    u = v;
     if (u >= 10) {
         tmp[--n] = pairs[2 * u + 1], tmp[--n] = pairs[2 * u];
     } else {
