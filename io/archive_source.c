@@ -65,11 +65,9 @@ static terra_status decode_tile(arc_src *S, terra_tile_key key, dec_tile *d) {
     terra_archive_entry e;
     terra_status st = terra_archive_find(S->a, key, &e);
     if (st) return st;
-    if (!d->h) {
-        d->h = terra_alloc((size_t)st1 * st1 * sizeof(float));
-        d->s = terra_alloc((size_t)st1 * st1);
-        if (!d->h || !d->s) return terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
-    }
+    if (!d->h) d->h = terra_alloc((size_t)st1 * st1 * sizeof(float));
+    if (!d->s) d->s = terra_alloc((size_t)st1 * st1); /* each alone: one may have failed before */
+    if (!d->h || !d->s) return terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
     terra_qmesh m;
     st = terra_archive_check_tile(S->a, &e, &S->rules, &m, S->grid_vertex);
     if (st) return st;
