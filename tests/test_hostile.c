@@ -10,6 +10,7 @@
  *     (exit 1, a bounded number of lines, the tile named),
  *   - terra_archive_check_tile with the archive's rules (what every reader decodes through),
  *   - the archive source, sampled over the whole area on every level,
+ *   - `terra render --archive` (headless, a few products: it fails once, exit 1, a few lines),
  * and plain reading (terra_archive_read_entry + terra_qmesh_decode, as export and serve read) must
  * refuse whatever is not quantized-mesh and never crash. A last archive has 100,000 bad tiles: its
  * messages stay bounded.
@@ -585,6 +586,53 @@ static void test_products(void) {
     CHECK(products_refused == n);
 }
 
+/* `terra render --archive` (headless) on one product: exit status and stderr lines. */
+static int cli_render(const char *path, int *lines) {
+    const char *bin = getenv("TERRA_BIN");
+    const char *asan = getenv("ASAN_OPTIONS");
+    char err[300], png[300], cmd[2000];
+    snprintf(err, sizeof err, "%s/render_err.txt", dir);
+    snprintf(png, sizeof png, "%s/render.png", dir);
+    /* LeakSanitizer's exit scan trips on Mesa's driver (see tests/cli_render.sh) */
+    snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='%s%sdetect_leaks=0' timeout 60 '%s' render --archive '%s' -o '%s' --size 96x64 "
+             "--above 30 --pitch -89 >/dev/null 2>'%s'", asan ? asan : "", asan ? ":" : "", bin, path, png, err);
+    int rc = system(cmd);
+    *lines = 0;
+    FILE *f = fopen(err, "r");
+    for (int c; f && (c = fgetc(f)) != EOF;) *lines += c == '\n';
+    if (f) fclose(f);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+}
+
+/* The drawing command on a few products: each fails once, exit 1, a few lines, no hang. Skipped
+ * (with a message) where the honest archive cannot be drawn: no TERRA_BIN or no EGL. */
+static void test_render(void) {
+    if (!getenv("TERRA_BIN")) {
+        printf("     skipped: TERRA_BIN not set\n");
+        return;
+    }
+    char path[400];
+    snprintf(path, sizeof path, "%s/honest_render.terra", dir);
+    product honest = {.kind = K_KINDS, .target = FINE, .c = TERRA_COMPRESS_GZIP};
+    int lines;
+    if (write_product(&honest, path) != TERRA_OK || cli_render(path, &lines) != 0) {
+        printf("     skipped: terra render cannot draw the honest archive here (no EGL?)\n");
+        return;
+    }
+    static const product some[] = {
+        {K_SHIFT_V_ALL, ALL, TERRA_COMPRESS_GZIP, "render_shift_v_all"}, {K_V_65534, FINE, TERRA_COMPRESS_NONE, "render_v_65534"},
+        {K_OFF_GRID, FINE, TERRA_COMPRESS_ZSTD, "render_off_grid"},     {K_DOUBLED, COARSE, TERRA_COMPRESS_GZIP, "render_doubled"},
+        {K_VC_HUGE, FINE, TERRA_COMPRESS_GZIP, "render_vc_huge"},       {K_GZIP_BOMB, FINE, TERRA_COMPRESS_GZIP, "render_bomb"},
+        {K_RAW_PLUS_ONE, FINE, TERRA_COMPRESS_GZIP, "render_raw_lie"},  {K_HDR_MIN_NAN, FINE, TERRA_COMPRESS_NONE, "render_nan"},
+        {K_NOT_GRID, COARSE, TERRA_COMPRESS_NONE, "render_not_grid"},   {K_ENTRY_MIN_INF, FINE, TERRA_COMPRESS_GZIP, "render_entry"}};
+    for (size_t i = 0; i < sizeof some / sizeof *some; i++) {
+        snprintf(path, sizeof path, "%s/%s.terra", dir, some[i].name);
+        CHECK(write_product(&some[i], path) == TERRA_OK, "%s", terra_last_error());
+        int rc = cli_render(path, &lines);
+        CHECK(rc == 1 && lines >= 1 && lines <= 12, "%s: terra render: exit %d, %d lines", some[i].name, rc, lines);
+    }
+}
+
 /* 100,000 bad tiles: half with damaged index entries, half with payloads that are not tiles. The
  * reports come once per tile; the command's messages stay bounded. */
 static void test_many_bad_tiles(void) {
@@ -659,6 +707,7 @@ int main(int argc, char **argv) {
     RUN(test_honest);
     RUN(test_products);
     RUN(test_many_bad_tiles);
+    RUN(test_render);
     int rc = finish();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
