@@ -6,18 +6,26 @@
  * writers ever share one. Before each write, the temporaries beside the same target whose process
  * is gone (kill(pid, 0) answers ESRCH) are removed; PATH.tmpPID, the name of earlier versions, is
  * recognised too. A PID says nothing about processes on other hosts: a directory shared between
- * machines (NFS) should not have the same target written from two of them at once. */
+ * machines (NFS) should not have the same target written from two of them at once.
+ *
+ * Finding them means listing the directory. A process writing many files into one directory
+ * (terra export's tiles, terra fly's frames) would list it once a file, quadratic in its size, so
+ * a directory is listed again only once ten times the last listing's duration has passed: in a
+ * small directory that is every write, in one of 100 k files at most a tenth of the time goes to
+ * listing. What a listing finds, for any target, is kept and removed when that target is written. */
 #include "terra/io.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static atomic_uint temp_counter;
@@ -137,13 +145,162 @@ size_t terra_io_remove_stale_temps(const char *path) {
     return n;
 }
 
+/* Where a temporary's name `name` (X.tmpPID or X.tmpPID-N) ends its target's name X: *prefix
+ * gets X's length. The PID, or 0 when `name` is no temporary. */
+static long split_temp(const char *name, size_t *prefix) {
+    for (const char *t = strstr(name, ".tmp"); t; t = strstr(t + 1, ".tmp")) {
+        *prefix = (size_t)(t - name);
+        const char *p = t + 4;
+        long v = 0;
+        int digits = 0;
+        for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++) v = v * 10 + (*p - '0');
+        if (!digits || v <= 0) continue;
+        if (*p == '-') {
+            p++;
+            int nd = 0;
+            for (; *p >= '0' && *p <= '9' && nd < 10; p++) nd++;
+            if (!nd) continue;
+        }
+        if (!*p && *prefix > 0) return v;
+    }
+    return 0;
+}
+
+typedef struct dir_seen {
+    char *dir;
+    double next_scan;           /* CLOCK_MONOTONIC seconds */
+} dir_seen;
+typedef struct leftover {
+    const char *dir;            /* the dir_seen's string */
+    char *target, *temp;        /* dir/X, dir/X.tmpPID[-N] */
+} leftover;
+
+/* Kept for the process's life, so in malloc's memory rather than terra_alloc's: a program may
+ * change terra's allocator between writes (terra mesh counts its allocations). */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static dir_seen *seen;          /* open addressing on the directory name; dir NULL = free */
+static size_t seen_cap, seen_n;
+static leftover *left;
+static size_t left_n, left_cap;
+
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The directory's record, added when new; NULL when out of memory (then it is listed every time). */
+static dir_seen *seen_find(const char *dir) {
+    if (seen_n * 2 >= seen_cap) {
+        size_t cap = seen_cap ? 2 * seen_cap : 64;
+        dir_seen *t = calloc(cap, sizeof *t);
+        if (!t) return NULL;
+        for (size_t i = 0; i < seen_cap; i++) {
+            if (!seen[i].dir) continue;
+            size_t k = hash_str(seen[i].dir) & (cap - 1);
+            while (t[k].dir) k = (k + 1) & (cap - 1);
+            t[k] = seen[i];
+        }
+        free(seen);
+        seen = t, seen_cap = cap;
+    }
+    size_t k = hash_str(dir) & (seen_cap - 1);
+    for (; seen[k].dir; k = (k + 1) & (seen_cap - 1))
+        if (!strcmp(seen[k].dir, dir)) return &seen[k];
+    size_t n = strlen(dir) + 1;
+    char *copy = malloc(n);
+    if (!copy) return NULL;
+    memcpy(copy, dir, n);
+    seen[k] = (dir_seen){copy, 0};
+    seen_n++;
+    return &seen[k];
+}
+
+static void left_drop(size_t i) {
+    free(left[i].target);
+    free(left[i].temp);
+    left[i] = left[--left_n];
+}
+
+/* Lists `dir` for temporaries of processes that are gone, of any target, into `left`
+ * (replacing what an earlier listing of it found). Called with seen_lock held. */
+static void scan_dir(const char *dir) {
+    for (size_t i = left_n; i-- > 0;)
+        if (left[i].dir == dir) left_drop(i);
+    DIR *dh = opendir(dir);
+    if (!dh) return;
+    struct dirent *e;
+    while ((e = readdir(dh)) != NULL) {
+        size_t pl;
+        long pid = split_temp(e->d_name, &pl);
+        if (!pid || !process_gone(pid)) continue;
+        size_t dn = strlen(dir), nn = strlen(e->d_name);
+        char *temp = malloc(dn + nn + 2), *target = malloc(dn + pl + 2);
+        if (temp && target && left_n == left_cap) {
+            size_t cap = left_cap ? 2 * left_cap : 16;
+            leftover *t = realloc(left, cap * sizeof *t);
+            if (t) left = t, left_cap = cap;
+        }
+        if (!temp || !target || left_n == left_cap) {
+            free(temp), free(target);
+            continue;
+        }
+        snprintf(temp, dn + nn + 2, "%s/%s", dir, e->d_name);
+        snprintf(target, dn + pl + 2, "%s/%.*s", dir, (int)pl, e->d_name);
+        left[left_n++] = (leftover){dir, target, temp};
+    }
+    closedir(dh);
+}
+
+/* Before writing `path`: removes the temporaries of dead processes beside it, listing its
+ * directory when due (see the top of this file). */
+static void sweep_before_write(const char *path) {
+    const char *base;
+    char *dir = dir_of(path, &base);
+    if (!dir || !*base) {
+        terra_free(dir);
+        return;
+    }
+    size_t n = strlen(dir) + strlen(base) + 2;
+    char *key = terra_alloc(n);
+    if (!key) {
+        terra_free(dir);
+        return;
+    }
+    snprintf(key, n, "%s/%s", dir, base);
+    pthread_mutex_lock(&seen_lock);
+    dir_seen *d = seen_find(dir);
+    double now = mono_now();
+    if (!d) {
+        (void)terra_io_remove_stale_temps(path);
+    } else if (now >= d->next_scan) {
+        scan_dir(d->dir);
+        double took = mono_now() - now;
+        d->next_scan = now + 10 * took;
+    }
+    for (size_t i = left_n; i-- > 0;)
+        if (!strcmp(left[i].target, key)) {
+            unlink(left[i].temp);
+            left_drop(i);
+        }
+    pthread_mutex_unlock(&seen_lock);
+    terra_free(key);
+    terra_free(dir);
+}
+
 terra_status terra_io_open_temp(const char *path, char **tmp_out, void **file_out) {
     *tmp_out = NULL;
     *file_out = NULL;
     if (!path || !*path) return terra_fail(TERRA_E_INVALID, "cannot write: no file name");
     /* Leftovers of killed writers of the same target go first; failing to list them is no reason
      * not to write (the create below says what is wrong with the directory, if anything). */
-    (void)terra_io_remove_stale_temps(path);
+    sweep_before_write(path);
     size_t n = strlen(path) + 40;
     char *tmp = terra_alloc(n);
     if (!tmp) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
