@@ -57,7 +57,7 @@ static long temp_pid(const char *name, const char *base) {
     long pid = 0;
     int digits = 0;
     for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++) pid = pid * 10 + (*p - '0');
-    if (!digits || pid <= 0) return 0;
+    if (!digits || pid <= 0 || pid > 0x7fffffff) return 0; /* pid_t is 32-bit: no kill() of a wrapped PID */
     if (*p == '-') {
         p++;
         int nd = 0;
@@ -154,7 +154,7 @@ static long split_temp(const char *name, size_t *prefix) {
         long v = 0;
         int digits = 0;
         for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++) v = v * 10 + (*p - '0');
-        if (!digits || v <= 0) continue;
+        if (!digits || v <= 0 || v > 0x7fffffff) continue;
         if (*p == '-') {
             p++;
             int nd = 0;
@@ -242,6 +242,12 @@ static void scan_dir(const char *dir) {
         if (!pid || !process_gone(pid)) continue;
         size_t dn = strlen(dir), nn = strlen(e->d_name);
         char *temp = malloc(dn + nn + 2), *target = malloc(dn + pl + 2);
+        struct stat st;
+        if (temp) snprintf(temp, dn + nn + 2, "%s/%s", dir, e->d_name);
+        if (temp && (lstat(temp, &st) != 0 || !S_ISREG(st.st_mode))) {
+            free(temp), free(target);
+            continue;
+        }
         if (temp && target && left_n == left_cap) {
             size_t cap = left_cap ? 2 * left_cap : 16;
             leftover *t = realloc(left, cap * sizeof *t);
@@ -251,7 +257,6 @@ static void scan_dir(const char *dir) {
             free(temp), free(target);
             continue;
         }
-        snprintf(temp, dn + nn + 2, "%s/%s", dir, e->d_name);
         snprintf(target, dn + pl + 2, "%s/%.*s", dir, (int)pl, e->d_name);
         left[left_n++] = (leftover){dir, target, temp};
     }
