@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The first index entry whose order is >= `want` (the index is sorted by terra_archive_order). */
-static terra_status lower_bound(const terra_archive *a, uint64_t want, uint64_t *out) {
-    uint64_t lo = 0, hi = terra_archive_get_info(a)->tile_count;
+/* The first index entry in [lo, hi) whose order is >= `want` (the index is sorted by
+ * terra_archive_order). */
+static terra_status lower_bound_in(const terra_archive *a, uint64_t lo, uint64_t hi, uint64_t want, uint64_t *out) {
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         terra_archive_entry e;
@@ -20,10 +20,86 @@ static terra_status lower_bound(const terra_archive *a, uint64_t want, uint64_t 
     return TERRA_OK;
 }
 
+static terra_status lower_bound(const terra_archive *a, uint64_t want, uint64_t *out) {
+    return lower_bound_in(a, 0, terra_archive_get_info(a)->tile_count, want, out);
+}
+
+/* Bits 0, 2, 4, ... of v packed into bits 0, 1, 2, ... (28 of them). */
+static uint32_t gather28(uint64_t v) {
+    uint32_t r = 0;
+    for (int i = 0; i < 28; i++) r |= (uint32_t)((v >> (2 * i)) & 1) << i;
+    return r;
+}
+
+/* The smallest x (axis 0) or y (axis 1), as offset binary, among the entries [lo, hi) of one face and
+ * level: the Morton order makes each quadtree node a run of the index, so the search descends into
+ * the children on the low side of the axis first and stops once a node's smallest possible value is
+ * found; a few binary searches per level instead of reading every entry. The run is known non-empty
+ * and holds the codes of the node `prefix` (its low 2h bits free). *budget bounds the nodes visited
+ * (an index out of order, or an odd spread of tiles, falls back to a scan). */
+typedef struct axis_search {
+    const terra_archive *a;
+    uint64_t base; /* face and level bits */
+    int axis;
+    int budget;
+    terra_status st;
+} axis_search;
+
+static uint32_t node_min(axis_search *q, uint64_t lo, uint64_t hi, uint64_t prefix, int h) {
+    if (q->st || --q->budget < 0) return UINT32_MAX;
+    if (h == 0 || hi - lo == 1) {
+        terra_archive_entry e;
+        if ((q->st = terra_archive_entry_at(q->a, lo, &e))) return UINT32_MAX;
+        return gather28((terra_archive_order(e.key) & ((UINT64_C(1) << 56) - 1)) >> q->axis);
+    }
+    uint32_t floor = gather28((prefix << 2 * h) >> q->axis);
+    uint64_t b[5] = {lo, 0, 0, 0, hi};
+    for (int k = 1; k < 4; k++)
+        if ((q->st = lower_bound_in(q->a, b[k - 1], hi, q->base | (prefix * 4 + (uint64_t)k) << 2 * (h - 1), &b[k])))
+            return UINT32_MAX;
+    /* child k holds x bit (k & 1) and y bit (k >> 1): the axis's low children first */
+    static const int order[2][4] = {{0, 2, 1, 3}, {0, 1, 2, 3}};
+    uint32_t best = UINT32_MAX;
+    for (int j = 0; j < 4 && best != floor; j++) {
+        int k = order[q->axis][j];
+        uint32_t child_floor = floor | (uint32_t)((k >> q->axis) & 1) << (h - 1);
+        if (b[k] == b[k + 1] || child_floor >= best) continue;
+        uint32_t v = node_min(q, b[k], b[k + 1], prefix * 4 + (uint64_t)k, h - 1);
+        if (v < best) best = v;
+    }
+    return best;
+}
+
+/* The smallest x and y of the tiles in index entries [lo, hi) (one face, one level; non-empty). */
+static terra_status smallest_xy(const terra_archive *a, uint64_t lo, uint64_t hi, uint64_t base, int32_t *x,
+                                int32_t *y) {
+    uint32_t v[2];
+    for (int axis = 0; axis < 2; axis++) {
+        axis_search q = {a, base, axis, 4096, TERRA_OK};
+        v[axis] = node_min(&q, lo, hi, 0, 28);
+        if (q.st) return q.st;
+        if (q.budget < 0) { /* a scan */
+            v[0] = v[1] = UINT32_MAX;
+            for (uint64_t i = lo; i < hi; i++) {
+                terra_archive_entry e;
+                terra_status st = terra_archive_entry_at(a, i, &e);
+                if (st) return st;
+                uint64_t code = terra_archive_order(e.key) & ((UINT64_C(1) << 56) - 1);
+                if (gather28(code) < v[0]) v[0] = gather28(code);
+                if (gather28(code >> 1) < v[1]) v[1] = gather28(code >> 1);
+            }
+            break;
+        }
+    }
+    *x = (int32_t)v[0] - 0x08000000; /* offset binary back to signed */
+    *y = (int32_t)v[1] - 0x08000000;
+    return TERRA_OK;
+}
+
 /* The levels and the coarsest level's smallest tile without reading the whole index: entries sort by
- * face, then level, so each face's finest and coarsest levels are at the ends of its run, and only
- * the coarsest level's tiles are scanned (a full scan cost ~0.5 s per million tiles through pread,
- * which `terra serve` pays again on every reload). */
+ * face, then level, so each face's finest and coarsest levels are at the ends of its run, and the
+ * coarsest level's smallest x and y come from a search of its Morton order (a full pass cost ~0.5 s
+ * per million tiles through pread, which `terra serve` pays again on every reload). */
 terra_status terra_archive_tms_map(const terra_archive *a, terra_tms_map *m) {
     const terra_archive_info *I = terra_archive_get_info(a);
     memset(m, 0, sizeof *m);
@@ -37,7 +113,8 @@ terra_status terra_archive_tms_map(const terra_archive *a, terra_tms_map *m) {
     for (int f = 0; f < 8 && st == TERRA_OK; f++) {
         if (start[f] >= start[f + 1]) continue;
         terra_archive_entry first, last;
-        if ((st = terra_archive_entry_at(a, start[f], &first)) || (st = terra_archive_entry_at(a, start[f + 1] - 1, &last)))
+        if ((st = terra_archive_entry_at(a, start[f], &first)) ||
+            (st = terra_archive_entry_at(a, start[f + 1] - 1, &last)))
             break;
         if (terra_tile_key_level(first.key) < m->min_level) m->min_level = terra_tile_key_level(first.key);
         if (terra_tile_key_level(last.key) > m->max_level) m->max_level = terra_tile_key_level(last.key);
@@ -49,13 +126,11 @@ terra_status terra_archive_tms_map(const terra_archive *a, terra_tms_map *m) {
         if ((st = lower_bound(a, b | (uint64_t)m->max_level << 56, &lo))) return st;
         if (m->max_level < TERRA_TILE_MAX_LEVEL && (st = lower_bound(a, b | (uint64_t)(m->max_level + 1) << 56, &hi)))
             return st;
-        for (uint64_t i = lo; i < hi; i++) {
-            terra_archive_entry e;
-            if ((st = terra_archive_entry_at(a, i, &e))) return st;
-            if (terra_tile_key_level(e.key) != m->max_level) continue; /* an index out of order */
-            if (terra_tile_key_x(e.key) < x0) x0 = terra_tile_key_x(e.key);
-            if (terra_tile_key_y(e.key) < y0) y0 = terra_tile_key_y(e.key);
-        }
+        if (lo >= hi) continue;
+        int32_t x, y;
+        if ((st = smallest_xy(a, lo, hi, b | (uint64_t)m->max_level << 56, &x, &y))) return st;
+        if (x < x0) x0 = x;
+        if (y < y0) y0 = y;
     }
     if (m->max_level < 0) m->min_level = m->max_level = 0, x0 = y0 = 0;
     m->x0 = x0;

@@ -152,7 +152,8 @@ static void test_accept_encoding(void) {
                         "gzip;q=0.000", "GZIP; Q=0", "*;q=0",     "gzip;q=0, *",  "gzip;q=2",     "gzip;q=1.5",
                         "gzip;q=0.0001", "gzip;q=abc", "gzip;q=",  "gzipx",        "gzi",          "*, gzip;q=0",
                         "x-gzip;q=0", "br;q=0.5, deflate", ",,,;;;"};
-    for (size_t i = 0; i < sizeof no / sizeof *no; i++) CHECK(!gz(no[i]), "'%s' does not accept gzip", no[i] ? no[i] : "(none)");
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        CHECK(!gz(no[i]), "'%s' does not accept gzip", no[i] ? no[i] : "(none)");
     /* the length is honoured: no reading past n */
     CHECK(!serve_accepts_gzip("gzip", 3));
     CHECK(serve_accepts_gzip("gzip;q=0", 4));
@@ -273,6 +274,69 @@ static void test_layer_json_ranges(void) {
         for (int x = y % 2; x < 40; x += 2) keys[got++] = terra_tile_key_make(0, 0, x, y);
     CHECK(write_archive(path, TERRA_FRAME_LOCAL, keys, got) == TERRA_OK);
     check_available(path, "checkerboard");
+    unlink(path);
+}
+
+/* The z/x/y map's corner (the coarsest level's smallest x and y, found by searching the Morton
+ * order) is the one a scan of every entry finds, whatever the spread of tiles. */
+static void test_tms_map_corner(void) {
+    char path[512];
+    path_in(path, sizeof path, "corner.terra");
+    unsigned long long seed = 77;
+    enum { N = 3000 };
+    static terra_tile_key keys[N];
+    for (int round = 0; round < 60; round++) {
+        int got = 0, n = 1 + (int)(test_rand_u64(&seed) % N), top = (int)(test_rand_u64(&seed) % 3);
+        int shape = round % 5;
+        int64_t span = (int64_t)1 << (1 + test_rand_u64(&seed) % 26);
+        int64_t off = (int64_t)(test_rand_u64(&seed) % (uint64_t)(2 * span)) - span;
+        for (int i = 0; i < n; i++) {
+            int l = i % 4 ? top : (int)(test_rand_u64(&seed) % (unsigned)(top + 1));
+            int64_t x, y;
+            uint64_t r = test_rand_u64(&seed);
+            if (shape == 0) { /* a dense block */
+                x = off + (int64_t)(r % 40);
+                y = -off + (int64_t)((r >> 20) % 40);
+            } else if (shape == 1) { /* a diagonal */
+                x = off + (int64_t)(r % 1000);
+                y = x - 2 * off + (int64_t)((r >> 30) % 3);
+            } else if (shape == 2) { /* scattered across the whole coordinate range */
+                x = (int64_t)(r % (1u << 28)) - (1 << 27);
+                y = (int64_t)((r >> 28) % (1u << 28)) - (1 << 27);
+            } else { /* scattered in a span around an offset */
+                x = off + (int64_t)(r % (uint64_t)span);
+                y = off / 2 + (int64_t)((r >> 32) % (uint64_t)span);
+            }
+            if (x < TERRA_TILE_COORD_MIN || x > TERRA_TILE_COORD_MAX || y < TERRA_TILE_COORD_MIN ||
+                y > TERRA_TILE_COORD_MAX)
+                continue;
+            terra_tile_key k = terra_tile_key_make(0, l, (int32_t)x, (int32_t)y);
+            bool dup = false;
+            for (int j = 0; j < got && !dup; j++) dup = keys[j] == k;
+            if (!dup) keys[got++] = k;
+        }
+        if (!got) continue;
+        int max_level = 0;
+        for (int i = 0; i < got; i++)
+            if (terra_tile_key_level(keys[i]) > max_level) max_level = terra_tile_key_level(keys[i]);
+        int32_t x0 = INT32_MAX, y0 = INT32_MAX;
+        for (int i = 0; i < got; i++)
+            if (terra_tile_key_level(keys[i]) == max_level) {
+                if (terra_tile_key_x(keys[i]) < x0) x0 = terra_tile_key_x(keys[i]);
+                if (terra_tile_key_y(keys[i]) < y0) y0 = terra_tile_key_y(keys[i]);
+            }
+        CHECK(write_archive(path, TERRA_FRAME_LOCAL, keys, got) == TERRA_OK, "%s", terra_last_error());
+        terra_archive *a;
+        terra_tms_map m;
+        if (terra_archive_open(path, NULL, &a) != TERRA_OK) {
+            CHECK(0, "%s", terra_last_error());
+            continue;
+        }
+        CHECK(terra_archive_tms_map(a, &m) == TERRA_OK);
+        CHECK(m.max_level == max_level && m.x0 == x0 && m.y0 == y0, "round %d shape %d (%d tiles): map %d (%d, %d), scan %d (%d, %d)",
+              round, shape, got, m.max_level, m.x0, m.y0, max_level, x0, y0);
+        terra_archive_close(a);
+    }
     unlink(path);
 }
 
@@ -407,6 +471,7 @@ int main(int argc, char **argv) {
     RUN(test_methods);
     RUN(test_accept_encoding);
     RUN(test_layer_json_ranges);
+    RUN(test_tms_map_corner);
     RUN(test_hostile_archives);
     const char *names[] = {"bomb.terra", "dup.terra", "outside.terra"};
     char path[512];
