@@ -672,6 +672,8 @@ int cmd_serve(int argc, char **argv) {
     pthread_cond_destroy(&s.wake);
     pthread_mutex_destroy(&s.lock);
     fprintf(stderr, "terra serve: stopped (signal %d)\n", sig);
-    if (s.cut) fprintf(stderr, "terra serve: %llu connections closed for sending a request too slowly\n", s.cut);
+    if (s.cut)
+        fprintf(stderr, "terra serve: %llu connections closed without a whole request within --request-timeout\n",
+                s.cut);
     return EXIT_OK;
 }
