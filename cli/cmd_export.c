@@ -111,7 +111,8 @@ int cmd_export(int argc, char **argv) {
     uint64_t readable = 0;
     for (uint64_t i = 0; i < n; i++) {
         terra_archive_entry e;
-        if (terra_archive_entry_at(a, i, &e) == TERRA_OK) orders[readable++] = (order_at){terra_archive_order(e.key), i};
+        if (terra_archive_entry_at(a, i, &e) == TERRA_OK)
+            orders[readable++] = (order_at){terra_archive_order(e.key), i};
     }
     if (readable) qsort(orders, (size_t)readable, sizeof *orders, cmp_order);
     for (uint64_t k = 1; k < readable; k++)
@@ -179,10 +180,14 @@ int cmd_export(int argc, char **argv) {
     terra_free(first_of);
     printf("terra export: %llu tiles, %llu bytes, layer.json in %s\n", (unsigned long long)written,
            (unsigned long long)bytes, dir);
-    if (repeated > 10) fprintf(stderr, "terra export: ... and %llu more repeated entries\n", (unsigned long long)repeated - 10);
-    if (outside > 10) fprintf(stderr, "terra export: ... and %llu more tiles outside the tree\n", (unsigned long long)outside - 10);
+    if (repeated > 10)
+        fprintf(stderr, "terra export: ... and %llu more repeated entries\n", (unsigned long long)repeated - 10);
+    if (outside > 10)
+        fprintf(stderr, "terra export: ... and %llu more tiles outside the tree\n", (unsigned long long)outside - 10);
     if (damaged || repeated || outside)
-        status = cli_error("export", "%s: %llu of %llu tiles left out (%llu damaged, %llu repeated index entries, %llu outside the z/x/y tree)",
+        status = cli_error("export",
+                           "%s: %llu of %llu tiles left out (%llu damaged, %llu repeated index entries, %llu outside "
+                           "the z/x/y tree)",
                            path, (unsigned long long)(damaged + repeated + outside), (unsigned long long)n,
                            (unsigned long long)damaged, (unsigned long long)repeated, (unsigned long long)outside);
 done:
