@@ -240,6 +240,11 @@ kept "two layers heatmap nowhere"
 mkdir -p "$T/k/bdir.png"; before=$(sums "$T/k")
 expect "two layers heatmap a directory" 1 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" -e 0.01 -o "$T/k/bridge.obj" --heatmap "$T/k/bdir.png" --verify -q
 kept "two layers heatmap a directory"
+# Two-layer ground whose mesh (1.9 KB) fails to write after its heatmap (77 bytes) was complete.
+echo "earlier two-layer heatmap" > "$T/k/bheat.png"; before=$(sums "$T/k")
+limited 1 "$BIN" mesh "$T/lower.asc" --upper "$T/upper.asc" --thickness 1 -e 0.01 -o "$T/k/bridge.obj" --heatmap "$T/k/bheat.png" -q
+[ $? = 1 ] && grep -q "bridge.obj" "$T/err" && ok "two layers write fails" || bad "two layers write fails: $(cat "$T/err")"
+kept "two layers write fails"
 # And a run that succeeds replaces them all.
 expect "replace" 0 "$BIN" mesh "$DATA/fuji.png" --encoding terrain-rgb -e 20 -o "$T/k/keep.obj" --heatmap "$T/k/keep.png" -q
 [ "$(grep -c '^f ' "$T/k/keep.obj")" = 20354 ] && [ "$(head -c 4 "$T/k/keep.png" | od -An -c | tr -d ' ')" = '211PNG' ] \
