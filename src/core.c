@@ -32,10 +32,13 @@ static _Thread_local char last_error[1024];
 const char *terra_last_error(void) { return last_error; }
 
 terra_status terra_fail(terra_status status, const char *fmt, ...) {
+    /* Formatted aside first: callers often pass terra_last_error() itself as an argument. */
+    char msg[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, sizeof msg);
     return status;
 }
 
