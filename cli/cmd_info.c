@@ -1,6 +1,7 @@
 /* terra info ARCHIVE: what an archive holds (frame, bounds, levels, tiles, bytes, error per level). */
 #include "cli.h"
 #include "terra/archive_io.h"
+#include "terra/io.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -88,6 +89,12 @@ static int print_tile(terra_archive *a, const char *zxy) {
     printf("]}\n");
     terra_qmesh_free(&m);
     return EXIT_OK;
+}
+
+/* One leftover temporary beside the archive (a writer killed mid-write). */
+static void print_stale(void *ctx, const char *temp_path, long pid, uint64_t bytes) {
+    (void)ctx;
+    printf("leftover    %s (%llu B, process %ld is gone)\n", temp_path, (unsigned long long)bytes, pid);
 }
 
 int cmd_info(int argc, char **argv) {
@@ -187,6 +194,11 @@ int cmd_info(int argc, char **argv) {
         cJSON_free(s);
     }
     cJSON_Delete(meta);
+    size_t stale = 0;
+    uint64_t stale_bytes = 0;
+    if (terra_io_stale_temps(path, print_stale, NULL, &stale, &stale_bytes) == TERRA_OK && stale)
+        printf("leftovers   %zu temporary file%s (%llu B) of writers that died; the next write of %s removes them\n",
+               stale, stale == 1 ? "" : "s", (unsigned long long)stale_bytes, path);
     if (verify) {
         uint64_t bad = 0;
         report_state r = {0};

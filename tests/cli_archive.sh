@@ -27,6 +27,15 @@ grep -q "all 21 tiles intact" "$work/info.txt" || fail "info verify"
 "$T" info --json "$work/one.terra" | grep -q '"tile_count":1' || fail "info --json"
 "$T" info --help | grep -q "Usage: terra info" || fail "info --help"
 
+# ---- leftovers of a writer killed mid-write: reported by info, removed by the next write ----
+dead=$(sh -c 'echo $$') # a process that has ended
+head -c 1000 /dev/zero >"$work/one.terra.tmp$dead-0"
+"$T" info "$work/one.terra" >"$work/info.txt"
+grep -q "leftovers   1 temporary file (1000 B)" "$work/info.txt" || fail "info leftovers: $(cat "$work/info.txt")"
+"$T" bake --levels 0 --area 0,0,64,64 -q "$work/one.terra"
+[ ! -e "$work/one.terra.tmp$dead-0" ] || fail "leftover not removed by the next bake"
+"$T" info "$work/one.terra" | grep -q leftovers && fail "leftovers reported after the cleanup"
+
 # ---- refusals: another version, damage, garbage ----
 cp "$work/local.terra" "$work/v2.terra"
 printf '\x02' | dd of="$work/v2.terra" bs=1 seek=8 conv=notrunc status=none
