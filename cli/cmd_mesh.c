@@ -70,8 +70,9 @@ static void help(FILE *f) {
             "  -h, --help                this help\n\n"
             "Prints a report (key value lines): vertices, triangles, read_ms, mesh_ms, write_ms,\n"
             "peak_mb (this process), alloc_peak_mb (terra's own allocations), reader_peak_mb (the\n"
-            "terra-raster process that read IN through GDAL, so the mesher never maps GDAL); with\n"
-            "--verify or --heatmap also max_error, rms_error and check_ms.\n"
+            "terra-raster process that read IN through GDAL, so the mesher never maps GDAL; 0 for a\n"
+            "plain PNG, read in process without GDAL); with --verify or --heatmap also max_error,\n"
+            "rms_error and check_ms.\n"
             "Exit 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 

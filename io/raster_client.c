@@ -1,6 +1,7 @@
 /* Reading a raster in a child process (terra-raster), so the caller never maps GDAL: see
  * terra/raster.h. The child writes a terra_raster_wire header and the heights to a pipe; on
  * failure it writes its message to a second pipe and exits with 64 + the terra_status. */
+#include "terra/io.h"
 #include "terra/raster.h"
 #include "raster_wire.h"
 
@@ -75,10 +76,7 @@ static bool read_all(int fd, void *buf, size_t n) {
     return true;
 }
 
-/* The reader next to the running program, or $TERRA_RASTER_READER. */
-static bool default_reader(char *out, size_t cap) {
-    const char *env = getenv("TERRA_RASTER_READER");
-    if (env && *env) return snprintf(out, cap, "%s", env) < (int)cap;
+bool terra_io_sibling_path(const char *name, char *out, size_t cap) {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n <= 0) return false;
@@ -86,7 +84,14 @@ static bool default_reader(char *out, size_t cap) {
     char *slash = strrchr(self, '/');
     if (!slash) return false;
     slash[1] = 0;
-    return snprintf(out, cap, "%sterra-raster", self) < (int)cap;
+    return snprintf(out, cap, "%s%s", self, name) < (int)cap;
+}
+
+/* The reader next to the running program, or $TERRA_RASTER_READER. */
+static bool default_reader(char *out, size_t cap) {
+    const char *env = getenv("TERRA_RASTER_READER");
+    if (env && *env) return snprintf(out, cap, "%s", env) < (int)cap;
+    return terra_io_sibling_path("terra-raster", out, cap);
 }
 
 terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *reader, terra_raster *out) {

@@ -25,6 +25,10 @@ terra_status terra_io_open_temp(const char *path, char **tmp_out, void **file_ou
 terra_status terra_io_commit(char *tmp, const char *path);
 void terra_io_abort(char *tmp);
 
+/* The path of program `name` in the directory of the running program (how terra finds terra-raster
+ * and its other programs). false when it cannot be told or does not fit in cap bytes. */
+bool terra_io_sibling_path(const char *name, char *out, size_t cap);
+
 /* Leftover temporaries beside `path`: PATH.tmpPID-N (or PATH.tmpPID, the earlier name) whose
  * process no longer runs on this host. fn (may be NULL) is called once for each with its name,
  * the PID in it and its size; *count and *bytes (either may be NULL) receive the totals.
