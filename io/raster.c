@@ -143,31 +143,9 @@ terra_status terra_raster_read_counted(const terra_raster_desc *d, int copies, t
             }
         }
     }
-    size_t nodata = 0;
-    float mn = INFINITY, mx = -INFINITY;
-    for (size_t i = 0; i < W * H; i++) {
-        float v = hs[i];
-        if (v != v) {
-            nodata++;
-            continue;
-        }
-        if (!isfinite(v)) {
-            st = terra_fail(TERRA_E_CORRUPT, "%s: height overflows at sample (%zu, %zu)", path, i % W, i / W);
-            goto done;
-        }
-        if (v < mn) mn = v;
-        if (v > mx) mx = v;
-    }
-    if (nodata == W * H) {
-        st = terra_fail(TERRA_E_SOURCE, "%s: every sample is no-data", path);
-        goto done;
-    }
-    out->width = w;
-    out->height = h;
+    st = terra_raster_scan_heights(path, hs, w, h, out);
+    if (st) goto done;
     out->heights = hs;
-    out->nodata_count = nodata;
-    out->min_z = mn;
-    out->max_z = mx;
     double gt[6] = {0, 1, 0, 0, 0, 1};
     out->georeferenced = GDALGetGeoTransform(ds, gt) == CE_None &&
                          !(gt[0] == 0 && gt[1] == 1 && gt[2] == 0 && gt[3] == 0 && gt[4] == 0 && gt[5] == 1);

@@ -44,6 +44,31 @@ terra_status terra_raster_check_budget(const char *path, int w, int h, int copie
                       max_bytes ? "" : " (half of physical memory)");
 }
 
+terra_status terra_raster_scan_heights(const char *path, const float *hs, int w, int h, terra_raster *out) {
+    const size_t n = (size_t)w * (size_t)h;
+    size_t nodata = 0;
+    float mn = INFINITY, mx = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        const float v = hs[i];
+        if (v != v) {
+            nodata++;
+            continue;
+        }
+        if (!isfinite(v))
+            return terra_fail(TERRA_E_CORRUPT, "%s: height overflows at sample (%zu, %zu)", path, i % (size_t)w,
+                              i / (size_t)w);
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+    }
+    if (nodata == n) return terra_fail(TERRA_E_SOURCE, "%s: every sample is no-data", path);
+    out->width = w;
+    out->height = h;
+    out->nodata_count = nodata;
+    out->min_z = mn;
+    out->max_z = mx;
+    return TERRA_OK;
+}
+
 terra_status terra_raster_check_extent(const char *path, const terra_raster *r) {
     const double *g = r->geo, w = r->width, h = r->height;
     for (int i = 0; i < 4; i++) {

@@ -135,24 +135,10 @@ terra_status terra_raster_read_png_direct(const terra_raster_desc *d, terra_rast
         png_read_row(png, row, NULL);
         decode_row(d, channels, depth, row, W, hs + y * W);
     }
-    size_t nodata = 0;
-    float mn = INFINITY, mx = -INFINITY;
-    for (size_t i = 0; i < W * H; i++) {
-        float v = hs[i];
-        if (v != v) {
-            nodata++;
-            continue;
-        }
-        if (!isfinite(v)) goto drop;
-        if (v < mn) mn = v;
-        if (v > mx) mx = v;
+    if (terra_raster_scan_heights(d->path, hs, w, h, out) != TERRA_OK) {
+        memset(out, 0, sizeof *out);
+        goto drop; /* GDAL's reader says it, in a process of its own */
     }
-    if (nodata == W * H) goto drop;
-    out->width = w;
-    out->height = h;
-    out->nodata_count = nodata;
-    out->min_z = mn;
-    out->max_z = mx;
     out->georeferenced = false;
     const double gt[6] = {0, 1, 0, 0, 0, 1};
     memcpy(out->geo, gt, sizeof gt);

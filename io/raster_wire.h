@@ -23,6 +23,10 @@ terra_status terra_raster_read_counted(const terra_raster_desc *desc, int copies
  * budget. Call before allocating anything of the raster's size. */
 terra_status terra_raster_check_budget(const char *path, int w, int h, int copies, size_t working, size_t max_bytes);
 
+/* Scans w x h heights and fills out's size, no-data count and height range: TERRA_E_CORRUPT naming
+ * the sample where a height is infinite, TERRA_E_SOURCE when every sample is no-data (NaN). */
+terra_status terra_raster_scan_heights(const char *path, const float *hs, int w, int h, terra_raster *out);
+
 /* TERRA_OK when out's georeferencing and spacing put every sample at finite coordinates (the
  * geotransform at the raster's four corners, spacing times its size). Else TERRA_E_UNSUPPORTED
  * naming the file: a mesh written from it would hold infinities. */
