@@ -15,7 +15,9 @@
  * the reference machine (docs/TIN.md, "Whole process"): HMM_PER_DELATIN_* below.
  * Environment: TERRA_BENCH_TIN_QUICK=1 runs fuji only; TERRA_BENCH_TIN_TILES_ONLY=1 the tiled mode
  * only; TERRA_BENCH_TIN_WHOLE_ONLY=1 the whole-process figures only (fuji 20 m and St Helens 1 m,
- * terra and delatin, about a minute); TERRA_BENCH_TIN_RUNS (default 3) sets the
+ * terra and delatin, about a minute); TERRA_BENCH_TIN_BASELINE=PATH, the `terra` of commit 753c7b3
+ * (issue 12's anchor: its whole process took 1.78x hmm's on fuji at 20 m), adds that build timed
+ * alternately with this one (tin.fuji_20m.whole_vs_hmm_by_anchor); TERRA_BENCH_TIN_RUNS (default 3) sets the
  * runs per figure on the small inputs (medians). Run from the repository root (make bench). */
 #include "bench.h"
 #include "terra/raster.h"
@@ -46,6 +48,10 @@ extern char **environ;
  *   meshes in 0.43x hmm's time) puts hmm's meshing at 12.4 / 0.43 = 29-37 ms: hmm spends
  *   ~10 ms outside meshing, as a C++ program reading a 512x512 PNG should. */
 #define HMM_PER_DELATIN_FUJI_20M 0.32
+/* St Helens' ratio is hmm's meshing alone; its reading and writing are measured here instead of
+ * left out: hmm reads heightmaps with stb_image (16 bits, one channel) and writes a binary STL
+ * (a facet normal and three corners a triangle), so hmm_io_ms does exactly that with the same PNG
+ * and terra's mesh of it (Debian's libstb-dev; without it the estimate is the meshing alone). */
 #define HMM_PER_DELATIN_STHELENS_1M 0.37
 
 typedef struct bcase {
@@ -122,18 +128,63 @@ static int run_peer(const char *tool, const char *raw, int w, int h, double err,
     return rc == 0 && got ? 0 : -1;
 }
 
+#ifdef TERRA_HAVE_STB
+#include <stb/stb_image.h>
+
+/* hmm's input and output on its own: the PNG read by stb_image as 16-bit grey, then the mesh in
+ * `obj` written as a binary STL with facet normals to `stl`. ms, or < 0 on failure. */
+static double hmm_io_ms(const char *png, const char *obj, const char *stl) {
+    double *xyz;
+    uint32_t *tri;
+    size_t nv, nt;
+    if (terra_io_read_obj(obj, &xyz, &nv, &tri, &nt) != TERRA_OK) return -1;
+    const double t0 = bench_now();
+    int w, h, c;
+    uint16_t *px = stbi_load_16(png, &w, &h, &c, 1);
+    FILE *f = px ? fopen(stl, "wb") : NULL;
+    if (f) {
+        static const char header[80];
+        const uint32_t count = (uint32_t)nt;
+        fwrite(header, 1, sizeof header, f);
+        fwrite(&count, 4, 1, f);
+        for (size_t t = 0; t < nt; t++) {
+            float rec[12];
+            const double *a = &xyz[3 * tri[3 * t]], *b = &xyz[3 * tri[3 * t + 1]], *d = &xyz[3 * tri[3 * t + 2]];
+            const double u[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, v[3] = {d[0] - a[0], d[1] - a[1], d[2] - a[2]};
+            double nrm[3] = {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+            const double len = sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+            for (int k = 0; k < 3; k++) {
+                rec[k] = (float)(len > 0 ? nrm[k] / len : 0);
+                rec[3 + k] = (float)a[k], rec[6 + k] = (float)b[k], rec[9 + k] = (float)d[k];
+            }
+            uint8_t record[50] = {0}; /* 12 floats and a zero attribute word: one write a facet */
+            memcpy(record, rec, sizeof rec);
+            fwrite(record, sizeof record, 1, f);
+        }
+    }
+    const bool ok = f && fclose(f) == 0;
+    const double ms = (bench_now() - t0) * 1e3;
+    stbi_image_free(px);
+    terra_free(xyz);
+    terra_free(tri);
+    remove(stl);
+    return ok ? ms : -1;
+}
+#endif
+
 /* Wall time of one whole `terra mesh` process, from spawn to exit, in ms; < 0 on failure. */
-static double run_whole(const char *png, const char *opt1, const char *opt2, double err, const char *out) {
+static double run_whole(const char *bin, const char *png, const char *opt1, const char *opt2, double err,
+                        const char *out) {
     char e[32];
     snprintf(e, sizeof e, "%g", err);
-    char *argv[] = {terra_bin, "mesh", (char *)png, (char *)opt1, (char *)opt2, "-e", e, "-o", (char *)out, "-q", NULL};
+    char *argv[] = {(char *)bin, "mesh", (char *)png, (char *)opt1, (char *)opt2, "-e", e, "-o", (char *)out, "-q", NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     double t0 = bench_now();
     pid_t pid;
     int st = -1;
-    if (posix_spawn(&pid, terra_bin, &fa, NULL, argv, environ) != 0 || waitpid(pid, &st, 0) != pid) st = -1;
+    if (posix_spawn(&pid, bin, &fa, NULL, argv, environ) != 0 || waitpid(pid, &st, 0) != pid) st = -1;
     double ms = (bench_now() - t0) * 1e3;
     posix_spawn_file_actions_destroy(&fa);
     return st == 0 ? ms : -1;
@@ -304,21 +355,56 @@ int main(int argc, char **argv) {
             const int runs = i == 0 ? 11 : 5; /* short runs vary most */
             double ms[32];
             int n = 0;
-            run_whole(png, wc[i].opt1, wc[i].opt2, wc[i].error, out); /* warm the page cache */
+            run_whole(terra_bin, png, wc[i].opt1, wc[i].opt2, wc[i].error, out); /* warm the page cache */
             for (; n < runs && n < 32; n++)
-                if ((ms[n] = run_whole(png, wc[i].opt1, wc[i].opt2, wc[i].error, out)) < 0) break;
+                if ((ms[n] = run_whole(terra_bin, png, wc[i].opt1, wc[i].opt2, wc[i].error, out)) < 0) break;
             if (n < runs) {
                 printf("  terra mesh failed on %s\n", png);
                 continue;
             }
             double whole = median3(ms, n);
             snprintf(name, sizeof name, "tin.%s.terra.whole_ms", wc[i].label), bench_record(name, whole, "ms", n, "median");
+            const char *baseline = getenv("TERRA_BENCH_TIN_BASELINE");
+            if (i == 0 && baseline && *baseline) {
+                /* Issue 12's own anchor: at 753c7b3 the whole process took 1.78x hmm's on fuji at
+                 * 20 m. That build (TERRA_BENCH_TIN_BASELINE) and this one, alternately. */
+                enum { PAIRS = 21 };
+                double old_ms[PAIRS], new_ms[PAIRS];
+                int k = 0;
+                run_whole(baseline, png, wc[i].opt1, wc[i].opt2, wc[i].error, out);
+                for (; k < PAIRS; k++) {
+                    old_ms[k] = run_whole(baseline, png, wc[i].opt1, wc[i].opt2, wc[i].error, out);
+                    new_ms[k] = run_whole(terra_bin, png, wc[i].opt1, wc[i].opt2, wc[i].error, out);
+                    if (old_ms[k] < 0 || new_ms[k] < 0) break;
+                }
+                if (k == PAIRS) {
+                    const double o = median3(old_ms, k), m = median3(new_ms, k);
+                    bench_record("tin.fuji_20m.baseline_753c7b3.whole_ms", o, "ms", k, "median");
+                    bench_record("tin.fuji_20m.whole_vs_hmm_by_anchor", 1.78 * m / o, "x", k, "value");
+                } else {
+                    printf("  the baseline %s failed on %s\n", baseline, png);
+                }
+            }
             double delatin = i == 0 ? delatin_fuji20 : delatin_sthelens1;
             if (!(delatin > 0)) {
                 printf("  (no delatin time for %s: hmm's whole process not estimated)\n", wc[i].label);
                 continue;
             }
             double hmm = wc[i].hmm_per_delatin * delatin;
+#ifdef TERRA_HAVE_STB
+            if (i == 1) { /* St Helens: meshing calibrated, reading and writing measured */
+                char stl[1500];
+                snprintf(stl, sizeof stl, "%s/%s.hmm_io.stl", work, wc[i].label);
+                double io[5];
+                int k = 0;
+                while (k < 5 && (io[k] = hmm_io_ms(png, out, stl)) >= 0) k++;
+                if (k == 5) {
+                    const double io_ms = median3(io, k);
+                    snprintf(name, sizeof name, "tin.%s.hmm.io_ms", wc[i].label), bench_record(name, io_ms, "ms", k, "median");
+                    hmm += io_ms;
+                }
+            }
+#endif
             snprintf(name, sizeof name, "tin.%s.hmm.whole_ms_estimated", wc[i].label), bench_record(name, hmm, "ms", 1, "value");
             snprintf(name, sizeof name, "tin.%s.whole_vs_hmm", wc[i].label), bench_record(name, whole / hmm, "x", n, "value");
         }
