@@ -84,5 +84,7 @@ int cmd_export(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_bake(int argc, char **argv);
 int cmd_mesh(int argc, char **argv);
+int cmd_cook(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -25,6 +25,8 @@
 #pragma weak cmd_bake
 #pragma weak cmd_mesh
 #pragma weak cmd_drive
+#pragma weak cmd_cook
+#pragma weak cmd_check
 
 typedef struct command {
     cli_command c;
@@ -39,6 +41,8 @@ static const command commands[] = {
     {{"export", "write an archive as a z/x/y.terrain tree with a layer.json for CesiumJS", cmd_export}, "terra"},
     {{"serve", "serve an archive's layer.json and tiles over HTTP (loopback by default)", cmd_serve}, "terra-serve"},
     {{"bake", "bake a source (the default world) into a quantized-mesh tile archive", cmd_bake}, "terra"},
+    {{"cook", "cook elevation rasters and scenery meshes into an archive of TIN tiles (levels by screen-space error)", cmd_cook}, "terra-cook"},
+    {{"check", "check a cooked archive's promises: tiles read back, borders shared at every level pair, errors, holes", cmd_check}, "terra-cook"},
     {{"mesh", "mesh a heightmap into a triangle network (greedy insertion), write OBJ/PLY/STL; --verify checks it", cmd_mesh}, "terra"},
     {{"drive", "physics proof: ODE bodies and fast vehicles on collider blocks streamed around them", cmd_drive}, "terra-drive"},
 };

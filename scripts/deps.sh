@@ -4,8 +4,8 @@
 set -euo pipefail
 
 pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
-      zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmicrohttpd-dev libgdal-dev libode-dev
-      curl libstb-dev
+      zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmicrohttpd-dev libgdal-dev libode-dev libassimp-dev libmeshoptimizer-dev
+      curl libstb-dev chromium fonts-liberation
       libegl-dev libegl1 libegl-mesa0 libgl1-mesa-dri libgl-dev libopengl-dev libepoxy-dev
       libglfw3-dev xvfb xauth)
 

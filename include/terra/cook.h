@@ -1,0 +1,153 @@
+/* terra cook: elevation rasters and scenery meshes into a pyramid of irregular (TIN) tiles.
+ *
+ * The ground is kept as an irregular mesh on a plane, cut along a quadtree of tiles:
+ *  - the finest tiles come from the sources (rasters: a greedy-insertion TIN per tile whose border
+ *    vertices come from a 1-D insertion over each edge, so neighbours share them; meshes: triangles
+ *    cut along the tile grid and welded, nothing resampled);
+ *  - each coarser tile is its four children merged (the cross between them unlocked) and
+ *    edge-collapsed until its level's error; every vertex and edge on its outer border is kept,
+ *    so two neighbours at any two levels share their border exactly: nothing to stitch;
+ *  - a hole stays a hole (no triangle is added), a wall (two heights over one line) is laid once;
+ *  - every tile's stated geometric error is measured (the largest vertical distance from the
+ *    finest mesh to the tile, plus the finest mesh's own measured error against the source), and
+ *    its longest edge too.
+ *
+ * The plane. Positions are (x, y) in plane units and z in metres. A tile at depth d (0 = the
+ * finest) and column, row (tx, ty) covers [tx * S * 2^d, (tx + 1) * S * 2^d] in x and the same in y,
+ * S = terra_cook_grid.tile_units. Plane units are chosen so that tile edges are exact in doubles
+ * (a raster's sample step, or metres for meshes), so "on the border" is an exact comparison.
+ *  - local frame: x = grid.origin[0] + x_units * grid.unit[0] metres east (scenery x), the plane's
+ *    y = scenery z: grid.origin[1] + y_units * grid.unit[1]. Archive keys: level = d, x = tx, y = ty.
+ *  - geographic frame: x in units of grid.unit[0] degrees east from 180 W, y in units of
+ *    grid.unit[1] degrees north from 90 S (origin = -180, -90); S * unit = 180 / 2^zoom_finest.
+ *    Archive keys: level = zoom_finest - d, x = tx, y = ty (TMS: row 0 in the south).
+ * Triangles turn counter-clockwise seen from above in the plane (x right, y up); the encoder turns
+ * them into each frame's convention (docs/FORMAT.md).
+ *
+ * Concurrency: terra_cook_pyramid runs its callbacks on worker threads, several at once.
+ */
+#ifndef TERRA_COOK_H
+#define TERRA_COOK_H
+
+#include "terra/archive.h"
+#include "terra/pool.h"
+#include "terra/qmesh.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the plane and its tiles ----------------------------------------------------------------- */
+
+typedef struct terra_cook_grid {
+    terra_frame frame;
+    double origin[2];   /* local: metres (scenery x, z) of plane (0, 0); geographic: -180, -90 degrees */
+    double unit[2];     /* local: metres per plane unit in x and y; geographic: degrees per unit */
+    double tile_units;  /* S: side of a finest tile in plane units (an integer, or a power of two) */
+    int depth;          /* the coarsest depth; geographic: = the finest zoom (roots at depth = zoom_finest) */
+} terra_cook_grid;
+
+/* The archive key of tile (d, tx, ty), and back (false if key is not on the grid's levels). */
+terra_tile_key terra_cook_key(const terra_cook_grid *g, int d, int32_t tx, int32_t ty);
+bool terra_cook_key_tile(const terra_cook_grid *g, terra_tile_key key, int *d, int32_t *tx, int32_t *ty);
+/* A tile's corners in plane units: x0, y0, x1, y1. */
+void terra_cook_tile_rect(const terra_cook_grid *g, int d, int32_t tx, int32_t ty, double rect[4]);
+
+/* ---- one tile's mesh ------------------------------------------------------------------------- */
+
+typedef struct terra_cook_mesh {
+    uint32_t vertex_count, triangle_count;
+    double *xy;          /* 2 per vertex, plane units */
+    float *z;            /* metres */
+    float *normal;       /* 3 per vertex, unit, in (plane x, plane y, up) axes; NULL: computed from the mesh */
+    uint16_t *material;  /* one id per vertex; NULL: none */
+    uint32_t *tri;       /* 3 per triangle, counter-clockwise in the plane seen from above */
+    uint32_t vertex_capacity, triangle_capacity; /* of the arrays above (terra_cook_mesh_reserve) */
+} terra_cook_mesh;
+
+/* Grows the arrays to hold at least `vertices` and `triangles` (keeps contents; allocates normal
+ * and material arrays only if with_normals / with_materials). TERRA_E_NOMEM. */
+terra_status terra_cook_mesh_reserve(terra_cook_mesh *m, uint32_t vertices, uint32_t triangles, bool with_normals,
+                                     bool with_materials);
+void terra_cook_mesh_free(terra_cook_mesh *m);
+
+/* ---- the pyramid ----------------------------------------------------------------------------- */
+
+/* Makes the finest tile (tx, ty) into *out (an empty mesh the callee fills; the pyramid frees it)
+ * and its largest vertical error against the source into *error (0 for meshes kept as they are). */
+typedef terra_status (*terra_cook_finest_fn)(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out,
+                                             double *error);
+
+/* Edge collapse with locked borders: simplifies the triangles `tri` (3 * triangle_count indices
+ * over positions pos, 3 floats a vertex, metres) and writes the kept ones to out_tri (capacity
+ * 3 * triangle_count); vertices on a border of the mesh (an edge used by one triangle) never move
+ * or go. Collapses until the next one would exceed target_error (metres, the simplifier's own
+ * measure). Returns the number of triangles written. */
+typedef size_t (*terra_cook_simplify_fn)(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
+                                         size_t triangle_count, double target_error, uint32_t *out_tri);
+
+/* A finished tile: its mesh (only valid during the call), the stated error (measured), the
+ * longest edge (metres). Called once per tile, on any thread. */
+typedef struct terra_cook_tile {
+    int depth;
+    int32_t tx, ty;
+    const terra_cook_mesh *mesh;
+    double geometric_error;
+    double longest_edge;
+    double min_height, max_height;
+} terra_cook_tile;
+typedef terra_status (*terra_cook_emit_fn)(void *user, const terra_cook_tile *tile);
+
+typedef struct terra_cook_pyramid_desc {
+    const terra_cook_grid *grid;
+    const int32_t *finest;          /* tx, ty pairs of the finest tiles that hold ground */
+    size_t finest_count;
+    double max_error;               /* bound of the finest level (m); depth d is max_error * 2^d */
+    terra_cook_finest_fn make_finest;
+    void *finest_user;
+    terra_cook_simplify_fn simplify;
+    void *simplify_user;
+    terra_cook_emit_fn emit;
+    void *emit_user;
+    terra_pool *pool;               /* NULL: one of `threads` workers for the call */
+    int threads;                    /* 0 = 2 */
+    /* Progress: tiles done of the total so far (may be NULL). */
+    void (*progress)(void *user, uint64_t done, uint64_t total);
+    void *progress_user;
+} terra_cook_pyramid_desc;
+
+typedef struct terra_cook_level_stats {
+    uint64_t tiles, vertices, triangles;
+    double max_error;               /* the largest stated error at this depth */
+} terra_cook_level_stats;
+
+typedef struct terra_cook_pyramid_stats {
+    terra_cook_level_stats level[32]; /* by depth */
+    size_t peak_bytes;              /* the most mesh memory the pyramid held at once */
+} terra_cook_pyramid_stats;
+
+/* Builds every tile from the finest up to grid->depth, emitting each once. Memory stays bounded:
+ * a tile's children are dropped once it is built (the finest meshes its error is measured against
+ * are kept only while an ancestor still needs them). */
+terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *desc, terra_cook_pyramid_stats *stats);
+
+/* The largest vertical distance from the surfaces `fine` (n meshes) to `coarse`, over every
+ * fine vertex and every crossing of a fine edge with a coarse edge, where coarse covers the point
+ * (points coarse leaves uncovered are counted in *uncovered, may be NULL). Triangles with no area
+ * in the plane (walls) are skipped. */
+double terra_cook_vertical_distance(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
+                                    size_t *uncovered);
+
+/* ---- encoding -------------------------------------------------------------------------------- */
+
+/* One tile as quantized-mesh-1.0 bytes (raw, uncompressed) for the grid's frame: u, v from the
+ * tile's rect, heights over [min, max] of the tile, edge lists (vertices on each side of the rect),
+ * octvertexnormals, terra-material when the mesh has materials, header fields (local: scenery
+ * metres; geographic: ECEF, the horizon occlusion point as Cesium's EllipsoidalOccluder computes
+ * it). *out: terra_free. */
+terra_status terra_cook_encode(const terra_cook_grid *g, const terra_cook_tile *tile, uint8_t **out, size_t *size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
