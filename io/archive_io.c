@@ -362,11 +362,19 @@ terra_status terra_archive_check_tile(const terra_archive *a, const terra_archiv
 
 /* terra_archive_tile_rules; *decider receives the index of the tile the rule was read from
  * (UINT64_MAX when none). */
+bool terra_archive_is_tin(const terra_archive *a) {
+    cJSON *root = cJSON_Parse(terra_archive_get_info(a)->metadata);
+    const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(root, "mesh");
+    const bool tin = cJSON_IsString(mesh) && !strcmp(mesh->valuestring, "tin");
+    cJSON_Delete(root);
+    return tin;
+}
+
 static terra_status derive_rules(const terra_archive *a, terra_tile_rules *out, uint64_t *decider) {
     memset(out, 0, sizeof *out);
     *decider = UINT64_MAX;
     const terra_archive_info *I = terra_archive_get_info(a);
-    if (I->frame != TERRA_FRAME_LOCAL || I->tile_count == 0) return TERRA_OK;
+    if (I->frame != TERRA_FRAME_LOCAL || I->tile_count == 0 || terra_archive_is_tin(a)) return TERRA_OK;
     /* The coarsest level's first entry in index order decides. A damaged entry is skipped: it is
      * refused on its own, wherever a reader meets it. */
     terra_archive_entry e, best;
@@ -598,6 +606,7 @@ static char *build_metadata(terra_archive_writer *w, uint64_t total_bytes) {
     cJSON_AddNumberToObject(root, "version", TERRA_ARCHIVE_VERSION);
     cJSON_AddStringToObject(root, "name", w->name);
     cJSON_AddStringToObject(root, "tile_format", "quantized-mesh-1.0");
+    cJSON_AddStringToObject(root, "mesh", w->desc.tin ? "tin" : "grid");
     cJSON_AddStringToObject(root, "frame", terra_frame_name(w->desc.frame));
     cJSON_AddStringToObject(root, "compression", terra_compression_name(w->desc.compression));
     cJSON *b = cJSON_AddArrayToObject(root, "bounds");

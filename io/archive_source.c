@@ -340,7 +340,13 @@ terra_status terra_archive_source_create(const char *path, terra_source **out, t
         /* The grid size from the coarsest tile, by the rule terra info --verify applies too. */
         st = terra_archive_tile_rules(S->a, &S->rules);
         const int n = S->rules.grid_cells;
-        if (!st && (n < TERRA_GRID_MIN_CELLS || n > TERRA_GRID_MAX_CELLS))
+        if (!st && terra_archive_is_tin(S->a))
+            st = terra_fail(TERRA_E_UNSUPPORTED,
+                            "%s: an archive of irregular (TIN) tiles, as terra cook writes; terra's renderer draws grid "
+                            "archives (terra bake) only so far: serve or export this one for Cesium clients, and check "
+                            "it with terra check",
+                            path);
+        else if (!st && (n < TERRA_GRID_MIN_CELLS || n > TERRA_GRID_MAX_CELLS))
             st = terra_fail(TERRA_E_UNSUPPORTED,
                             "%s: tiles are not grids of %d to %d cells a side (a power of two), as terra bake writes",
                             path, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS);

@@ -57,11 +57,14 @@ typedef struct terra_tile_rules {
     int grid_cells; /* 0: no lattice rule; else n, a power of two in 2..256 */
 } terra_tile_rules;
 
-/* The rules for `a`'s tiles. Local-frame archives hold regular grid tiles (what terra bake writes,
- * what the archive source draws): grid_cells = n, read from the coarsest tile (the first index
- * entry of the coarsest level), which must be a grid of n cells, n a power of two in 2..256; that
- * tile's problem (TERRA_E_CORRUPT...) otherwise. Geographic archives: no lattice rule. */
+/* The rules for `a`'s tiles. Local-frame archives of grid tiles (what terra bake writes, what the
+ * archive source draws): grid_cells = n, read from the coarsest tile (the first index entry of the
+ * coarsest level), which must be a grid of n cells, n a power of two in 2..256; that tile's
+ * problem (TERRA_E_CORRUPT...) otherwise. Geographic archives and TIN archives (metadata "mesh":
+ * "tin", what terra cook writes): no lattice rule. */
 terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out);
+/* True when the archive's metadata says its tiles are irregular meshes ("mesh": "tin"). */
+bool terra_archive_is_tin(const terra_archive *a);
 
 /* The one check of a tile, shared by every reader (the archive source, terra info --verify): reads
  * entry e's tile, decompresses and decodes it and applies `rules` (NULL: none beyond decoding).
@@ -94,6 +97,9 @@ typedef struct terra_archive_write_desc {
     uint32_t qmesh_extensions;       /* TERRA_QMESH_HAS_* the tiles carry (listed in the metadata) */
     const char *source_json;         /* the source's manifest, JSON text (embedded as "source"), or NULL */
     const char *name;                /* NULL = "terra" */
+    /* Irregular (TIN) tiles, as terra cook writes them: metadata "mesh": "tin", and readers apply no
+     * lattice rule. false: regular grid tiles ("mesh": "grid"), as terra bake writes them. */
+    bool tin;
 } terra_archive_write_desc;
 
 /* What the index records about a tile besides where it is. */
