@@ -62,6 +62,87 @@ void terra_raster_free(terra_raster *r);
  * fails there is read through terra-raster, so errors stay GDAL's. */
 terra_status terra_raster_read_isolated(const terra_raster_desc *desc, const char *reader, terra_raster *out);
 
+/* ---- rasters opened for windowed and warped reads (terra cook) -------------------------------
+ *
+ * A raster larger than memory is read a window at a time: open it once (only the header is read),
+ * ask for windows, close. A window read allocates O(window) (a PNG: O(raster width x window
+ * height), see below), never the whole raster, and is checked against desc->max_bytes first.
+ *
+ * Conventions. Sample (i, j) is column i, row j from the top. Heights are metres after the
+ * encoding, the band's scale/offset and z_scale, NaN = no-data: the same values terra_raster_read
+ * gives for the same samples, bit for bit. A raster's own grid is GDAL's (the geotransform names
+ * pixel corners: sample (i, j)'s centre is at geo[0] + (i + .5) geo[1] + (j + .5) geo[2], ...); a
+ * geographic grid (terra_raster_geo_grid) is pixel-is-point: it names the samples' positions
+ * themselves. A sample whose centre lies on a geo grid's point is that point's value exactly. */
+
+/* What a raster is, known without reading its samples. */
+typedef struct terra_raster_info {
+    int width, height;
+    double geo[6];              /* GDAL geotransform (pixel corners), identity if none */
+    bool georeferenced;         /* a geotransform other than the identity */
+    double spacing_x, spacing_y;/* metres per sample, as terra_raster_read gives them */
+    bool has_crs;               /* a coordinate system: crs_wkt, epsg */
+    bool geographic;            /* longitude/latitude degrees on an Earth-sized ellipsoid (WGS84, NAD83,
+                                   ...): the samples lie on a degree grid the cook can take as its own */
+    int epsg;                   /* the CRS's EPSG code; 0: none or not known */
+    const char *crs_wkt;        /* the CRS as WKT2, NULL without one; owned by the source */
+    bool has_lonlat;            /* georeferenced with a CRS that PROJ takes to EPSG:4326; then: */
+    double lonlat_bounds[4];    /*   west, south, east, north of the sample centres (degrees; sampled
+                                     along the edges, so a projected raster's curved edges are inside) */
+    double lonlat_step[2];      /*   degrees per sample east and north at the raster's centre */
+    bool has_nodata;
+    double nodata;              /* the band's no-data value as stored (before scale, offset, z_scale) */
+    bool range_known;           /* the file states its statistics (never computed: that reads it all) */
+    float min_z, max_z;         /*   their range in metres */
+} terra_raster_info;
+
+/* Samples on EPSG:4326, pixel-is-point: grid sample (i, j) is the point longitude = west + i *
+ * step_x, latitude = north - j * step_y (degrees; rows go south). Windows are asked of it by
+ * integer indices, so a cook's tiles that share an edge ask for the same points. */
+typedef struct terra_raster_geo_grid {
+    double west, north;
+    double step_x, step_y;      /* > 0 */
+    int width, height;          /* the grid's extent: windows lie within [0, width) x [0, height) */
+} terra_raster_geo_grid;
+
+typedef struct terra_raster_source terra_raster_source;
+
+/* Opens a raster for window reads. A plain PNG (as terra_raster_read_isolated says) is read in this
+ * process with libpng; anything else by one terra-raster child (`reader` as for
+ * terra_raster_read_isolated) that stays up until terra_raster_close and answers each read over a
+ * socket, so GDAL is mapped once, in the child, and never here. Reads only the header: errors name
+ * the file (unreadable, unknown format, missing band, zero size, past max_side). */
+terra_status terra_raster_open(const terra_raster_desc *desc, const char *reader, terra_raster_source **out);
+/* The same in this process through GDAL (libterra-gdal; terra-raster serves with it). */
+terra_status terra_raster_open_gdal(const terra_raster_desc *desc, terra_raster_source **out);
+const terra_raster_info *terra_raster_source_info(const terra_raster_source *s);
+
+/* The heights of samples [x0, x0 + w) x [y0, y0 + h) of the raster's own grid into out (w * h,
+ * row-major, caller-owned). TERRA_E_INVALID for a window not inside the raster; TERRA_E_CORRUPT
+ * naming the sample for a NaN that is not no-data or an overflowing height; TERRA_E_CAPACITY past
+ * the budget. Windows tile the raster exactly: read side by side they give terra_raster_read's
+ * heights. A PNG is decoded top to bottom, keeping the last window's rows (the whole width): a
+ * window starting at or below the previous one's first row continues from there, one starting
+ * above it decodes from the top of the file again. So read a PNG in bands of rows, top down. */
+terra_status terra_raster_read_window(terra_raster_source *s, int x0, int y0, int w, int h, float *out);
+
+/* The heights at samples [x0, x0 + w) x [y0, y0 + h) of a geographic grid, into out (w * h,
+ * row-major): each point taken to the raster's CRS with GDAL's warp transformer
+ * (GDALCreateGenImgProjTransformer2: PROJ, datum shifts included) and interpolated bilinearly
+ * between the four sample centres around it. NaN where one of those with a weight is no-data or
+ * the point is outside the raster's sample centres (or off its CRS). Where grid and samples
+ * coincide (a .hgt on a grid of its own step) the sample's own value comes back. The raster is
+ * read in windows of what the points need: O(w * h) memory plus a bounded source window.
+ * TERRA_E_UNSUPPORTED for a raster without georeferencing and CRS (and for an in-process PNG). */
+terra_status terra_raster_read_geo(terra_raster_source *s, const terra_raster_geo_grid *grid, int x0, int y0, int w,
+                                   int h, float *out);
+
+/* Ends the child (if any) and frees the source; NULL is fine. */
+void terra_raster_close(terra_raster_source *s);
+
+/* One source serves one read at a time: calls from several threads are serialised. For reads in
+ * parallel open one source per thread (each a child of its own; its pages of GDAL are shared). */
+
 /* ---- meshes out ---------------------------------------------------------------------------- */
 
 typedef struct terra_mesh_out {
