@@ -6,15 +6,13 @@
  * their meshes with those vertices, at every level; the 2-D mesher never adds another one there,
  * since every border sample is already within the (finest, hence every) level's bound. */
 #include "terra/tin.h"
+#include "tin_edge.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* The margin keeps the 2-D mesher's floating-point error on border samples under its bound. */
-#define BORDER_MARGIN 0.999
 
 typedef struct profile {
     int32_t *pos;               /* sample offsets along the edge (sorted, excluding both ends) */
@@ -39,9 +37,10 @@ static void simplify_1d(const float *h, size_t stride, int32_t i0, int32_t i1, d
     simplify_1d(h, stride, wi, i1, bound, keep);
 }
 
-static terra_status edge_profile(const float *h, size_t stride, int32_t n, double bound, profile *out) {
-    out->pos = NULL;
-    out->n = 0;
+terra_status terra_tin_edge_profile(const float *h, size_t stride, int32_t n, double bound, int32_t **pos,
+                                    size_t *count) {
+    *pos = NULL;
+    *count = 0;
     uint8_t *keep = terra_calloc((size_t)n + 1, 1);
     if (!keep) return terra_fail(TERRA_E_NOMEM, "tin tiles: out of memory");
     bool holes = false;
@@ -54,13 +53,14 @@ static terra_status edge_profile(const float *h, size_t stride, int32_t n, doubl
     }
     size_t cnt = 0;
     for (int32_t i = 1; i < n - 1; i++) cnt += keep[i];
-    out->pos = terra_alloc(cnt * sizeof(int32_t) + 1);
-    if (!out->pos) {
+    int32_t *p = terra_alloc(cnt * sizeof(int32_t) + 1);
+    if (!p) {
         terra_free(keep);
         return terra_fail(TERRA_E_NOMEM, "tin tiles: out of memory");
     }
     for (int32_t i = 1; i < n - 1; i++)
-        if (keep[i]) out->pos[out->n++] = i;
+        if (keep[i]) p[(*count)++] = i;
+    *pos = p;
     terra_free(keep);
     return TERRA_OK;
 }
@@ -169,19 +169,21 @@ terra_status terra_tin_tiles_build(const terra_tin_tiles_desc *d, terra_tin_tile
         goto done;
     }
     const size_t Wr = (size_t)d->width;
-    const double bb = J.finest * BORDER_MARGIN;
+    const double bb = J.finest * TERRA_TIN_BORDER_MARGIN;
     for (int j = 0; j <= ny && st == TERRA_OK; j++) {
         int y = j * step < d->height - 1 ? j * step : d->height - 1;
         for (int i = 0; i < nx && st == TERRA_OK; i++) {
             int x0 = i * step, x1 = x0 + step < d->width - 1 ? x0 + step : d->width - 1;
-            st = edge_profile(d->heights + (size_t)y * Wr + (size_t)x0, 1, x1 - x0 + 1, bb, &J.hedges[j * nx + i]);
+            profile *pr = &J.hedges[j * nx + i];
+            st = terra_tin_edge_profile(d->heights + (size_t)y * Wr + (size_t)x0, 1, x1 - x0 + 1, bb, &pr->pos, &pr->n);
         }
     }
     for (int j = 0; j < ny && st == TERRA_OK; j++) {
         int y0 = j * step, y1 = y0 + step < d->height - 1 ? y0 + step : d->height - 1;
         for (int i = 0; i <= nx && st == TERRA_OK; i++) {
             int x = i * step < d->width - 1 ? i * step : d->width - 1;
-            st = edge_profile(d->heights + (size_t)y0 * Wr + (size_t)x, Wr, y1 - y0 + 1, bb, &J.vedges[j * (nx + 1) + i]);
+            profile *pr = &J.vedges[j * (nx + 1) + i];
+            st = terra_tin_edge_profile(d->heights + (size_t)y0 * Wr + (size_t)x, Wr, y1 - y0 + 1, bb, &pr->pos, &pr->n);
         }
     }
     if (st != TERRA_OK) goto done;

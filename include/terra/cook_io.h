@@ -16,6 +16,103 @@ extern "C" {
 size_t terra_cook_simplify_meshopt(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
                                    size_t triangle_count, double target_error, uint32_t *out_tri);
 
+/* ---- samples on the plane --------------------------------------------------------------------
+ * A raster's heights as the cook sees them: one sample at every whole point (x, y) of the plane
+ * (local frame: x = the raster's column, y = its row, so the plane's y runs down the image, which is
+ * scenery +z; geographic frame: the point's longitude and latitude, terra/cook.h). */
+
+/* Fills out[j * w + i] with the height of plane sample (x0 + i, y0 + j), i < w, j < h: metres, NaN
+ * for no-data and outside the data. Called from the pyramid's workers, several at once, for
+ * overlapping windows: a sample must come back the same every time (neighbouring tiles then agree
+ * on their shared edge without seeing each other). */
+typedef terra_status (*terra_cook_window_fn)(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w,
+                                             int h, float *out);
+
+/* A raster read whole as a window provider (user: the terra_cook_raster_window). Local frame: the
+ * samples themselves. Geographic frame: an EPSG:4326 raster (degrees, no rotation) resampled at
+ * each plane point bilinearly between the four sample centres around it through its geotransform;
+ * NaN where a sample with a weight is no-data or the point lies outside the sample centres. */
+typedef struct terra_cook_raster_window {
+    const terra_raster *raster;
+} terra_cook_raster_window;
+terra_status terra_cook_raster_window_read(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w, int h,
+                                           float *out);
+
+/* ---- finest tiles from samples (the core: src/cook/raster_tiles.c) ---------------------------
+ * Tile (tx, ty) of depth 0 from its (S + 1)^2 samples (S = grid->tile_units, a whole number): each
+ * of its four edges gets the vertices of a 1-D greedy insertion over the edge's samples (the same
+ * as terra_tin_tiles_build's, so the tile on the other side picks the same ones), then the tile is
+ * a greedy-insertion TIN seeded with them at max_error. Vertices in plane units, normals from
+ * central differences of the samples (a ring of one sample around the tile is read, so a vertex
+ * on an edge gets the same normal in both tiles), *error the largest vertical error measured. A
+ * tile without ground comes back with no triangles. */
+typedef struct terra_cook_raster_tiles {
+    const terra_cook_grid *grid;
+    double max_error;               /* metres, > 0 */
+    terra_cook_window_fn window;
+    void *window_user;
+} terra_cook_raster_tiles;
+/* A terra_cook_finest_fn: user is a const terra_cook_raster_tiles. */
+terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error);
+
+/* ---- the whole job --------------------------------------------------------------------------- */
+
+typedef enum terra_cook_frame {
+    TERRA_COOK_FRAME_AUTO = 0,      /* geographic for a georeferenced raster, else local */
+    TERRA_COOK_FRAME_LOCAL,
+    TERRA_COOK_FRAME_GEOGRAPHIC
+} terra_cook_frame;
+
+/* One input: a raster already read (terra_raster_read_isolated), whose georeference picks the
+ * frame and the finest tiles' step. Several georeferenced inputs are one ground: where they
+ * overlap, the finest (the smallest sample step) wins. window (may be NULL: the raster's own
+ * samples through terra_cook_raster_window_read) supplies samples instead, for a raster read a
+ * window at a time; raster->heights may then be NULL, its other fields still describe it. */
+typedef struct terra_cook_input {
+    const char *path;               /* for messages and the archive's metadata */
+    const terra_raster *raster;
+    terra_cook_window_fn window;
+    void *window_user;
+} terra_cook_input;
+
+typedef struct terra_cook_desc {
+    const terra_cook_input *inputs;
+    size_t input_count;
+    const char *output;             /* the archive to write (renamed into place when complete) */
+    double max_error;               /* the finest level's bound, metres; 0 = 1 */
+    int levels;                     /* local frame: levels to build, 0 = up to one tile covering all;
+                                       geographic: 0 (the levels go down to the two roots) */
+    int tile_size;                  /* S, samples along a finest tile's side; 0 = 256 (geographic: a
+                                       power of two) */
+    terra_cook_frame frame;
+    int threads;                    /* 0 = 2 */
+    terra_compression compression;  /* 0 (none) is allowed; the CLI's default is gzip */
+    int compression_level;          /* 0 = the default */
+    const char *options_json;       /* how the inputs were read (encoding, z-scale, ...), JSON, or NULL:
+                                       recorded in the metadata */
+    void (*progress)(void *user, uint64_t done, uint64_t total); /* may be NULL; any thread */
+    void *progress_user;
+} terra_cook_desc;
+
+typedef struct terra_cook_report {
+    terra_cook_grid grid;           /* the plane the tiles were cut on */
+    int levels;                     /* depths 0 .. levels - 1 */
+    uint64_t tiles;                 /* written (tiles without ground are not) */
+    uint64_t samples;               /* source samples cooked (each input's width x height) */
+    struct {
+        uint64_t tiles, vertices, triangles, bytes; /* bytes stored */
+        double max_error;           /* the largest stated geometric error */
+    } level[32];                    /* by depth (0 = finest) */
+    uint64_t bytes;                 /* stored payload bytes, all levels */
+    size_t mesh_peak_bytes;         /* the most tile-mesh memory the pyramid held at once */
+    double seconds;
+} terra_cook_report;
+
+/* Cooks the inputs into desc->output. Errors name the input or the output and the problem; on
+ * failure nothing is written at the output (an archive already there is left as it was). report
+ * may be NULL. */
+terra_status terra_cook(const terra_cook_desc *desc, terra_cook_report *report);
+
 #ifdef __cplusplus
 }
 #endif

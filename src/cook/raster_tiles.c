@@ -1,0 +1,152 @@
+/* The cook's finest tiles from raster samples (terra/cook_io.h, terra_cook_raster_finest).
+ *
+ * Each tile reads its own window of samples, a ring of one sample wider than the tile, and
+ * nothing else: its four edges get their vertices from the 1-D insertion the tiled mesher uses
+ * (src/tin_edge.h), run over the same samples in the same direction as the tile across the edge
+ * runs it, so the two pick the same vertices without seeing each other; the normals come from
+ * central differences that reach into the ring, so a vertex on an edge gets the same normal in both
+ * tiles. Tiles are therefore independent and can be made in any order, on any thread. */
+#include "terra/cook_io.h"
+#include "terra/tin.h"
+#include "../tin_edge.h"
+
+#include <math.h>
+#include <string.h>
+
+#define DEG2RAD (3.14159265358979323846 / 180.0)
+
+static bool valid(float h) { return h == h; }
+
+/* The slope dz/dplane along one axis from the samples before (m) and after (p) the vertex (0: its
+ * own), one-sided where a neighbour is no-data; `step` metres between samples. */
+static double slope(float m, float o, float p, double step) {
+    if (valid(m) && valid(p)) return ((double)p - (double)m) / (2 * step);
+    if (valid(p)) return ((double)p - (double)o) / step;
+    if (valid(m)) return ((double)o - (double)m) / step;
+    return 0;
+}
+
+typedef struct edges {
+    int32_t *pos[4];
+    size_t n[4];
+} edges;
+
+static void edges_free(edges *e) {
+    for (int k = 0; k < 4; k++) terra_free(e->pos[k]);
+}
+
+/* The four edges of the (T + 1)^2 samples `in` (row-major, row = plane y): rows 0 and T run along x,
+ * columns 0 and T along y, each in increasing plane coordinate, as the neighbour runs them too. */
+static terra_status edge_vertices(const float *in, int T, double bound, edges *e) {
+    const size_t W = (size_t)T + 1;
+    const float *start[4] = {in, in + (size_t)T * W, in, in + T};
+    const size_t stride[4] = {1, 1, W, W};
+    for (int k = 0; k < 4; k++) {
+        terra_status st = terra_tin_edge_profile(start[k], stride[k], T + 1, bound, &e->pos[k], &e->n[k]);
+        if (st != TERRA_OK) return st;
+    }
+    return TERRA_OK;
+}
+
+/* Copies the tin mesh's finest level into `out` in plane units: only the vertices its triangles use,
+ * triangles turned counter-clockwise in the plane (the mesher's turn that way with rows flipped;
+ * here rows are plane y), normals from the ring window `ring` ((T + 3)^2 samples). */
+static terra_status to_cook_mesh(const terra_cook_raster_tiles *rt, const terra_tin_mesh *tm, const float *ring, int T,
+                                 int32_t tx, int32_t ty, terra_cook_mesh *out) {
+    const terra_cook_grid *g = rt->grid;
+    const terra_tin_level *L = &tm->levels[tm->level_count - 1];
+    uint32_t *remap = terra_alloc(tm->vertex_count * sizeof *remap + 1);
+    if (!remap) return terra_fail(TERRA_E_NOMEM, "cook: out of memory for tile %d,%d", (int)tx, (int)ty);
+    memset(remap, 0xff, tm->vertex_count * sizeof *remap);
+    uint32_t nv = 0;
+    for (size_t i = 0; i < 3 * L->triangle_count; i++)
+        if (remap[L->triangles[i]] == UINT32_MAX) remap[L->triangles[i]] = nv++;
+    terra_status st = terra_cook_mesh_reserve(out, nv, (uint32_t)L->triangle_count, true, false);
+    if (st != TERRA_OK) {
+        terra_free(remap);
+        return st;
+    }
+    const double x0 = (double)tx * T, y0 = (double)ty * T;
+    const size_t R = (size_t)T + 3;
+    for (size_t i = 0; i < tm->vertex_count; i++) {
+        uint32_t k = remap[i];
+        if (k == UINT32_MAX) continue;
+        const int32_t c = tm->xy[2 * i], r = tm->xy[2 * i + 1];
+        out->xy[2 * k] = x0 + c;
+        out->xy[2 * k + 1] = y0 + r;
+        out->z[k] = tm->z[i];
+        /* metres between samples along x and y: the grid's unit, or degrees on the ellipsoid */
+        double sx = g->unit[0], sy = g->unit[1];
+        if (g->frame == TERRA_FRAME_GEOGRAPHIC) {
+            double lat = (g->origin[1] + (y0 + r) * g->unit[1]) * DEG2RAD;
+            sx = g->unit[0] * DEG2RAD * TERRA_WGS84_A * fmax(cos(lat), 1e-6);
+            sy = g->unit[1] * DEG2RAD * TERRA_WGS84_A;
+        }
+        const float *o = ring + (size_t)(r + 1) * R + (size_t)(c + 1);
+        double nx = -slope(o[-1], o[0], o[1], sx), ny = -slope(o[-(ptrdiff_t)R], o[0], o[R], sy);
+        double len = sqrt(nx * nx + ny * ny + 1);
+        out->normal[3 * k] = (float)(nx / len);
+        out->normal[3 * k + 1] = (float)(ny / len);
+        out->normal[3 * k + 2] = (float)(1 / len);
+    }
+    for (size_t t = 0; t < L->triangle_count; t++) {
+        out->tri[3 * t] = remap[L->triangles[3 * t]];
+        out->tri[3 * t + 1] = remap[L->triangles[3 * t + 2]];
+        out->tri[3 * t + 2] = remap[L->triangles[3 * t + 1]];
+    }
+    out->vertex_count = nv;
+    out->triangle_count = (uint32_t)L->triangle_count;
+    terra_free(remap);
+    return TERRA_OK;
+}
+
+terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error) {
+    const terra_cook_raster_tiles *rt = user;
+    const double S = rt->grid->tile_units;
+    *error = 0;
+    out->vertex_count = out->triangle_count = 0;
+    if (!(S >= 2 && S + 1 < TERRA_TIN_MAX_SIDE && S == floor(S)))
+        return terra_fail(TERRA_E_INVALID, "cook: a raster tile's side must be 2..%d samples, not %g",
+                          TERRA_TIN_MAX_SIDE - 2, S);
+    const int T = (int)S;
+    const size_t R = (size_t)T + 3, W = (size_t)T + 1;
+    float *ring = terra_alloc(R * R * sizeof *ring), *in = terra_alloc(W * W * sizeof *in);
+    int32_t *seeds = NULL;
+    edges e = {0};
+    terra_tin_mesh tm = {0};
+    terra_status st = ring && in ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "cook: out of memory for tile %d,%d", (int)tx, (int)ty);
+    if (st == TERRA_OK)
+        st = rt->window(rt->window_user, rt->grid, (int64_t)tx * T - 1, (int64_t)ty * T - 1, (int)R, (int)R, ring);
+    size_t valid_count = 0;
+    if (st == TERRA_OK) {
+        for (size_t j = 0; j < W; j++) {
+            memcpy(in + j * W, ring + (j + 1) * R + 1, W * sizeof *in);
+            for (size_t i = 0; i < W; i++) valid_count += valid(in[j * W + i]);
+        }
+        if (valid_count < 3) goto done; /* no ground: not a triangle to make */
+        st = edge_vertices(in, T, rt->max_error * TERRA_TIN_BORDER_MARGIN, &e);
+    }
+    if (st == TERRA_OK) {
+        size_t ns = e.n[0] + e.n[1] + e.n[2] + e.n[3], k = 0;
+        seeds = terra_alloc(2 * ns * sizeof *seeds + 1);
+        if (!seeds) st = terra_fail(TERRA_E_NOMEM, "cook: out of memory for tile %d,%d", (int)tx, (int)ty);
+        for (size_t i = 0; seeds && i < e.n[0]; i++) seeds[2 * k] = e.pos[0][i], seeds[2 * k + 1] = 0, k++;
+        for (size_t i = 0; seeds && i < e.n[1]; i++) seeds[2 * k] = e.pos[1][i], seeds[2 * k + 1] = T, k++;
+        for (size_t i = 0; seeds && i < e.n[2]; i++) seeds[2 * k] = 0, seeds[2 * k + 1] = e.pos[2][i], k++;
+        for (size_t i = 0; seeds && i < e.n[3]; i++) seeds[2 * k] = T, seeds[2 * k + 1] = e.pos[3][i], k++;
+        if (seeds) {
+            terra_tin_desc td = {.width = T + 1, .height = T + 1, .heights = in, .max_error = rt->max_error,
+                                 .seed_xy = seeds, .seed_count = ns};
+            st = terra_tin_build(&td, &tm);
+        }
+    }
+    if (st == TERRA_OK) st = to_cook_mesh(rt, &tm, ring, T, tx, ty, out);
+    if (st == TERRA_OK) *error = tm.levels[tm.level_count - 1].reached_error;
+done:
+    terra_tin_mesh_free(&tm);
+    edges_free(&e);
+    terra_free(seeds);
+    terra_free(ring);
+    terra_free(in);
+    return st;
+}
