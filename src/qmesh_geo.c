@@ -4,6 +4,11 @@
 
 #include <math.h>
 
+/* Magnitude (scaled space) of the horizon point of a tile that has no finite one: Cesium's root
+ * tiles carry 8.3e16 (quantized-mesh-tile-cs) to 1e24 (cesium-native's); Cesium's culling maths
+ * stays exact in doubles with it. */
+#define FAR_HORIZON 1e17
+
 void terra_qmesh_geodetic_up(double lon, double lat, double out[3]) {
     out[0] = cos(lat) * cos(lon);
     out[1] = cos(lat) * sin(lon);
@@ -71,9 +76,15 @@ void terra_qmesh_header_geographic(terra_qmesh_header *H, const double *ecef, si
         if (mag < 0) ok = false;
         else if (mag > best) best = mag;
     }
-    /* Where no point works (a tile that spans half the globe), Cesium's own producers write the
-     * scaled centre; culling with it is merely conservative. */
-    for (int k = 0; k < 3; k++) H->horizon[k] = ok ? dir[k] * best : center[k] * inv[k];
+    /* No finite point exists where some vertex is not within 90 degrees (plus its height's
+     * horizon dip) of the direction: a tile spanning a hemisphere. Like Cesium's own root tiles
+     * (which carry ~8e16 to ~1e24 there), write a point at effectively infinite distance along the
+     * direction: visible from every camera on the tile's side of the globe, hidden only from near
+     * its antipode. Anything closer (the scaled centre, say) hides the tile from cameras above
+     * its own ground, and CesiumJS then never refines it. A tile without vertices gets it too, so
+     * that its children are reached. */
+    if (!ok || !(best > 0 && best < INFINITY)) best = FAR_HORIZON;
+    for (int k = 0; k < 3; k++) H->horizon[k] = dir[k] * best;
 }
 
 void terra_qmesh_header_local(terra_qmesh_header *H, const double *xyz, size_t n, double min_height,
