@@ -8,12 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,6 +121,29 @@ static bool default_reader(char *out, size_t cap) {
     return terra_io_sibling_path("terra-raster", out, cap);
 }
 
+/* The reader to run: `reader`, or the default; TERRA_E_UNSUPPORTED naming the file when missing. */
+static terra_status reader_path(const char *file, const char *reader, char *path, size_t cap) {
+    if (reader) {
+        snprintf(path, cap, "%s", reader);
+    } else if (!default_reader(path, cap)) {
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: cannot locate terra-raster, the raster reader", file);
+    }
+    if (access(path, X_OK) != 0)
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: the raster reader %s is missing (it is built next to terra)", file,
+                          path);
+    return TERRA_OK;
+}
+
+/* The reader's arguments after the path: encoding, band, z_scale, spacing_m, max_side, max_bytes. */
+static void reader_args(const terra_raster_desc *d, char args[6][40]) {
+    snprintf(args[0], 40, "%d", (int)d->encoding);
+    snprintf(args[1], 40, "%d", d->band);
+    snprintf(args[2], 40, "%.17g", d->z_scale);
+    snprintf(args[3], 40, "%.17g", d->spacing_m);
+    snprintf(args[4], 40, "%d", d->max_side);
+    snprintf(args[5], 40, "%zu", d->max_bytes);
+}
+
 terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *reader, terra_raster *out) {
     if (!d || !out || !d->path) return terra_fail(TERRA_E_INVALID, "raster: NULL argument");
     memset(out, 0, sizeof *out);
@@ -127,23 +152,11 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
     terra_status pst = terra_raster_read_png_direct(d, out, &handled);
     if (handled) return pst;
     char path[PATH_MAX + 32];
-    if (reader) {
-        snprintf(path, sizeof path, "%s", reader);
-    } else if (!default_reader(path, sizeof path)) {
-        return terra_fail(TERRA_E_UNSUPPORTED, "%s: cannot locate terra-raster, the raster reader", d->path);
-    }
-    if (access(path, X_OK) != 0)
-        return terra_fail(TERRA_E_UNSUPPORTED, "%s: the raster reader %s is missing (it is built next to terra)",
-                          d->path, path);
-
-    char a_enc[16], a_band[16], a_z[40], a_sp[40], a_max[16], a_bytes[24];
-    snprintf(a_enc, sizeof a_enc, "%d", (int)d->encoding);
-    snprintf(a_band, sizeof a_band, "%d", d->band);
-    snprintf(a_z, sizeof a_z, "%.17g", d->z_scale);
-    snprintf(a_sp, sizeof a_sp, "%.17g", d->spacing_m);
-    snprintf(a_max, sizeof a_max, "%d", d->max_side);
-    snprintf(a_bytes, sizeof a_bytes, "%zu", d->max_bytes);
-    char *argv[] = {path, (char *)d->path, a_enc, a_band, a_z, a_sp, a_max, a_bytes, NULL};
+    terra_status rst = reader_path(d->path, reader, path, sizeof path);
+    if (rst) return rst;
+    char args[6][40];
+    reader_args(d, args);
+    char *argv[] = {path, (char *)d->path, args[0], args[1], args[2], args[3], args[4], args[5], NULL};
 
     int data[2] = {-1, -1}, err[2] = {-1, -1};
     if (pipe(data) != 0 || pipe(err) != 0) {
@@ -216,4 +229,279 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
         return terra_fail(TERRA_E_IO, "%s: the raster reader died (signal %d)%s%s", d->path, WTERMSIG(status),
                           mn ? ": " : "", msg);
     return terra_fail(TERRA_E_IO, "%s: the raster reader failed%s%s", d->path, mn ? ": " : "", msg);
+}
+
+/* ---- sources: what every kind shares ----------------------------------------------------------- */
+
+terra_status terra_raster_source_new(const terra_raster_desc *d, const terra_raster_source_ops *ops, void *impl,
+                                     terra_raster_source **out) {
+    terra_raster_source *s = terra_alloc(sizeof *s);
+    size_t n = strlen(d->path) + 1;
+    char *path = terra_alloc(n);
+    if (!s || !path) {
+        terra_free(s);
+        terra_free(path);
+        return terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
+    }
+    memset(s, 0, sizeof *s);
+    memcpy(path, d->path, n);
+    s->ops = ops;
+    s->desc = *d;
+    s->desc.path = s->path = path;
+    s->impl = impl;
+    pthread_mutex_init(&s->lock, NULL);
+    *out = s;
+    return TERRA_OK;
+}
+
+void terra_raster_source_free(terra_raster_source *s) {
+    pthread_mutex_destroy(&s->lock);
+    terra_free(s->path);
+    terra_free(s->wkt);
+    terra_free(s);
+}
+
+const terra_raster_info *terra_raster_source_info(const terra_raster_source *s) { return &s->info; }
+
+void terra_raster_close(terra_raster_source *s) {
+    if (!s) return;
+    s->ops->close(s);
+    terra_raster_source_free(s);
+}
+
+terra_status terra_raster_check_window(const char *path, const float *hs, int x0, int y0, int w, int h) {
+    const size_t n = (size_t)w * (size_t)h;
+    for (size_t i = 0; i < n; i++)
+        if (isinf(hs[i]))
+            return terra_fail(TERRA_E_CORRUPT, "%s: height overflows at sample (%zu, %zu)", path,
+                              (size_t)x0 + i % (size_t)w, (size_t)y0 + i / (size_t)w);
+    return TERRA_OK;
+}
+
+terra_status terra_raster_read_window(terra_raster_source *s, int x0, int y0, int w, int h, float *out) {
+    if (!s || !out) return terra_fail(TERRA_E_INVALID, "raster window: NULL argument");
+    const terra_raster_info *in = &s->info;
+    if (w <= 0 || h <= 0 || x0 < 0 || y0 < 0 || x0 > in->width - w || y0 > in->height - h)
+        return terra_fail(TERRA_E_INVALID, "%s: window %dx%d at (%d, %d) is not inside the %dx%d raster", s->path, w,
+                          h, x0, y0, in->width, in->height);
+    pthread_mutex_lock(&s->lock);
+    terra_status st = s->ops->window(s, x0, y0, w, h, out);
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+terra_status terra_raster_read_geo(terra_raster_source *s, const terra_raster_geo_grid *g, int x0, int y0, int w,
+                                   int h, float *out) {
+    if (!s || !g || !out) return terra_fail(TERRA_E_INVALID, "raster geographic window: NULL argument");
+    if (!isfinite(g->west) || !isfinite(g->north) || !(g->step_x > 0) || !(g->step_y > 0) || !isfinite(g->step_x) ||
+        !isfinite(g->step_y) || g->width <= 0 || g->height <= 0)
+        return terra_fail(TERRA_E_INVALID,
+                          "%s: geographic grid west %g north %g step %g x %g size %dx%d: needs finite corners, "
+                          "positive steps and sizes",
+                          s->path, g->west, g->north, g->step_x, g->step_y, g->width, g->height);
+    if (w <= 0 || h <= 0 || x0 < 0 || y0 < 0 || x0 > g->width - w || y0 > g->height - h)
+        return terra_fail(TERRA_E_INVALID, "%s: window %dx%d at (%d, %d) is not inside the %dx%d geographic grid",
+                          s->path, w, h, x0, y0, g->width, g->height);
+    if (!s->info.georeferenced || !s->info.has_crs || !s->ops->geo)
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: has no georeferencing%s, so no place on the globe", s->path,
+                          s->info.georeferenced ? " system (CRS)" : "");
+    pthread_mutex_lock(&s->lock);
+    terra_status st = s->ops->geo(s, g, x0, y0, w, h, out);
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+/* ---- the served child: terra-raster --serve ------------------------------------------------------ */
+
+typedef struct child_impl {
+    pid_t pid;
+    int fd;        /* our end of the socket */
+    bool broken;   /* the conversation failed once: every later read fails the same way */
+} child_impl;
+
+/* Writes exactly n bytes; false when the peer is gone (never SIGPIPE: a socket, MSG_NOSIGNAL). */
+static bool send_all(int fd, const void *buf, size_t n) {
+    const uint8_t *p = buf;
+    while (n) {
+        ssize_t k = send(fd, p, n > (1u << 20) ? (1u << 20) : n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return false;
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+bool terra_raster_send_reply(int fd, terra_status st, const void *payload, size_t bytes) {
+    terra_raster_reply r = {.magic = TERRA_RASTER_REPLY_MAGIC, .status = (int32_t)st, .bytes = bytes};
+    return send_all(fd, &r, sizeof r) && send_all(fd, payload, bytes);
+}
+
+int terra_raster_serve(terra_raster_source *s, int in, int out) {
+    float *buf = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (;;) {
+        terra_raster_request q;
+        if (!read_all(in, &q, sizeof q)) break; /* the caller closed: done */
+        if (q.magic != TERRA_RASTER_REQUEST_MAGIC || (q.kind != TERRA_RASTER_REQ_WINDOW && q.kind != TERRA_RASTER_REQ_GEO) ||
+            q.w <= 0 || q.h <= 0) {
+            rc = 1;
+            break;
+        }
+        const size_t n = (size_t)q.w * (size_t)q.h;
+        terra_status st = TERRA_OK;
+        if (n > cap) {
+            /* The answer is the window's size: past the budget it is refused before allocating. */
+            st = terra_raster_check_budget(s->path, q.w, q.h, 1, 0, s->desc.max_bytes);
+            if (!st) {
+                terra_free(buf);
+                cap = 0;
+                buf = terra_alloc(n * sizeof(float));
+                if (buf) cap = n;
+                else st = terra_fail(TERRA_E_NOMEM, "%s: out of memory for a %dx%d window", s->path, q.w, q.h);
+            }
+        }
+        if (!st)
+            st = q.kind == TERRA_RASTER_REQ_WINDOW ? terra_raster_read_window(s, q.x0, q.y0, q.w, q.h, buf)
+                                                   : terra_raster_read_geo(s, &q.grid, q.x0, q.y0, q.w, q.h, buf);
+        const char *msg = st ? terra_last_error() : NULL;
+        if (!terra_raster_send_reply(out, st, st ? (const void *)msg : buf, st ? strlen(msg) : n * sizeof(float))) {
+            rc = 1;
+            break;
+        }
+    }
+    terra_free(buf);
+    return rc;
+}
+
+/* Reads a reply header and, for a failure, its message (set as the error): TERRA_OK with *bytes
+ * of answer to follow, or the failure. */
+static terra_status child_reply(terra_raster_source *s, uint64_t *bytes) {
+    child_impl *c = s->impl;
+    terra_raster_reply r;
+    if (!read_all(c->fd, &r, sizeof r) || r.magic != TERRA_RASTER_REPLY_MAGIC) {
+        c->broken = true;
+        return terra_fail(TERRA_E_IO, "%s: the raster reader stopped answering", s->path);
+    }
+    *bytes = r.bytes;
+    if (r.status == TERRA_OK) return TERRA_OK;
+    char msg[1024];
+    size_t keep = r.bytes < sizeof msg - 1 ? (size_t)r.bytes : sizeof msg - 1;
+    bool got = read_all(c->fd, msg, keep);
+    for (uint64_t left = r.bytes - keep; got && left;) { /* a longer message: the rest is dropped */
+        char skip[256];
+        size_t k = left < sizeof skip ? (size_t)left : sizeof skip;
+        got = read_all(c->fd, skip, k);
+        left -= k;
+    }
+    msg[got ? keep : 0] = 0;
+    if (!got) c->broken = true;
+    terra_status st = r.status > 0 && r.status <= TERRA_E_CAPACITY ? (terra_status)r.status : TERRA_E_IO;
+    return terra_fail(st, "%s", got ? msg : "the raster reader stopped answering");
+}
+
+static terra_status child_request(terra_raster_source *s, const terra_raster_request *q, float *out) {
+    child_impl *c = s->impl;
+    if (c->broken) return terra_fail(TERRA_E_IO, "%s: the raster reader stopped answering earlier", s->path);
+    uint64_t bytes = 0;
+    if (!send_all(c->fd, q, sizeof *q)) {
+        c->broken = true;
+        return terra_fail(TERRA_E_IO, "%s: the raster reader is gone", s->path);
+    }
+    terra_status st = child_reply(s, &bytes);
+    if (st) return st;
+    if (bytes != (uint64_t)q->w * (uint64_t)q->h * sizeof(float) || !read_all(c->fd, out, (size_t)bytes)) {
+        c->broken = true;
+        return terra_fail(TERRA_E_IO, "%s: the raster reader's answer is cut short", s->path);
+    }
+    return TERRA_OK;
+}
+
+static terra_status child_window(terra_raster_source *s, int x0, int y0, int w, int h, float *out) {
+    terra_raster_request q = {.magic = TERRA_RASTER_REQUEST_MAGIC, .kind = TERRA_RASTER_REQ_WINDOW,
+                              .x0 = x0, .y0 = y0, .w = w, .h = h};
+    return child_request(s, &q, out);
+}
+
+static terra_status child_geo(terra_raster_source *s, const terra_raster_geo_grid *g, int x0, int y0, int w, int h,
+                              float *out) {
+    terra_raster_request q = {.magic = TERRA_RASTER_REQUEST_MAGIC, .kind = TERRA_RASTER_REQ_GEO,
+                              .x0 = x0, .y0 = y0, .w = w, .h = h, .grid = *g};
+    return child_request(s, &q, out);
+}
+
+/* Closing our end is the child's end of input: it exits, and is waited for. */
+static void child_close(terra_raster_source *s) {
+    child_impl *c = s->impl;
+    close(c->fd);
+    int status;
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    terra_free(c);
+}
+
+static const terra_raster_source_ops child_ops = {child_window, child_geo, child_close};
+
+terra_status terra_raster_open(const terra_raster_desc *d, const char *reader, terra_raster_source **out) {
+    if (!d || !out || !d->path) return terra_fail(TERRA_E_INVALID, "raster: NULL argument");
+    *out = NULL;
+    bool handled = false;
+    terra_status st = terra_raster_open_png(d, out, &handled);
+    if (handled) return st;
+    char path[PATH_MAX + 32];
+    st = reader_path(d->path, reader, path, sizeof path);
+    if (st) return st;
+    char args[6][40];
+    char *argv[10] = {path, "--serve", (char *)d->path};
+    reader_args(d, args);
+    for (int i = 0; i < 6; i++) argv[3 + i] = args[i];
+    argv[9] = NULL;
+
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return terra_fail(TERRA_E_IO, "%s: cannot start the raster reader: %s", d->path, strerror(errno));
+    fcntl(sv[0], F_SETFD, FD_CLOEXEC); /* other children started meanwhile must not hold it open */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+    posix_spawn_file_actions_addclose(&fa, sv[1]);
+    pid_t pid;
+    int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(sv[1]);
+    if (rc != 0) {
+        close(sv[0]);
+        return terra_fail(TERRA_E_IO, "%s: cannot start the raster reader %s: %s", d->path, path, strerror(rc));
+    }
+    child_impl *c = terra_alloc(sizeof *c);
+    if (!c || (st = terra_raster_source_new(d, &child_ops, c, out)) != TERRA_OK) {
+        if (!c) st = terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
+        terra_free(c);
+        close(sv[0]);
+        while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {
+        }
+        return st;
+    }
+    *c = (child_impl){.pid = pid, .fd = sv[0]};
+    terra_raster_source *s = *out;
+    uint64_t bytes = 0;
+    st = child_reply(s, &bytes);
+    if (!st && (bytes < sizeof s->info || bytes - sizeof s->info > (1u << 20) ||
+                !read_all(c->fd, &s->info, sizeof s->info)))
+        st = terra_fail(TERRA_E_IO, "%s: the raster reader's description is cut short", d->path);
+    size_t wkt = st ? 0 : (size_t)(bytes - sizeof s->info);
+    if (!st && wkt) {
+        s->wkt = terra_alloc(wkt + 1);
+        if (!s->wkt) st = terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
+        else if (!read_all(c->fd, s->wkt, wkt)) st = terra_fail(TERRA_E_IO, "%s: the raster reader's description is cut short", d->path);
+        else s->wkt[wkt] = 0;
+    }
+    s->info.crs_wkt = s->wkt;
+    if (st) {
+        terra_raster_close(s);
+        *out = NULL;
+    }
+    return st;
 }

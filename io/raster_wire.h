@@ -1,10 +1,20 @@
-/* What terra-raster (tools/terra_raster.c) sends terra_raster_read_isolated (io/raster_client.c)
- * through a pipe: this header, then width*height floats. Both ends are built together, so the
- * struct is sent as is; the magic and size catch a reader from another build. */
+/* What terra-raster (tools/terra_raster.c) and its callers (io/raster_client.c) say to each other,
+ * and what the three kinds of terra_raster_source share. Both ends are built together, so structs
+ * are sent as they are; magics and sizes catch a reader from another build.
+ *
+ * One-shot (terra_raster_read_isolated): terra-raster PATH ENCODING BAND Z_SCALE SPACING_M MAX_SIDE
+ * MAX_BYTES writes a terra_raster_wire header, then width*height floats, to stdout.
+ * Served (terra_raster_open): terra-raster --serve PATH ... (the same arguments) with stdin and
+ * stdout one socket. It answers the open with a terra_raster_reply whose payload is a
+ * terra_raster_info (crs_wkt NULL) and then the WKT's bytes; then each terra_raster_request with a
+ * reply whose payload is w*h floats. A failure is a reply with the status and the message as
+ * payload (a failed open, then the child exits). End of input: the child exits 0. */
 #ifndef TERRA_RASTER_WIRE_H
 #define TERRA_RASTER_WIRE_H
 
 #include "terra/raster.h"
+
+#include <pthread.h>
 
 #define TERRA_RASTER_WIRE_MAGIC 0x54524157u /* "TRAW" */
 
@@ -13,6 +23,65 @@ typedef struct terra_raster_wire {
     uint32_t size;         /* sizeof(terra_raster_wire) */
     terra_raster raster;   /* heights: NULL (they follow) */
 } terra_raster_wire;
+
+typedef enum terra_raster_request_kind {
+    TERRA_RASTER_REQ_WINDOW = 1, /* terra_raster_read_window(x0, y0, w, h) */
+    TERRA_RASTER_REQ_GEO = 2     /* terra_raster_read_geo(grid, x0, y0, w, h) */
+} terra_raster_request_kind;
+
+#define TERRA_RASTER_REQUEST_MAGIC 0x54525251u /* "TRRQ" */
+#define TERRA_RASTER_REPLY_MAGIC 0x54525250u   /* "TRRP" */
+
+typedef struct terra_raster_request {
+    uint32_t magic;
+    uint32_t kind;
+    int32_t x0, y0, w, h;
+    terra_raster_geo_grid grid;  /* TERRA_RASTER_REQ_GEO */
+} terra_raster_request;
+
+typedef struct terra_raster_reply {
+    uint32_t magic;
+    int32_t status;              /* terra_status */
+    uint64_t bytes;              /* payload that follows: the answer, or the message without its 0 */
+} terra_raster_reply;
+
+/* A source's reads, one implementation per kind (libpng in process, GDAL in process, the child). */
+typedef struct terra_raster_source_ops {
+    terra_status (*window)(terra_raster_source *s, int x0, int y0, int w, int h, float *out);
+    terra_status (*geo)(terra_raster_source *s, const terra_raster_geo_grid *g, int x0, int y0, int w, int h,
+                        float *out);
+    void (*close)(terra_raster_source *s);
+} terra_raster_source_ops;
+
+struct terra_raster_source {
+    const terra_raster_source_ops *ops;
+    terra_raster_desc desc;      /* desc.path points at path */
+    char *path;
+    char *wkt;                   /* info.crs_wkt */
+    terra_raster_info info;
+    void *impl;
+    pthread_mutex_t lock;        /* one read at a time */
+};
+
+/* A source with the caller's desc copied (path duplicated), ops and impl set, info zeroed;
+ * TERRA_E_NOMEM. Freed with terra_raster_source_free (after ops->close freed impl). */
+terra_status terra_raster_source_new(const terra_raster_desc *d, const terra_raster_source_ops *ops, void *impl,
+                                     terra_raster_source **out);
+void terra_raster_source_free(terra_raster_source *s);
+
+/* Serves terra_raster_open's protocol on fds in/out for an opened source (terra-raster --serve)
+ * until end of input: 0, or 1 when the socket broke. */
+int terra_raster_serve(terra_raster_source *s, int in, int out);
+/* Writes a reply (header + payload); false when the peer is gone. */
+bool terra_raster_send_reply(int fd, terra_status st, const void *payload, size_t bytes);
+
+/* A plain PNG (see raster_png.c) opened for window reads in process: *handled false when it is
+ * not one (the caller goes through GDAL, whose answer is then the same). */
+terra_status terra_raster_open_png(const terra_raster_desc *d, terra_raster_source **out, bool *handled);
+
+/* TERRA_E_CORRUPT naming the first sample of a w x h window at (x0, y0) whose height is infinite
+ * (a z_scale that overflows a float). */
+terra_status terra_raster_check_window(const char *path, const float *hs, int x0, int y0, int w, int h);
 
 /* terra_raster_read with the heights counted `copies` times against the memory budget: 1 for a read
  * in the caller's process, 2 for terra-raster (its copy and the caller's are alive at once). */

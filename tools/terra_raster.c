@@ -3,7 +3,10 @@
  * its libraries. Not meant to be run by hand; see io/raster_client.c for the protocol:
  *   terra-raster PATH ENCODING BAND Z_SCALE SPACING_M MAX_SIDE MAX_BYTES
  * stdout: a terra_raster_wire header, then width*height float heights. On failure: nothing on
- * stdout, the message on stderr, exit status 64 + the terra_status. */
+ * stdout, the message on stderr, exit status 64 + the terra_status.
+ *   terra-raster --serve PATH ENCODING ... (the same arguments)
+ * opens the raster once and answers window requests on stdin/stdout (one socket) until end of
+ * input, for terra_raster_open (the protocol: io/raster_wire.h). */
 #include "terra/raster.h"
 #include "raster_wire.h"
 
@@ -15,7 +18,40 @@
 
 static bool write_all(const void *p, size_t n) { return fwrite(p, 1, n, stdout) == n; }
 
+/* terra-raster --serve: the description, then reads until the caller hangs up. */
+static int serve(const terra_raster_desc *d) {
+    terra_raster_source *s = NULL;
+    terra_status st = terra_raster_open_gdal(d, &s);
+    if (st) {
+        const char *m = terra_last_error();
+        return terra_raster_send_reply(1, st, m, strlen(m)) ? 0 : 64 + TERRA_E_IO;
+    }
+    const terra_raster_info *in = terra_raster_source_info(s);
+    terra_raster_info wire = *in;
+    wire.crs_wkt = NULL;
+    size_t wkt = in->crs_wkt ? strlen(in->crs_wkt) : 0;
+    uint8_t *payload = terra_alloc(sizeof wire + wkt);
+    bool ok = payload != NULL;
+    if (ok) {
+        memcpy(payload, &wire, sizeof wire);
+        if (wkt) memcpy(payload + sizeof wire, in->crs_wkt, wkt);
+        ok = terra_raster_send_reply(1, TERRA_OK, payload, sizeof wire + wkt);
+        terra_free(payload);
+    } else {
+        const char *m = "terra-raster: out of memory";
+        terra_raster_send_reply(1, TERRA_E_NOMEM, m, strlen(m));
+    }
+    int rc = ok ? terra_raster_serve(s, 0, 1) : 1;
+    terra_raster_close(s);
+    return rc ? 64 + TERRA_E_IO : 0;
+}
+
 int main(int argc, char **argv) {
+    bool serving = argc > 1 && strcmp(argv[1], "--serve") == 0;
+    if (serving) {
+        argc--;
+        argv++;
+    }
     if (argc != 8) {
         fprintf(stderr, "terra-raster: reads a raster for terra (usage: terra-raster PATH ENCODING BAND Z_SCALE "
                         "SPACING_M MAX_SIDE MAX_BYTES)\n");
@@ -30,6 +66,7 @@ int main(int argc, char **argv) {
                            .max_bytes = (size_t)strtoull(argv[7], NULL, 10)};
     /* GDAL's block cache would keep a decoded copy of the input beside terra's: keep it small. */
     if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL)) GDALSetCacheMax64((GIntBig)16 << 20);
+    if (serving) return serve(&d);
     terra_raster r;
     /* Counted twice: the heights are alive here and in the caller at once while they cross the pipe. */
     terra_status st = terra_raster_read_counted(&d, 2, &r);
