@@ -1,0 +1,76 @@
+/* terra check: an independent check of what a cooked archive promises (terra/cook.h).
+ *
+ * A second implementation on purpose: it reads the archive as any client would (decoded
+ * quantized-mesh tiles in world units, never the cook's plane or its measuring code) and checks
+ *  1. every tile decodes through terra_archive_check_tile and reads back as written (the decoded
+ *     tile encodes to the very bytes stored), its edge lists name exactly the vertices on each side
+ *     and its header heights lie in the index entry's range;
+ *  2. neighbouring tiles share their border, at the same level and across any two levels (edge
+ *     adjacent: a finer tile's side lying on a coarser tile's side): on the shared segment, where
+ *     both tiles have ground, every vertex one tile has the other has too, and every border edge
+ *     (consecutive vertices along the side) the other has too, so no crack and no T-junction.
+ *     Positions compare to 1 mm, or where 16-bit quantization cannot hold a millimetre to one
+ *     quantization step of the wider tile (horizontal: its side / 32767; vertical: its
+ *     (max - min) / 32767, the larger of the two tiles'); the report says which applied;
+ *  3. with sources (rasters): on every valid source sample a tile's triangles cover, the vertical
+ *     distance from the tile to the sample is at most the tile's stated geometric error (index
+ *     entry), plus what 16-bit quantization of the tile itself may add (one vertical step plus the
+ *     triangle's slope over one horizontal step; reported); no triangle covers a no-data sample
+ *     (a hole stays a hole).
+ * Where samples lie: local frame, sample (col, row) at x = col * spacing_x, z = row * spacing_y
+ * metres (the raster's spacing: terra mesh's --spacing, else its georeferencing, else 1);
+ * geographic frame, each sample's centre from the raster's geotransform (EPSG:4326 degrees).
+ * Several sources: each sample is checked only where no finer source (smaller samples) covers it.
+ *
+ * libterra-cook; rasters are read with terra_raster_read_isolated. */
+#ifndef TERRA_COOK_CHECK_H
+#define TERRA_COOK_CHECK_H
+
+#include "terra/archive.h"
+#include "terra/raster.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct terra_cook_check_desc {
+    const char *archive;
+    const terra_raster_desc *sources; /* rasters the archive was cooked from (may be NULL) */
+    int source_count;
+    const char *raster_reader;        /* terra_raster_read_isolated's reader; NULL: its default */
+} terra_cook_check_desc;
+
+/* What was checked at one archive level. */
+typedef struct terra_cook_check_level {
+    uint64_t tiles, vertices, triangles;
+    double stated_error_max;     /* the largest geometric error the index states at this level (m) */
+    double measured_error_max;   /* the largest vertical distance to a source sample (m); 0 without sources */
+    double quantization_max;     /* the largest quantization allowance granted at this level (m) */
+    uint64_t samples;            /* source samples checked under this level's triangles */
+    uint64_t border_pairs;       /* neighbour pairs whose finer (or either, same level) tile is here */
+    uint64_t border_pairs_mm;    /* of these, compared to 1 mm */
+    uint64_t border_vertices;    /* vertices matched across those pairs */
+    double border_tolerance_max; /* the largest horizontal tolerance used (m; degrees when geographic) */
+    double border_vertical_tolerance_max; /* the largest vertical tolerance used (m) */
+} terra_cook_check_level;
+
+typedef struct terra_cook_check_report {
+    terra_frame frame;
+    double tile_size_m;                 /* local frame: the finest tile's side */
+    int min_level, max_level;           /* archive levels present (max < min: no tiles) */
+    uint64_t tiles;                     /* tiles checked */
+    uint64_t holes;                     /* no-data samples in the sources (none may be covered) */
+    terra_cook_check_level level[32];   /* by archive level */
+    bool broken;                        /* a promise was broken: the error message names it */
+} terra_cook_check_report;
+
+/* Checks the archive; fills *report with what it checked (up to the first broken promise).
+ * TERRA_OK when every promise holds. A broken promise: TERRA_E_CORRUPT, report->broken set, and
+ * terra_last_error() naming the tile(s), the place and the numbers. Other failures (an archive or
+ * source that cannot be read, a projected source raster: TERRA_E_UNSUPPORTED) leave broken false. */
+terra_status terra_cook_check(const terra_cook_check_desc *desc, terra_cook_check_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

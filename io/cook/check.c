@@ -1,0 +1,719 @@
+/* terra check: what a cooked archive promises, checked a second way (terra/cook_check.h).
+ *
+ * Nothing here comes from the cook: tiles are read as a client reads them (decoded quantized-mesh,
+ * positions from u, v and the tile's rectangle, heights from the header's range), so a mistake
+ * the cook makes consistently in its plane, its measuring or its encoder shows up here.
+ *
+ * One pass decodes every tile (promise 1), measures it against the sources (3) and keeps only its
+ * border: per side the vertices (t along the side, height) and the border edges, sorted by t.
+ * A second pass compares borders pair by pair (2). World units throughout: metres in the local
+ * frame, degrees (t) and metres (heights) in the geographic one. */
+#include "terra/cook_check.h"
+
+#include "terra/archive_io.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QMAX ((double)TERRA_QMESH_MAX_COORD)
+/* A millimetre in degrees along a meridian: the geographic frame's horizontal millimetre (a
+ * degree of longitude is never longer, so this never loosens the test). */
+#define MM_DEGREES (1e-3 / 111319.49)
+
+enum { WEST = TERRA_QMESH_WEST, SOUTH = TERRA_QMESH_SOUTH, EAST = TERRA_QMESH_EAST, NORTH = TERRA_QMESH_NORTH };
+static const char *side_names[4] = {"west", "south", "east", "north"};
+
+typedef struct bvert {
+    double t, h;
+} bvert;
+typedef struct bedge {
+    bvert a, b; /* a.t <= b.t (a.h <= b.h when equal) */
+} bedge;
+
+typedef struct side_data {
+    size_t v0, vn; /* range in ck->verts */
+    size_t e0, en; /* range in ck->edges */
+    double longest; /* longest edge along t, for searches by start */
+} side_data;
+
+typedef struct tile_data {
+    terra_tile_key key;
+    int level;
+    int32_t x, y;
+    double size;             /* side in world units (m, or degrees) */
+    double x0, y0;           /* south-west corner */
+    double step_v;           /* (max - min) / 32767 of the header */
+    side_data side[4];
+} tile_data;
+
+typedef struct source {
+    terra_raster r;
+    double a[6];    /* sample (c, r) centre -> world: X = a0 + a1 c + a2 r, Y = a3 + a4 c + a5 r */
+    double inv[6];  /* world -> (c, r), same layout */
+    double extent[4]; /* world box of the sample centres */
+    double area;    /* world area of one sample (finer = smaller) */
+    const char *path;
+} source;
+
+typedef struct checker {
+    const terra_cook_check_desc *d;
+    terra_cook_check_report *rep;
+    terra_archive *a;
+    const char *path;
+    terra_frame frame;
+    double base;            /* a level-0 tile's side: tile_size_m, or 180 degrees */
+    double origin[2];       /* world position of tile (0, 0)'s corner */
+    tile_data *tiles;
+    size_t tile_count;
+    bvert *verts;
+    size_t vert_count, vert_cap;
+    bedge *edges;
+    size_t edge_count, edge_cap;
+    source *src;
+    int src_count;
+} checker;
+
+/* ---- small pieces ------------------------------------------------------------------------------ */
+
+/* Level exponent: a tile at level L is base * 2^exponent wide (local: level 0 finest; geographic:
+ * level = zoom). */
+static int level_exp(const checker *ck, int level) { return ck->frame == TERRA_FRAME_LOCAL ? level : -level; }
+
+static double tile_side(const checker *ck, int level) { return ldexp(ck->base, level_exp(ck, level)); }
+
+static terra_status broken(checker *ck, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static terra_status broken(checker *ck, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ck->rep->broken = true;
+    return terra_fail(TERRA_E_CORRUPT, "%s: %s", ck->path, msg);
+}
+
+static void tile_name(const tile_data *t, char *buf, size_t n) { snprintf(buf, n, "%d/%d/%d", t->level, t->x, t->y); }
+
+/* "x 1234.5 m, z 640 m" or "lon -71.5, lat 44.25" for a point on side `s` of a tile at t. */
+static void place_name(const checker *ck, const tile_data *tl, int s, double t, char *buf, size_t n) {
+    const double fixed = s == WEST ? tl->x0 : s == EAST ? tl->x0 + tl->size : s == SOUTH ? tl->y0 : tl->y0 + tl->size;
+    const double X = (s == WEST || s == EAST) ? fixed : t, Y = (s == WEST || s == EAST) ? t : fixed;
+    if (ck->frame == TERRA_FRAME_LOCAL) snprintf(buf, n, "x %.4f m, z %.4f m", X, Y);
+    else snprintf(buf, n, "lon %.9f, lat %.9f", X, Y);
+}
+
+static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return true;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    void *q = terra_realloc(*p, c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+static int cmp_bvert(const void *pa, const void *pb) {
+    const bvert *a = pa, *b = pb;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    return (a->h > b->h) - (a->h < b->h);
+}
+static int cmp_bedge(const void *pa, const void *pb) {
+    const bedge *a = pa, *b = pb;
+    int c = cmp_bvert(&a->a, &b->a);
+    return c ? c : cmp_bvert(&a->b, &b->b);
+}
+
+/* ---- archive metadata -------------------------------------------------------------------------- */
+
+static terra_status read_frame(checker *ck) {
+    const terra_archive_info *I = terra_archive_get_info(ck->a);
+    ck->frame = I->frame;
+    ck->rep->frame = I->frame;
+    if (ck->frame == TERRA_FRAME_GEOGRAPHIC) {
+        ck->base = 180.0;
+        ck->origin[0] = -180.0, ck->origin[1] = -90.0;
+        return TERRA_OK;
+    }
+    /* local: a level-0 tile's side is the metadata's tile_size_m (io/archive_io.c writes it) */
+    cJSON *root = cJSON_Parse(I->metadata);
+    const cJSON *ts = root ? cJSON_GetObjectItemCaseSensitive(root, "tile_size_m") : NULL;
+    const double v = cJSON_IsNumber(ts) ? ts->valuedouble : NAN;
+    cJSON_Delete(root);
+    if (!(v > 0) || !isfinite(v))
+        return terra_fail(TERRA_E_CORRUPT, "%s: local-frame archive without a positive tile_size_m in its metadata",
+                          ck->path);
+    ck->base = v;
+    ck->origin[0] = ck->origin[1] = 0;
+    ck->rep->tile_size_m = v;
+    return TERRA_OK;
+}
+
+/* ---- promise 1: the tile decodes and reads back as written ------------------------------------- */
+
+static terra_status reads_back(checker *ck, const terra_archive_entry *e, terra_qmesh *m, const char *name) {
+    uint8_t *raw = NULL, *again = NULL;
+    size_t raw_n = 0, written = 0;
+    terra_status st = terra_archive_read_entry(ck->a, e, &raw, &raw_n);
+    if (st) return st;
+    /* a decoded tile is in first-use order already (high-water-mark coding makes it so); the
+     * reorder is the encoder's precondition, and a tile that is not in that order is not as written */
+    st = terra_qmesh_reorder(m, NULL);
+    const size_t cap = terra_qmesh_encoded_size(m);
+    if (!st) {
+        again = terra_alloc(cap ? cap : 1);
+        if (!again) st = terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+    }
+    if (!st) st = terra_qmesh_encode(m, again, cap, &written);
+    if (st == TERRA_E_INVALID || st == TERRA_E_CAPACITY)
+        st = broken(ck, "tile %s decodes but does not encode again: %s", name, terra_last_error());
+    if (!st && (written != raw_n || memcmp(again, raw, raw_n) != 0)) {
+        size_t at = 0;
+        while (at < written && at < raw_n && again[at] == raw[at]) at++;
+        st = broken(ck, "tile %s does not read back as written: its decoded mesh encodes to %zu bytes, the stored tile "
+                        "has %zu, first difference at byte %zu",
+                    name, written, raw_n, at);
+    }
+    terra_free(again);
+    terra_free(raw);
+    return st;
+}
+
+/* The edge lists name exactly the vertices on each side; header heights inside the entry's range. */
+static terra_status tile_consistent(checker *ck, const terra_archive_entry *e, const terra_qmesh *m, const char *name,
+                                    uint8_t *mark) {
+    if (m->header.min_height < e->min_height || m->header.max_height > e->max_height)
+        return broken(ck, "tile %s: header heights %g..%g outside the index entry's %g..%g", name,
+                      (double)m->header.min_height, (double)m->header.max_height, (double)e->min_height,
+                      (double)e->max_height);
+    for (int s = 0; s < 4; s++) {
+        memset(mark, 0, m->vertex_count);
+        uint32_t on_side = 0;
+        for (uint32_t i = 0; i < m->vertex_count; i++) {
+            const uint16_t c = (s == WEST || s == EAST) ? m->u[i] : m->v[i];
+            const bool on = (s == WEST || s == SOUTH) ? c == 0 : c == TERRA_QMESH_MAX_COORD;
+            if (on) mark[i] = 1, on_side++;
+        }
+        for (uint32_t k = 0; k < m->edge_count[s]; k++) {
+            const uint32_t i = m->edges[s][k];
+            if (mark[i] != 1)
+                return broken(ck, "tile %s: its %s edge list names vertex %u %s", name, side_names[s], i,
+                              mark[i] == 2 ? "twice" : "which is not on that side");
+            mark[i] = 2;
+        }
+        if (m->edge_count[s] != on_side)
+            return broken(ck, "tile %s: %u vertices lie on its %s side, its edge list names %u", name, on_side,
+                          side_names[s], m->edge_count[s]);
+    }
+    return TERRA_OK;
+}
+
+/* ---- the border of one tile -------------------------------------------------------------------- */
+
+static terra_status keep_border(checker *ck, tile_data *tl, const terra_qmesh *m, const double *X, const double *Y,
+                                const double *H) {
+    for (int s = 0; s < 4; s++) {
+        side_data *sd = &tl->side[s];
+        const bool vertical = s == WEST || s == EAST;
+        sd->v0 = ck->vert_count;
+        for (uint32_t k = 0; k < m->edge_count[s]; k++) {
+            const uint32_t i = m->edges[s][k];
+            if (!grow((void **)&ck->verts, &ck->vert_cap, ck->vert_count + 1, sizeof *ck->verts))
+                return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+            ck->verts[ck->vert_count++] = (bvert){vertical ? Y[i] : X[i], H[i]};
+        }
+        sd->vn = ck->vert_count - sd->v0;
+        qsort(ck->verts + sd->v0, sd->vn, sizeof *ck->verts, cmp_bvert);
+        /* border edges: triangle edges with both ends on this side (the edge lists say which) */
+        sd->e0 = ck->edge_count;
+        sd->longest = 0;
+        for (uint32_t t = 0; t < m->triangle_count; t++)
+            for (int j = 0; j < 3; j++) {
+                const uint32_t p = m->indices[3 * t + j], q = m->indices[3 * t + (j + 1) % 3];
+                const uint16_t cp = vertical ? m->u[p] : m->v[p], cq = vertical ? m->u[q] : m->v[q];
+                const uint16_t want = (s == WEST || s == SOUTH) ? 0 : TERRA_QMESH_MAX_COORD;
+                if (cp != want || cq != want) continue;
+                bvert va = {vertical ? Y[p] : X[p], H[p]}, vb = {vertical ? Y[q] : X[q], H[q]};
+                if (cmp_bvert(&va, &vb) > 0) {
+                    const bvert tmp = va;
+                    va = vb, vb = tmp;
+                }
+                if (!grow((void **)&ck->edges, &ck->edge_cap, ck->edge_count + 1, sizeof *ck->edges))
+                    return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+                ck->edges[ck->edge_count++] = (bedge){va, vb};
+                if (vb.t - va.t > sd->longest) sd->longest = vb.t - va.t;
+            }
+        sd->en = ck->edge_count - sd->e0;
+        qsort(ck->edges + sd->e0, sd->en, sizeof *ck->edges, cmp_bedge);
+    }
+    return TERRA_OK;
+}
+
+/* ---- promise 3: stated error against the sources ----------------------------------------------- */
+
+/* Sample (c, r) of source i is checked unless a finer source covers its place. */
+static bool finer_covers(const checker *ck, int i, double X, double Y) {
+    for (int j = 0; j < ck->src_count; j++)
+        if (j != i && ck->src[j].area < ck->src[i].area && X >= ck->src[j].extent[0] && X <= ck->src[j].extent[2] &&
+            Y >= ck->src[j].extent[1] && Y <= ck->src[j].extent[3])
+            return true;
+    return false;
+}
+
+typedef struct tile_measure {
+    double worst_excess;   /* largest deviation - (stated + allowance) */
+    double dev, allowance, tile_h, sample_h;
+    int src, c, r;
+    double max_dev, max_allowance;
+    uint64_t samples;      /* distinct samples checked */
+    /* the tile's window of the source being measured: one byte a sample, set once checked */
+    long wc0, wr0, ww, wh;
+    uint8_t *seen;
+} tile_measure;
+
+/* Every sample of source si under one triangle (world X, Y, H at its corners). */
+static terra_status measure_triangle(checker *ck, const tile_data *tl, int si, const double X[3], const double Y[3],
+                                     const double H[3], double stated, double step_h, tile_measure *tm) {
+    const source *S = &ck->src[si];
+    const double *iv = S->inv;
+    double c[3], r[3];
+    for (int k = 0; k < 3; k++) {
+        c[k] = iv[0] + iv[1] * X[k] + iv[2] * Y[k];
+        r[k] = iv[3] + iv[4] * X[k] + iv[5] * Y[k];
+    }
+    const double area2 = (c[1] - c[0]) * (r[2] - r[0]) - (c[2] - c[0]) * (r[1] - r[0]);
+    /* a triangle with no area in the plane (a wall) covers no sample */
+    if (fabs(area2) < 1e-12) return TERRA_OK;
+    /* quantization moves a vertex by up to half a step in x and y: in samples, along c and r */
+    const double qc = 0.5 * step_h * (fabs(iv[1]) + fabs(iv[2])), qr = 0.5 * step_h * (fabs(iv[4]) + fabs(iv[5]));
+    const double q = fmax(qc, qr);
+    const double cmin = fmin(c[0], fmin(c[1], c[2])) - q, cmax = fmax(c[0], fmax(c[1], c[2])) + q;
+    const double rmin = fmin(r[0], fmin(r[1], r[2])) - q, rmax = fmax(r[0], fmax(r[1], r[2])) + q;
+    const long c0 = (long)fmax((double)tm->wc0, ceil(cmin)), c1 = (long)fmin((double)(tm->wc0 + tm->ww - 1), floor(cmax));
+    const long r0 = (long)fmax((double)tm->wr0, ceil(rmin)), r1 = (long)fmin((double)(tm->wr0 + tm->wh - 1), floor(rmax));
+    if (c0 > c1 || r0 > r1) return TERRA_OK;
+    /* plane of the triangle in (c, r): h = H0 + gc (c - c0) + gr (r - r0) */
+    const double gc = ((H[1] - H[0]) * (r[2] - r[0]) - (H[2] - H[0]) * (r[1] - r[0])) / area2;
+    const double gr = ((c[1] - c[0]) * (H[2] - H[0]) - (c[2] - c[0]) * (H[1] - H[0])) / area2;
+    /* what 16-bit quantization of this tile may add here: a vertical step, and the slope over a
+     * horizontal step (both twice the half step each vertex may move) */
+    const double allowance = tl->step_v + (fabs(gc) * qc + fabs(gr) * qr) * 2;
+    double en[3][3]; /* per edge: unit normal (c, r) pointing inside, offset */
+    const double sgn = area2 > 0 ? 1 : -1;
+    for (int k = 0; k < 3; k++) {
+        const int k1 = (k + 1) % 3;
+        const double dc = c[k1] - c[k], dr = r[k1] - r[k], len = hypot(dc, dr);
+        en[k][0] = -dr * sgn / len, en[k][1] = dc * sgn / len;
+        en[k][2] = -(en[k][0] * c[k] + en[k][1] * r[k]);
+    }
+    for (long rr = r0; rr <= r1; rr++)
+        for (long cc = c0; cc <= c1; cc++) {
+            double dmin = INFINITY;
+            for (int k = 0; k < 3; k++) dmin = fmin(dmin, en[k][0] * cc + en[k][1] * rr + en[k][2]);
+            /* inside or on the triangle, to within what quantization moves it */
+            if (dmin < -q) continue;
+            const float hs = S->r.heights[(size_t)rr * (size_t)S->r.width + (size_t)cc];
+            const double Xs = S->a[0] + S->a[1] * cc + S->a[2] * rr, Ys = S->a[3] + S->a[4] * cc + S->a[5] * rr;
+            if (ck->src_count > 1 && finer_covers(ck, si, Xs, Ys)) continue;
+            if (isnan(hs)) {
+                char nm[64];
+                tile_name(tl, nm, sizeof nm);
+                const bool loc = ck->frame == TERRA_FRAME_LOCAL;
+                return broken(ck, "tile %s covers a hole: no-data sample (%ld, %ld) of %s (%s %.9g, %s %.9g) lies on its "
+                                  "triangle (%.9g, %.9g), (%.9g, %.9g), (%.9g, %.9g)",
+                              nm, cc, rr, S->path, loc ? "x" : "lon", Xs, loc ? "z" : "lat", Ys, X[0], Y[0], X[1], Y[1],
+                              X[2], Y[2]);
+            }
+            uint8_t *seen = &tm->seen[(size_t)(rr - tm->wr0) * (size_t)tm->ww + (size_t)(cc - tm->wc0)];
+            tm->samples += !*seen;
+            *seen = 1;
+            const double ht = H[0] + gc * (cc - c[0]) + gr * (rr - r[0]);
+            const double dev = fabs(ht - hs);
+            if (dev > tm->max_dev) tm->max_dev = dev;
+            if (allowance > tm->max_allowance) tm->max_allowance = allowance;
+            const double excess = dev - (stated + allowance);
+            if (excess > tm->worst_excess) {
+                tm->worst_excess = excess, tm->dev = dev, tm->allowance = allowance;
+                tm->tile_h = ht, tm->sample_h = hs, tm->src = si, tm->c = (int)cc, tm->r = (int)rr;
+            }
+        }
+    return TERRA_OK;
+}
+
+/* The tile against every source: the samples under its triangles. */
+static terra_status measure_tile(checker *ck, const tile_data *tl, const terra_qmesh *m, const double *X,
+                                 const double *Y, const double *H, double stated, tile_measure *tm, uint8_t **seen,
+                                 size_t *seen_cap) {
+    const double step_h = tl->size / QMAX;
+    for (int si = 0; si < ck->src_count; si++) {
+        const source *S = &ck->src[si];
+        /* the tile's rectangle in samples, one sample wider all round (quantization) */
+        double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+        for (int k = 0; k < 4; k++) {
+            const double wx = tl->x0 + ((k & 1) ? tl->size : 0), wy = tl->y0 + ((k & 2) ? tl->size : 0);
+            const double cr[2] = {S->inv[0] + S->inv[1] * wx + S->inv[2] * wy, S->inv[3] + S->inv[4] * wx + S->inv[5] * wy};
+            for (int j = 0; j < 2; j++) lo[j] = fmin(lo[j], cr[j]), hi[j] = fmax(hi[j], cr[j]);
+        }
+        tm->wc0 = (long)fmax(0, floor(lo[0]) - 1), tm->wr0 = (long)fmax(0, floor(lo[1]) - 1);
+        const long wc1 = (long)fmin(S->r.width - 1, ceil(hi[0]) + 1), wr1 = (long)fmin(S->r.height - 1, ceil(hi[1]) + 1);
+        if (wc1 < tm->wc0 || wr1 < tm->wr0) continue;
+        tm->ww = wc1 - tm->wc0 + 1, tm->wh = wr1 - tm->wr0 + 1;
+        const size_t cells = (size_t)tm->ww * (size_t)tm->wh;
+        if (!grow((void **)seen, seen_cap, cells, 1)) return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+        memset(*seen, 0, cells);
+        tm->seen = *seen;
+        for (uint32_t t = 0; t < m->triangle_count; t++) {
+            const uint32_t *ix = &m->indices[3 * t];
+            const double tx[3] = {X[ix[0]], X[ix[1]], X[ix[2]]}, ty[3] = {Y[ix[0]], Y[ix[1]], Y[ix[2]]};
+            const double th[3] = {H[ix[0]], H[ix[1]], H[ix[2]]};
+            terra_status st = measure_triangle(ck, tl, si, tx, ty, th, stated, step_h, tm);
+            if (st) return st;
+        }
+    }
+    return TERRA_OK;
+}
+
+/* ---- pass 1: every tile ------------------------------------------------------------------------ */
+
+static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, double **scratch, size_t *scratch_cap,
+                               uint8_t **mark, size_t *mark_cap, uint8_t **seen, size_t *seen_cap) {
+    terra_archive_entry e;
+    terra_status st = terra_archive_entry_at(ck->a, index, &e);
+    if (st) return st == TERRA_E_CORRUPT ? broken(ck, "index entry %llu: %s", (unsigned long long)index, terra_last_error()) : st;
+    const int level = terra_tile_key_level(e.key);
+    tl->key = e.key, tl->level = level, tl->x = terra_tile_key_x(e.key), tl->y = terra_tile_key_y(e.key);
+    tl->size = tile_side(ck, level);
+    tl->x0 = ck->origin[0] + tl->x * tl->size, tl->y0 = ck->origin[1] + tl->y * tl->size;
+    char name[64];
+    tile_name(tl, name, sizeof name);
+
+    terra_qmesh m;
+    st = terra_archive_check_tile(ck->a, &e, NULL, &m, NULL);
+    if (st == TERRA_E_CORRUPT || st == TERRA_E_CAPACITY || st == TERRA_E_FORMAT)
+        return broken(ck, "tile %s does not decode: %s", name, terra_last_error());
+    if (st) return st;
+    if (!grow((void **)mark, mark_cap, m.vertex_count + 1, 1) ||
+        !grow((void **)scratch, scratch_cap, 3 * (size_t)m.vertex_count + 1, sizeof **scratch)) {
+        terra_qmesh_free(&m);
+        return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+    }
+    st = reads_back(ck, &e, &m, name);
+    if (!st) st = tile_consistent(ck, &e, &m, name, *mark);
+    /* world positions: u, v across the tile's rectangle, heights across the header's range */
+    double *X = *scratch, *Y = X + m.vertex_count, *H = Y + m.vertex_count;
+    const double lo = m.header.min_height, hi = m.header.max_height;
+    tl->step_v = (hi - lo) / QMAX;
+    for (uint32_t i = 0; !st && i < m.vertex_count; i++) {
+        X[i] = tl->x0 + m.u[i] / QMAX * tl->size;
+        Y[i] = tl->y0 + m.v[i] / QMAX * tl->size;
+        H[i] = lo + m.h[i] / QMAX * (hi - lo);
+    }
+    if (!st) st = keep_border(ck, tl, &m, X, Y, H);
+
+    terra_cook_check_level *L = &ck->rep->level[level];
+    L->tiles++, L->vertices += m.vertex_count, L->triangles += m.triangle_count;
+    if (e.geometric_error > L->stated_error_max) L->stated_error_max = e.geometric_error;
+    if (!st && ck->src_count) {
+        tile_measure tm = {.worst_excess = 0};
+        st = measure_tile(ck, tl, &m, X, Y, H, e.geometric_error, &tm, seen, seen_cap);
+        L->samples += tm.samples;
+        if (tm.max_dev > L->measured_error_max) L->measured_error_max = tm.max_dev;
+        if (tm.max_allowance > L->quantization_max) L->quantization_max = tm.max_allowance;
+        if (!st && tm.worst_excess > 0) {
+            const source *S = &ck->src[tm.src];
+            const double Xs = S->a[0] + S->a[1] * tm.c + S->a[2] * tm.r, Ys = S->a[3] + S->a[4] * tm.c + S->a[5] * tm.r;
+            st = broken(ck, "tile %s states a geometric error of %.6g m but lies %.6g m from sample (%d, %d) of %s (%s %.9g, "
+                            "%s %.9g): tile %.6g m, source %.6g m (16-bit quantization allowance there %.3g m)",
+                        name, (double)e.geometric_error, tm.dev, tm.c, tm.r, S->path,
+                        ck->frame == TERRA_FRAME_LOCAL ? "x" : "lon", Xs, ck->frame == TERRA_FRAME_LOCAL ? "z" : "lat", Ys,
+                        tm.tile_h, tm.sample_h, tm.allowance);
+        }
+    }
+    terra_qmesh_free(&m);
+    return st;
+}
+
+/* ---- pass 2: borders --------------------------------------------------------------------------- */
+
+typedef struct pair_ctx {
+    checker *ck;
+    const tile_data *fine, *coarse;  /* coarse: the wider (or, same level, the east / north one) */
+    int fine_side, coarse_side;
+    double s0, s1, tol_h, tol_v;
+} pair_ctx;
+
+/* First vertex of a side with t >= t (binary search). */
+static size_t lower_vert(const bvert *v, size_t n, double t) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid].t < t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+static size_t lower_edge(const bedge *e, size_t n, double t) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (e[mid].a.t < t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* The length of [t0, t1] that the side's border edges cover (t0 == t1: tol when covered). */
+static double covered(const checker *ck, const side_data *sd, double t0, double t1, double tol) {
+    const bedge *e = ck->edges + sd->e0;
+    double len = 0;
+    for (size_t k = lower_edge(e, sd->en, t0 - sd->longest - tol); k < sd->en && e[k].a.t <= t1 + tol; k++) {
+        const double lo = fmax(t0, e[k].a.t - tol), hi = fmin(t1, e[k].b.t + tol);
+        if (hi >= lo) len += t0 == t1 ? tol : hi - lo;
+    }
+    return len;
+}
+
+static bool same_vert(const bvert *a, const bvert *b, double tol_h, double tol_v) {
+    return fabs(a->t - b->t) <= tol_h && fabs(a->h - b->h) <= tol_v;
+}
+
+/* Every vertex of side `a` on the segment where both have ground has its twin on side `b`. */
+static terra_status match_vertices(pair_ctx *p, const tile_data *ta, int sa, const tile_data *tb, int sb,
+                                   uint64_t *matched) {
+    checker *ck = p->ck;
+    const side_data *A = &ta->side[sa], *B = &tb->side[sb];
+    const bvert *va = ck->verts + A->v0, *vb = ck->verts + B->v0;
+    for (size_t k = lower_vert(va, A->vn, p->s0 - p->tol_h); k < A->vn && va[k].t <= p->s1 + p->tol_h; k++) {
+        const double t = va[k].t;
+        if (covered(ck, A, t, t, p->tol_h) <= 0 || covered(ck, B, t, t, p->tol_h) <= 0) continue;
+        size_t j = lower_vert(vb, B->vn, t - p->tol_h), near = SIZE_MAX;
+        bool found = false;
+        for (; j < B->vn && vb[j].t <= t + p->tol_h; j++) {
+            if (same_vert(&va[k], &vb[j], p->tol_h, p->tol_v)) found = true;
+            if (near == SIZE_MAX || fabs(vb[j].h - va[k].h) < fabs(vb[near].h - va[k].h)) near = j;
+        }
+        if (found) {
+            (*matched)++;
+            continue;
+        }
+        char na[64], nb[64], at[128];
+        tile_name(ta, na, sizeof na), tile_name(tb, nb, sizeof nb), place_name(ck, ta, sa, t, at, sizeof at);
+        const char *unit = ck->frame == TERRA_FRAME_LOCAL ? "m" : "degrees";
+        if (near != SIZE_MAX)
+            return broken(ck, "crack between tiles %s and %s: at %s (%s's %s side, %s's %s side) one is %.6g m high, the "
+                              "other %.6g m (%.3g m apart; tolerance %.3g m up)",
+                          na, nb, at, na, side_names[sa], nb, side_names[sb], va[k].h, vb[near].h,
+                          fabs(vb[near].h - va[k].h), p->tol_v);
+        return broken(ck, "T-junction between tiles %s and %s: %s's %s side has a vertex at %s, %.6g m high, that %s's %s "
+                          "side lacks (none within %.3g %s along it, where both have ground)",
+                      na, nb, na, side_names[sa], at, va[k].h, nb, side_names[sb], p->tol_h, unit);
+    }
+    return TERRA_OK;
+}
+
+/* Every border edge of side `a` on the segment where `b` has ground too has its twin on `b`. */
+static terra_status match_edges(pair_ctx *p, const tile_data *ta, int sa, const tile_data *tb, int sb) {
+    checker *ck = p->ck;
+    const side_data *A = &ta->side[sa], *B = &tb->side[sb];
+    const bedge *ea = ck->edges + A->e0, *eb = ck->edges + B->e0;
+    for (size_t k = lower_edge(ea, A->en, p->s0 - A->longest - p->tol_h); k < A->en && ea[k].a.t <= p->s1 + p->tol_h;
+         k++) {
+        const bedge *x = &ea[k];
+        const double lo = fmax(x->a.t, p->s0), hi = fmin(x->b.t, p->s1);
+        if (x->b.t > x->a.t ? hi - lo <= p->tol_h || covered(ck, B, lo, hi, p->tol_h) <= p->tol_h
+                            : x->a.t < p->s0 - p->tol_h || x->a.t > p->s1 + p->tol_h || covered(ck, B, lo, lo, p->tol_h) <= 0)
+            continue;
+        bool found = false;
+        for (size_t j = lower_edge(eb, B->en, x->a.t - p->tol_h); j < B->en && eb[j].a.t <= x->a.t + p->tol_h && !found; j++)
+            found = same_vert(&x->a, &eb[j].a, p->tol_h, p->tol_v) && same_vert(&x->b, &eb[j].b, p->tol_h, p->tol_v);
+        if (found) continue;
+        char na[64], nb[64], at0[128], at1[128];
+        tile_name(ta, na, sizeof na), tile_name(tb, nb, sizeof nb);
+        place_name(ck, ta, sa, x->a.t, at0, sizeof at0), place_name(ck, ta, sa, x->b.t, at1, sizeof at1);
+        return broken(ck, "T-junction between tiles %s and %s: %s's %s side has a border edge from %s (%.6g m) to %s "
+                          "(%.6g m) that %s's %s side does not have (its vertices split it or it lies elsewhere)",
+                      na, nb, na, side_names[sa], at0, x->a.h, at1, x->b.h, nb, side_names[sb]);
+    }
+    return TERRA_OK;
+}
+
+static const tile_data *find_tile(const checker *ck, terra_tile_key key) {
+    const uint64_t want = terra_archive_order(key);
+    size_t lo = 0, hi = ck->tile_count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const uint64_t o = terra_archive_order(ck->tiles[mid].key);
+        if (o == want) return &ck->tiles[mid];
+        if (o < want) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+static int64_t floor_div(int64_t a, int64_t f) { return a / f - ((a % f) != 0 && a < 0); }
+
+static terra_status check_pair(checker *ck, const tile_data *fine, int fs, const tile_data *coarse) {
+    static const int opposite[4] = {EAST, NORTH, WEST, SOUTH};
+    const int cs = opposite[fs];
+    const bool vertical = fs == WEST || fs == EAST;
+    pair_ctx p = {ck, fine, coarse, fs, cs, 0, 0, 0, 0};
+    p.s0 = vertical ? fine->y0 : fine->x0;
+    p.s1 = p.s0 + fine->size;
+    const double step_h = coarse->size / QMAX, mm = ck->frame == TERRA_FRAME_LOCAL ? 1e-3 : MM_DEGREES;
+    const bool hold_mm = step_h <= mm;
+    p.tol_h = hold_mm ? mm : step_h;
+    p.tol_v = fmax(1e-3, fmax(fine->step_v, coarse->step_v));
+    terra_cook_check_level *L = &ck->rep->level[fine->level];
+    L->border_pairs++;
+    L->border_pairs_mm += hold_mm && p.tol_v <= 1e-3;
+    if (p.tol_h > L->border_tolerance_max) L->border_tolerance_max = p.tol_h;
+    if (p.tol_v > L->border_vertical_tolerance_max) L->border_vertical_tolerance_max = p.tol_v;
+    uint64_t matched = 0;
+    terra_status st = match_vertices(&p, fine, fs, coarse, cs, &matched);
+    if (!st) st = match_vertices(&p, coarse, cs, fine, fs, &matched);
+    if (!st) st = match_edges(&p, fine, fs, coarse, cs);
+    if (!st) st = match_edges(&p, coarse, cs, fine, fs);
+    L->border_vertices += matched / 2;
+    return st;
+}
+
+/* Every tile against its same-level neighbours east and north, and against every wider tile whose
+ * side its own side lies on. */
+static terra_status check_borders(checker *ck) {
+    bool present[32] = {false};
+    for (size_t i = 0; i < ck->tile_count; i++) present[ck->tiles[i].level] = true;
+    for (size_t i = 0; i < ck->tile_count; i++) {
+        const tile_data *b = &ck->tiles[i];
+        for (int lv = 0; lv < 32; lv++) {
+            if (!present[lv]) continue;
+            const int k = level_exp(ck, lv) - level_exp(ck, b->level);
+            if (k < 0 || k > 30) continue;
+            const int64_t f = (int64_t)1 << k;
+            for (int s = 0; s < 4; s++) {
+                if (k == 0 && (s == WEST || s == SOUTH)) continue; /* the pair is met from the other tile */
+                const bool vertical = s == WEST || s == EAST;
+                const int64_t edge = (s == EAST) ? (int64_t)b->x + 1 : (s == NORTH) ? (int64_t)b->y + 1 : (s == WEST) ? b->x : b->y;
+                if (edge % f != 0) continue; /* this side runs inside the wider tile: no border there */
+                int64_t ax = vertical ? edge / f - (s == WEST) : floor_div(b->x, f);
+                int64_t ay = vertical ? floor_div(b->y, f) : edge / f - (s == SOUTH);
+                if (ck->frame == TERRA_FRAME_GEOGRAPHIC) {
+                    const int64_t cols = (int64_t)2 << lv, rows = (int64_t)1 << lv;
+                    if (ay < 0 || ay >= rows) continue;
+                    ax = ((ax % cols) + cols) % cols; /* across the antimeridian */
+                }
+                if (ax < TERRA_TILE_COORD_MIN || ax > TERRA_TILE_COORD_MAX || ay < TERRA_TILE_COORD_MIN ||
+                    ay > TERRA_TILE_COORD_MAX)
+                    continue;
+                const tile_data *a =
+                    find_tile(ck, terra_tile_key_make(terra_tile_key_face(b->key), lv, (int32_t)ax, (int32_t)ay));
+                if (!a) continue;
+                /* a tile across the antimeridian sits at the other end of the world: compare along the
+                 * side (t is latitude there), which both share */
+                terra_status st = check_pair(ck, b, s, a);
+                if (st) return st;
+            }
+        }
+    }
+    return TERRA_OK;
+}
+
+/* ---- sources ----------------------------------------------------------------------------------- */
+
+static terra_status open_sources(checker *ck) {
+    const terra_cook_check_desc *d = ck->d;
+    if (d->source_count <= 0) return TERRA_OK;
+    ck->src = terra_calloc((size_t)d->source_count, sizeof *ck->src);
+    if (!ck->src) return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+    for (int i = 0; i < d->source_count; i++) {
+        source *S = &ck->src[i];
+        S->path = d->sources[i].path;
+        terra_status st = terra_raster_read_isolated(&d->sources[i], d->raster_reader, &S->r);
+        if (st) return st;
+        ck->src_count = i + 1;
+        const terra_raster *r = &S->r;
+        ck->rep->holes += r->nodata_count;
+        if (ck->frame == TERRA_FRAME_LOCAL) {
+            const double a[6] = {0, r->spacing_x, 0, 0, 0, r->spacing_y};
+            memcpy(S->a, a, sizeof a);
+        } else {
+            const double *g = r->geo;
+            if (!r->georeferenced)
+                return terra_fail(TERRA_E_UNSUPPORTED, "%s: no georeferencing, so its samples have no place in the "
+                                                       "geographic archive %s", S->path, ck->path);
+            const double a[6] = {g[0] + 0.5 * g[1] + 0.5 * g[2], g[1], g[2], g[3] + 0.5 * g[4] + 0.5 * g[5], g[4], g[5]};
+            memcpy(S->a, a, sizeof a);
+        }
+        const double det = S->a[1] * S->a[5] - S->a[2] * S->a[4];
+        if (!(fabs(det) > 0) || !isfinite(det))
+            return terra_fail(TERRA_E_UNSUPPORTED, "%s: its geotransform has no inverse", S->path);
+        S->inv[1] = S->a[5] / det, S->inv[2] = -S->a[2] / det;
+        S->inv[4] = -S->a[4] / det, S->inv[5] = S->a[1] / det;
+        S->inv[0] = -(S->inv[1] * S->a[0] + S->inv[2] * S->a[3]);
+        S->inv[3] = -(S->inv[4] * S->a[0] + S->inv[5] * S->a[3]);
+        S->area = fabs(det);
+        S->extent[0] = S->extent[1] = INFINITY, S->extent[2] = S->extent[3] = -INFINITY;
+        for (int k = 0; k < 4; k++) {
+            const double c = (k & 1) ? r->width - 1 : 0, rr = (k & 2) ? r->height - 1 : 0;
+            const double X = S->a[0] + S->a[1] * c + S->a[2] * rr, Y = S->a[3] + S->a[4] * c + S->a[5] * rr;
+            S->extent[0] = fmin(S->extent[0], X), S->extent[1] = fmin(S->extent[1], Y);
+            S->extent[2] = fmax(S->extent[2], X), S->extent[3] = fmax(S->extent[3], Y);
+        }
+        if (ck->frame == TERRA_FRAME_GEOGRAPHIC &&
+            (S->extent[0] < -360 || S->extent[2] > 360 || S->extent[1] < -90.5 || S->extent[3] > 90.5))
+            return terra_fail(TERRA_E_UNSUPPORTED, "%s: its georeferencing is not in degrees (a projected raster): check "
+                                                   "against its EPSG:4326 reprojection", S->path);
+    }
+    return TERRA_OK;
+}
+
+/* ---- the whole check --------------------------------------------------------------------------- */
+
+terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_report *rep) {
+    memset(rep, 0, sizeof *rep);
+    rep->min_level = 32, rep->max_level = -1;
+    if (!d || !d->archive) return terra_fail(TERRA_E_INVALID, "terra check: no archive named");
+    checker ck = {.d = d, .rep = rep, .path = d->archive};
+    terra_status st = terra_archive_open(d->archive, NULL, &ck.a);
+    if (st) return st;
+    st = read_frame(&ck);
+    if (!st) st = open_sources(&ck);
+    const uint64_t n = terra_archive_get_info(ck.a)->tile_count;
+    if (!st) {
+        ck.tiles = terra_calloc(n ? (size_t)n : 1, sizeof *ck.tiles);
+        if (!ck.tiles) st = terra_fail(TERRA_E_NOMEM, "terra check: out of memory for %llu tiles", (unsigned long long)n);
+    }
+    double *scratch = NULL;
+    uint8_t *mark = NULL, *seen = NULL;
+    size_t scratch_cap = 0, mark_cap = 0, seen_cap = 0;
+    for (uint64_t i = 0; !st && i < n; i++) {
+        st = check_tile(&ck, i, &ck.tiles[i], &scratch, &scratch_cap, &mark, &mark_cap, &seen, &seen_cap);
+        ck.tile_count = (size_t)i + 1;
+        const int l = ck.tiles[i].level;
+        rep->tiles++;
+        if (l < rep->min_level) rep->min_level = l;
+        if (l > rep->max_level) rep->max_level = l;
+        /* entries come in index order, which find_tile's binary search relies on */
+        if (!st && i > 0 && terra_archive_order(ck.tiles[i].key) <= terra_archive_order(ck.tiles[i - 1].key))
+            st = broken(&ck, "index entry %llu (tile %d/%d/%d) is out of order", (unsigned long long)i, l, ck.tiles[i].x,
+                        ck.tiles[i].y);
+    }
+    terra_free(scratch);
+    terra_free(mark);
+    terra_free(seen);
+    if (!st) st = check_borders(&ck);
+    for (int i = 0; i < ck.src_count; i++) terra_raster_free(&ck.src[i].r);
+    terra_free(ck.src);
+    terra_free(ck.tiles);
+    terra_free(ck.verts);
+    terra_free(ck.edges);
+    terra_archive_close(ck.a);
+    return st;
+}
