@@ -128,8 +128,8 @@ const int32_t *terra_scenery_cut_tiles(const terra_scenery_cut *c, size_t *count
  * nothing else is added, moved or re-triangulated. A vertex made on a tile side is computed from
  * the source edge it lies on, its endpoints in a fixed order, and a tile corner inside a triangle
  * from the triangle's segment on the x side: the tiles on either side make the same doubles.
- * Tiles are closed on all sides, except that a piece lying wholly on the tile's right (x1) or top
- * (y1) side - a wall standing on a grid line - belongs to the tile beyond it, so it is laid once.
+ * A tile takes the triangles whose bounding box starts before its right (x1) and top (y1) sides,
+ * so a wall standing exactly on a grid line is laid once, in the tile on the line's +x (+y) side.
  * Vertices are merged when exactly equal; materials ride per vertex (a vertex made on an edge takes
  * its nearer endpoint's, the lower id at the middle); normals are the welded soup's, area-weighted
  * (walls count only at vertices with no ground), interpolated along the edge or segment for made

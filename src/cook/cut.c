@@ -145,12 +145,6 @@ static int cut_triangle(const terra_scenery_cut *c, size_t t, const double rect[
     n = clip(c, b, sb, n, 1, rect[3], -1, a, sa);
     if (n < 3) return 0;
     bool wall = c->wall[t];
-    if (wall) {
-        /* A wall standing on the tile's right or top side is the next tile's. */
-        bool right = true, top = true;
-        for (int i = 0; i < n; i++) right = right && a[i].x == rect[2], top = top && a[i].y == rect[3];
-        if (right || top) return 0;
-    }
     int m = 0;
     for (int i = 1; i + 1 < n; i++) {
         const pvert *p = &a[0], *q = &a[i], *r = &a[i + 1];
@@ -362,7 +356,10 @@ static int pair_cmp(const void *x, const void *y) {
 }
 
 /* Which finest tiles each triangle leaves a piece in (the same cut the tiles make, so a listed
- * tile is never empty), sorted by tile. */
+ * tile is never empty), sorted by tile. The tiles tried are those whose half-open span
+ * [k S, (k + 1) S) holds the triangle's bounding box: a wall standing exactly on a grid line is
+ * tried, and laid, only in the tile on the line's +x (+y) side, so it is laid once; a triangle with
+ * area only touching a tile's side leaves nothing there. */
 static terra_status index_tiles(terra_scenery_cut *c) {
     size_t cap = c->triangle_count + 16, n = 0;
     pair *pairs = terra_alloc(cap * sizeof(pair));
