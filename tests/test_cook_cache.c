@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -258,6 +259,55 @@ typedef struct cook_result {
     int wrong;                   /* tiles whose reuse decision differed from `expect_recook` */
 } cook_result;
 
+/* The tiles of one cook, emitted by two threads (tile i by thread i % 2): reusable ones copied
+ * from the previous archive, the others "cooked". */
+typedef struct emit_job {
+    const world *w;
+    const terra_cook_cache *c;
+    terra_archive_writer *aw;
+    const terra_cook_grid *g;
+    const bool *expect_recook;
+    bool fresh;
+    int tiles[512][3];
+    int nt;
+    int wrong[2];
+    uint64_t copied[2];
+    terra_status st[2];
+} emit_job;
+typedef struct emit_part {
+    emit_job *job;
+    int t;
+} emit_part;
+
+static void *emit_tiles(void *arg) {
+    emit_part *p = arg;
+    emit_job *j = p->job;
+    const world *w = j->w;
+    for (int i = p->t; !j->st[p->t] && i < j->nt; i += 2) {
+        const int *tile = j->tiles[i];
+        terra_tile_key key = terra_cook_key(j->g, tile[0], tile[1], tile[2]);
+        bool reusable = terra_cook_cache_reusable(j->c, key);
+        if (j->expect_recook) {
+            unsigned mask = tile_mask(w, tile[0], tile[1], tile[2]);
+            bool touched = false;
+            for (int k = 0; k < FILES; k++) touched = touched || ((mask & 1u << k) && j->expect_recook[k]);
+            j->wrong[p->t] += reusable != (!j->fresh && !touched);
+        } else {
+            j->wrong[p->t] += reusable && j->fresh;
+        }
+        if (reusable) {
+            j->st[p->t] = terra_cook_cache_copy_tile(j->c, key, j->aw);
+            j->copied[p->t]++;
+        } else {
+            uint64_t pl[4];
+            tile_payload(w, tile[0], tile[1], tile[2], pl);
+            terra_archive_tile_info info = {1, 2, 0, 1};
+            j->st[p->t] = terra_archive_writer_add(j->aw, key, pl, sizeof pl, &info);
+        }
+    }
+    return NULL;
+}
+
 /* One cook of the world as the driver would run it (terra/cook_cache.h, steps 1..5).
  * expect_recook (may be NULL) says, per input, whether the test changed it since the last cook;
  * fresh: no tile should be reusable at all. */
@@ -300,30 +350,20 @@ static terra_status cook_world(world *w, const bool *expect_recook, bool fresh, 
     d.tile_size_m = w->tile_units;
     d.bounds[2] = d.bounds[3] = 64;
     if (!st) st = terra_archive_writer_create(w->out, &d, &aw);
-    int tiles[512][3];
-    int nt = world_tiles(w, tiles, 512);
-    CHECK(st || r->total == (uint64_t)nt, "planned %llu tiles, the world has %d", (unsigned long long)r->total, nt);
-    for (int i = 0; !st && i < nt; i++) {
-        terra_tile_key key = terra_cook_key(&g, tiles[i][0], tiles[i][1], tiles[i][2]);
-        bool reusable = terra_cook_cache_reusable(c, key);
-        if (expect_recook) {
-            unsigned mask = tile_mask(w, tiles[i][0], tiles[i][1], tiles[i][2]);
-            bool touched = false;
-            for (int k = 0; k < FILES; k++) touched = touched || ((mask & 1u << k) && expect_recook[k]);
-            r->wrong += reusable != (!fresh && !touched);
-        } else {
-            r->wrong += reusable && fresh;
-        }
-        if (reusable) {
-            st = terra_cook_cache_copy_tile(c, key, aw);
-            r->copied++;
-        } else {
-            uint64_t p[4];
-            tile_payload(w, tiles[i][0], tiles[i][1], tiles[i][2], p);
-            terra_archive_tile_info info = {1, 2, 0, 1};
-            st = terra_archive_writer_add(aw, key, p, sizeof p, &info);
-        }
+    emit_job job = {w, c, aw, &g, expect_recook, fresh, {{0}}, 0, {0}, {0}, {TERRA_OK, TERRA_OK}};
+    job.nt = world_tiles(w, job.tiles, 512);
+    CHECK(st || r->total == (uint64_t)job.nt, "planned %llu tiles, the world has %d", (unsigned long long)r->total, job.nt);
+    /* Two threads emit the tiles, as the pyramid's workers would. */
+    pthread_t th[2];
+    emit_part part[2] = {{&job, 0}, {&job, 1}};
+    bool started[2] = {false, false};
+    for (int t = 0; !st && t < 2; t++) started[t] = pthread_create(&th[t], NULL, emit_tiles, &part[t]) == 0;
+    for (int t = 0; t < 2; t++) {
+        if (started[t]) pthread_join(th[t], NULL);
+        r->wrong += job.wrong[t];
+        r->copied += job.copied[t];
     }
+    for (int t = 0; !st && t < 2; t++) st = started[t] ? job.st[t] : terra_fail(TERRA_E_INVALID, "no thread");
     if (!st) {
         st = terra_archive_writer_finish(aw);
         aw = NULL;
