@@ -84,9 +84,10 @@ void terra_cook_manifest_free(terra_cook_manifest *m);
  * the manifest (same key) is not added again: TERRA_E_INVALID for an input given twice. */
 terra_status terra_cook_manifest_add_input(terra_cook_manifest *m, const char *path, uint32_t *index);
 /* Adds a file an input names (resolved to a path by the driver, e.g. relative to the scenery):
- * absent (no such file, or a directory on the way missing) is recorded as such; present, it is
- * hashed. Adding a key already there gives its existing number (two sceneries naming one texture).
- * TERRA_E_IO when it exists but cannot be read. */
+ * absent (no such file, a directory on the way missing, not readable, not a regular file: what a
+ * scenery loader does without) is recorded as such; present, it is hashed. Adding a key already
+ * there gives its existing number (two sceneries naming one texture). TERRA_E_IO for other
+ * failures (a read error half way). */
 terra_status terra_cook_manifest_add_named(terra_cook_manifest *m, const char *path, uint32_t *index);
 
 uint32_t terra_cook_manifest_count(const terra_cook_manifest *m);

@@ -36,12 +36,12 @@
 #define XP5 2870177450012600261ull
 
 static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-static uint64_t le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return v;
+/* Spelled out byte by byte, which compilers turn into one load (a loop they do not). */
+static inline uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static inline uint64_t le64(const uint8_t *p) {
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
+           (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
 }
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t xxh_round(uint64_t acc, uint64_t in) { return rotl64(acc + in * XP2, 31) * XP1; }
 static uint64_t xxh_merge(uint64_t h, uint64_t v) { return (h ^ xxh_round(0, v)) * XP1 + XP4; }
 
@@ -56,8 +56,16 @@ static void xxh64_init(xxh64_state *s, uint64_t seed) {
     *s = (xxh64_state){{seed + XP1 + XP2, seed + XP2, seed, seed - XP1}, 0, seed, {0}, 0};
 }
 
-static void xxh64_stripe(xxh64_state *s, const uint8_t *p) {
-    for (int i = 0; i < 4; i++) s->v[i] = xxh_round(s->v[i], le64(p + 8 * i));
+/* The stripes of p[0 .. 32 * count), the lanes kept in registers meanwhile. */
+static void xxh64_stripes(xxh64_state *s, const uint8_t *p, size_t count) {
+    uint64_t v0 = s->v[0], v1 = s->v[1], v2 = s->v[2], v3 = s->v[3];
+    for (; count; count--, p += 32) {
+        v0 = xxh_round(v0, le64(p));
+        v1 = xxh_round(v1, le64(p + 8));
+        v2 = xxh_round(v2, le64(p + 16));
+        v3 = xxh_round(v3, le64(p + 24));
+    }
+    s->v[0] = v0, s->v[1] = v1, s->v[2] = v2, s->v[3] = v3;
 }
 
 static void xxh64_update(xxh64_state *s, const void *data, size_t n) {
@@ -68,10 +76,11 @@ static void xxh64_update(xxh64_state *s, const void *data, size_t n) {
         memcpy(s->mem + s->mem_n, p, take);
         s->mem_n += take, p += take, n -= take;
         if (s->mem_n < 32) return;
-        xxh64_stripe(s, s->mem);
+        xxh64_stripes(s, s->mem, 1);
         s->mem_n = 0;
     }
-    for (; n >= 32; p += 32, n -= 32) xxh64_stripe(s, p);
+    xxh64_stripes(s, p, n / 32);
+    p += n / 32 * 32, n %= 32;
     memcpy(s->mem, p, n);
     s->mem_n = n;
 }
@@ -246,7 +255,8 @@ const terra_cook_file *terra_cook_manifest_file(const terra_cook_manifest *m, ui
 static terra_status hash_file(const char *path, terra_cook_file *f) {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the cook */
     if (fd < 0) {
-        if (f->named && (errno == ENOENT || errno == ENOTDIR)) {
+        /* What a scenery loader cannot open, it does without: for the cook that file is absent. */
+        if (f->named && (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == ELOOP || errno == ENAMETOOLONG)) {
             f->absent = true;
             return TERRA_OK;
         }
