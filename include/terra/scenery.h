@@ -8,8 +8,10 @@
  *  - a mesh whose material has an alpha channel (opacity below 1, a glTF alphaMode other than
  *    OPAQUE, or a diffuse / base-colour texture with alpha) is vegetation or a fence: left out;
  *  - everything else is ground whichever way it faces (the side of an embankment, a retaining
- *    wall). The root node's transformation is the scene's own axes and units (FBX unit scale,
- *    an up-axis conversion): it is applied to everything, never judged.
+ *    wall). The root node, when it holds no mesh itself, is a container: its transformation is
+ *    the scene's own axes and units (FBX unit scale, an up-axis conversion), applied to everything
+ *    and never judged. A root that holds meshes (assimp makes a glTF's single root node the
+ *    scene's root) is judged like any other node.
  * Each left-out node is recorded (name, reason, triangles) for the report and the metadata.
  *
  * Axes: positions are scenery metres as assimp gives them, x east, y up, z the third axis. The
@@ -90,6 +92,11 @@ terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *o
 void terra_scenery_free(terra_scenery *s);
 
 /* ---- cutting along the tile grid (the core, src/cook/cut.c) --------------------------------- */
+
+/* Drops the triangles (3 indices each) whose three vertices an earlier one has already, in any
+ * order, keeping the order of the rest; *count becomes how many are left, *dropped how many went.
+ * TERRA_E_NOMEM. */
+terra_status terra_scenery_drop_repeats(uint32_t *tri, size_t *count, size_t *dropped);
 
 typedef struct terra_scenery_cut_desc {
     const terra_cook_grid *grid;   /* local frame; plane = (scenery x, z) through origin and unit */

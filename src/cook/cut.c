@@ -265,26 +265,18 @@ static int triple_cmp(const void *x, const void *y) {
     return 0;
 }
 
-/* Remaps the triangles onto the welded vertices, drops those left without 3-D area or repeating an
- * earlier one, turns the rest counter-clockwise in the plane and marks walls. */
-static terra_status triangles(const terra_scenery *s, const uint32_t *map, terra_scenery_cut *c) {
-    size_t n = s->triangle_count;
+terra_status terra_scenery_drop_repeats(uint32_t *tri, size_t *count, size_t *dropped) {
+    size_t n = *count;
     uint32_t *key = terra_alloc((n ? n : 1) * 4 * sizeof(uint32_t));
     uint8_t *drop = terra_calloc(n ? n : 1, 1);
     if (!key || !drop) {
         terra_free(key);
         terra_free(drop);
-        return terra_fail(TERRA_E_NOMEM, "scenery cut: out of memory for %zu triangles", n);
+        return terra_fail(TERRA_E_NOMEM, "scenery: out of memory for %zu triangles", n);
     }
+    /* sorted corners, then the index: equal triples end up side by side, the earliest first */
     for (size_t t = 0; t < n; t++) {
-        uint32_t v[3];
-        for (int k = 0; k < 3; k++) v[k] = map[s->tri[3 * t + k]];
-        const double *A = c->p + 3 * (size_t)v[0], *B = c->p + 3 * (size_t)v[1], *C = c->p + 3 * (size_t)v[2];
-        double e1[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]}, e2[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
-        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2] ||
-            (e1[1] * e2[2] == e1[2] * e2[1] && e1[2] * e2[0] == e1[0] * e2[2] && e1[0] * e2[1] == e1[1] * e2[0]))
-            drop[t] = 1;
-        /* sorted corners, then the index: equal triples end up side by side, the earliest first */
+        uint32_t v[3] = {tri[3 * t], tri[3 * t + 1], tri[3 * t + 2]};
         for (int i = 0; i < 3; i++)
             for (int j = i + 1; j < 3; j++)
                 if (v[j] < v[i]) {
@@ -299,24 +291,43 @@ static terra_status triangles(const terra_scenery *s, const uint32_t *map, terra
         if (!memcmp(key + 4 * i, key + 4 * (i - 1), 3 * sizeof(uint32_t))) drop[key[4 * i + 3]] = 1;
     terra_free(key);
     size_t kept = 0;
+    for (size_t t = 0; t < n; t++)
+        if (!drop[t]) memmove(tri + 3 * kept++, tri + 3 * t, 3 * sizeof(uint32_t));
+    terra_free(drop);
+    *dropped = n - kept;
+    *count = kept;
+    return TERRA_OK;
+}
+
+/* Remaps the triangles onto the welded vertices, drops those left without 3-D area or repeating an
+ * earlier one, turns the rest counter-clockwise in the plane and marks walls. */
+static terra_status triangles(const terra_scenery *s, const uint32_t *map, terra_scenery_cut *c) {
+    size_t n = 0;
+    for (size_t t = 0; t < s->triangle_count; t++) {
+        uint32_t *v = c->tri + 3 * n;
+        for (int k = 0; k < 3; k++) v[k] = map[s->tri[3 * t + k]];
+        const double *A = c->p + 3 * (size_t)v[0], *B = c->p + 3 * (size_t)v[1], *C = c->p + 3 * (size_t)v[2];
+        double e1[3] = {B[0] - A[0], B[1] - A[1], B[2] - A[2]}, e2[3] = {C[0] - A[0], C[1] - A[1], C[2] - A[2]};
+        bool flat = e1[1] * e2[2] == e1[2] * e2[1] && e1[2] * e2[0] == e1[0] * e2[2] && e1[0] * e2[1] == e1[1] * e2[0];
+        n += !(v[0] == v[1] || v[1] == v[2] || v[0] == v[2] || flat);
+    }
+    size_t repeated;
+    terra_status st = terra_scenery_drop_repeats(c->tri, &n, &repeated);
+    if (st != TERRA_OK) return st;
     for (size_t t = 0; t < n; t++) {
-        if (drop[t]) continue;
-        uint32_t *o = c->tri + 3 * kept;
-        for (int k = 0; k < 3; k++) o[k] = map[s->tri[3 * t + k]];
+        uint32_t *o = c->tri + 3 * t;
         pvert a = source_vertex(c, o[0]), b = source_vertex(c, o[1]), d = source_vertex(c, o[2]);
         double area = orient(&a, &b, &d);
         if (area < 0) {
             uint32_t x = o[1];
             o[1] = o[2], o[2] = x;
         }
-        c->wall[kept] = area == 0;
+        c->wall[t] = area == 0;
         c->info.walls += area == 0;
-        kept++;
     }
-    terra_free(drop);
-    c->triangle_count = kept;
-    c->info.triangles = kept;
-    c->info.collapsed = n - kept;
+    c->triangle_count = n;
+    c->info.triangles = n;
+    c->info.collapsed = s->triangle_count - n;
     return TERRA_OK;
 }
 
