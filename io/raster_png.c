@@ -133,6 +133,7 @@ static bool cursor_start(const terra_raster_desc *d, png_cursor *c) {
     c->w = (int)w32;
     c->h = (int)h32;
     c->rowbytes = png_get_rowbytes(c->png, c->info);
+    if (!(c->row = terra_alloc(c->rowbytes))) goto fail;
     return true;
 fail:
     cursor_end(c);
@@ -142,7 +143,6 @@ fail:
 /* Decodes rows [y0, y0 + n) (y0 >= c->next: rows between are skipped) into out, n whole rows of
  * heights; false when the file is damaged (the cursor is then spent). */
 static bool cursor_rows(png_cursor *c, const terra_raster_desc *d, int y0, int n, float *out) {
-    if (!c->row && !(c->row = terra_alloc(c->rowbytes))) return false;
     if (setjmp(png_jmpbuf(c->png))) return false;
     for (; c->next < y0; c->next++) png_read_row(c->png, c->row, NULL);
     for (int i = 0; i < n; i++, c->next++) {
@@ -231,12 +231,13 @@ static terra_status png_window(terra_raster_source *s, int x0, int y0, int w, in
     return terra_raster_check_window(s->path, out, x0, y0, w, h);
 }
 
-static void png_close(terra_raster_source *s) {
-    png_source *p = s->impl;
+static void png_source_free(png_source *p) {
     cursor_end(&p->c);
     terra_free(p->band);
     terra_free(p);
 }
+
+static void png_close(terra_raster_source *s) { png_source_free(s->impl); }
 
 static const terra_raster_source_ops png_ops = {png_window, NULL, png_close};
 
@@ -252,7 +253,7 @@ terra_status terra_raster_open_png(const terra_raster_desc *d, terra_raster_sour
     terra_raster r = {.width = p->c.w, .height = p->c.h, .geo = {0, 1, 0, 0, 0, 1}};
     r.spacing_x = r.spacing_y = d->spacing_m > 0 ? d->spacing_m : 1.0;
     if (terra_raster_check_extent(d->path, &r) != TERRA_OK || terra_raster_source_new(d, &png_ops, p, out) != TERRA_OK) {
-        png_close(&(terra_raster_source){.impl = p});
+        png_source_free(p);
         return TERRA_OK;
     }
     terra_raster_info *in = &(*out)->info;
