@@ -165,6 +165,7 @@ static void test_record_path(void) {
     CHECK(!strcmp(p, "/tmp/c/world.terra.record"), "%s", p);
     terra_free(p);
     CHECK(terra_cook_cache_record_path(NULL, "out/", &p) == TERRA_E_INVALID, "no file name");
+    CHECK(terra_cook_cache_record_path("", "world.terra", &p) == TERRA_E_INVALID, "empty directory name");
 }
 
 /* ---- a small world cooked into an archive ------------------------------------------------------ */

@@ -722,6 +722,7 @@ const char *terra_cook_input_change_name(terra_cook_input_change c) {
 terra_status terra_cook_cache_record_path(const char *dir, const char *output, char **out) {
     *out = NULL;
     if (!output || !*output) return terra_fail(TERRA_E_INVALID, "cook cache: no output path");
+    if (dir && !*dir) return terra_fail(TERRA_E_INVALID, "cook cache: an empty cache directory name");
     const char *slash = strrchr(output, '/'), *name = slash ? slash + 1 : output;
     if (!*name) return terra_fail(TERRA_E_INVALID, "cook cache: the output %s names no file", output);
     size_t n = (dir ? strlen(dir) : strlen(output) + 6) + strlen(name) + 9;
