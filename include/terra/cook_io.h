@@ -87,7 +87,7 @@ typedef struct terra_cook_desc {
     terra_cook_frame frame;
     int threads;                    /* 0 = 2 */
     terra_compression compression;  /* 0 (none) is allowed; the CLI's default is gzip */
-    int compression_level;          /* 0 = the default */
+    int compression_level;          /* 0 = the default (gzip 6, zstd 9) */
     const char *options_json;       /* how the inputs were read (encoding, z-scale, ...), JSON, or NULL:
                                        recorded in the metadata */
     void (*progress)(void *user, uint64_t done, uint64_t total); /* may be NULL; any thread */

@@ -141,7 +141,13 @@ terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_
         }
     }
     if (st == TERRA_OK) st = to_cook_mesh(rt, &tm, ring, T, tx, ty, out);
-    if (st == TERRA_OK) *error = tm.levels[tm.level_count - 1].reached_error;
+    if (st == TERRA_OK) {
+        /* The mesher keeps every sample within the bound but does not say how far within: measure. */
+        const terra_tin_level *L = &tm.levels[tm.level_count - 1];
+        terra_tin_check_result cr;
+        st = terra_tin_check(in, T + 1, T + 1, tm.xy, tm.z, tm.vertex_count, L->triangles, L->triangle_count, NULL, &cr);
+        *error = cr.max_error;
+    }
 done:
     terra_tin_mesh_free(&tm);
     edges_free(&e);

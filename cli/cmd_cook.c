@@ -1,0 +1,230 @@
+/* terra cook: elevation rasters into an archive of TIN tiles (terra/cook_io.h), with a progress bar
+ * on a terminal and a report at the end. */
+#include "cli.h"
+#include "terra/cook_io.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define CMD "cook"
+#define MAX_INPUTS 256
+
+static void help(FILE *f) {
+    fprintf(f,
+            "Usage: terra cook INPUT... -o OUT.terra [OPTIONS]\n\n"
+            "Cooks elevation rasters into an archive of irregular (TIN) quantized-mesh tiles with\n"
+            "levels of detail. The finest level is a greedy-insertion TIN per tile within --max-error;\n"
+            "each coarser tile is its four children merged and simplified to twice the error of the\n"
+            "level below, keeping every vertex on its outer border, so neighbouring tiles at any two\n"
+            "levels share their border exactly. Each tile's geometric error in the index is measured.\n"
+            "No-data samples stay holes.\n\n"
+            "INPUT is anything GDAL reads (GeoTIFF, SRTM .hgt, 16-bit PNG, ...). A georeferenced raster\n"
+            "(EPSG:4326 degrees) cooks in the geographic frame: Cesium's EPSG:4326 TMS tiles at the\n"
+            "finest zoom whose samples are at least as fine as the raster's, resampled bilinearly, down\n"
+            "to the two root tiles. Several georeferenced inputs are one ground (the finest wins where\n"
+            "they overlap). A raster without georeference cooks in the local frame: one plane unit per\n"
+            "sample, --spacing metres apart, level 0 finest.\n\n"
+            "Options:\n"
+            "  -o, --output OUT          the archive to write (renamed into place when complete)\n"
+            "  -e, --max-error M         the finest level's vertical error bound, metres (default 1)\n"
+            "      --levels N            local frame: levels to build (default: up to one tile)\n"
+            "      --tile-size S         samples along a finest tile's side (default 256; geographic:\n"
+            "                            a power of two)\n"
+            "      --frame F             auto (default), local or geographic\n"
+            "      --threads N           worker threads (default 2)\n"
+            "      --compression C       gzip (default), zstd or none\n"
+            "      --cache DIR           where the cook cache lives (default: beside OUT)\n"
+            "      --no-cache            cook afresh\n"
+            "      --encoding E          plain (default), terrain-rgb or terrarium\n"
+            "      --band N              band of a plain raster (default 1)\n"
+            "      --z-scale S           multiply heights by S (e.g. 0.1 for decimetres)\n"
+            "      --spacing M           metres between samples (default: georeferencing, else 1)\n"
+            "  -q, --quiet               no progress bar (there is none when stderr is not a terminal)\n"
+            "  -h, --help                this help\n\n"
+            "Prints a report (key value lines): frame, tiles, levels, per level its tiles, vertices,\n"
+            "triangles, stored bytes and largest geometric error, bytes, seconds, samples_per_s,\n"
+            "peak_mb (this process) and reader_peak_mb (the terra-raster reader process).\n"
+            "Exit 0 on success, 1 on failure, 2 on bad usage.\n");
+}
+
+/* ---- the progress bar ------------------------------------------------------------------------- */
+
+typedef struct bar {
+    pthread_mutex_t lock;
+    int shown; /* permille last drawn, -1 none */
+} bar;
+
+static void bar_draw(void *user, uint64_t done, uint64_t total) {
+    bar *b = user;
+    int pm = total ? (int)(1000 * done / total) : 0;
+    pthread_mutex_lock(&b->lock);
+    if (pm != b->shown) {
+        b->shown = pm;
+        char cells[41];
+        int full = pm * 40 / 1000;
+        for (int i = 0; i < 40; i++) cells[i] = i < full ? '#' : '.';
+        cells[40] = 0;
+        fprintf(stderr, "\rterra cook: [%s] %5.1f%% %llu/%llu tiles", cells, pm / 10.0, (unsigned long long)done,
+                (unsigned long long)total);
+        fflush(stderr);
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* ---- the report --------------------------------------------------------------------------------- */
+
+static double rusage_mb(int who) {
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+static void print_report(const char *out, const terra_cook_report *r, double read_s) {
+    printf("output %s\nframe %s\n", out, terra_frame_name(r->grid.frame));
+    if (r->grid.frame == TERRA_FRAME_GEOGRAPHIC) printf("zoom_finest %d\n", r->grid.depth);
+    printf("tile_units %g\nunit %.17g %.17g\ntiles %llu\nlevels %d\n", r->grid.tile_units, r->grid.unit[0],
+           r->grid.unit[1], (unsigned long long)r->tiles, r->levels);
+    for (int d = 0; d < r->levels && d < 32; d++) {
+        int level = r->grid.frame == TERRA_FRAME_GEOGRAPHIC ? r->grid.depth - d : d;
+        printf("level %d tiles %llu vertices %llu triangles %llu bytes %llu max_error %.4f\n", level,
+               (unsigned long long)r->level[d].tiles, (unsigned long long)r->level[d].vertices,
+               (unsigned long long)r->level[d].triangles, (unsigned long long)r->level[d].bytes, r->level[d].max_error);
+    }
+    printf("bytes %llu\nsamples %llu\nread_s %.3f\ncook_s %.3f\nsamples_per_s %.0f\n", (unsigned long long)r->bytes,
+           (unsigned long long)r->samples, read_s, r->seconds, r->seconds > 0 ? (double)r->samples / r->seconds : 0);
+    printf("mesh_peak_mb %.1f\npeak_mb %.1f\nreader_peak_mb %.1f\n", (double)r->mesh_peak_bytes / 1048576.0,
+           rusage_mb(RUSAGE_SELF), rusage_mb(RUSAGE_CHILDREN));
+}
+
+/* ---- the command --------------------------------------------------------------------------------- */
+
+enum { OPT_LEVELS = 256, OPT_TILE, OPT_FRAME, OPT_THREADS, OPT_COMP, OPT_CACHE, OPT_NOCACHE, OPT_ENC, OPT_BAND,
+       OPT_ZS, OPT_SPACING };
+
+int cmd_cook(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'},        {"max-error", required_argument, 0, 'e'},
+        {"levels", required_argument, 0, OPT_LEVELS}, {"tile-size", required_argument, 0, OPT_TILE},
+        {"frame", required_argument, 0, OPT_FRAME},   {"threads", required_argument, 0, OPT_THREADS},
+        {"compression", required_argument, 0, OPT_COMP}, {"cache", required_argument, 0, OPT_CACHE},
+        {"no-cache", no_argument, 0, OPT_NOCACHE},    {"encoding", required_argument, 0, OPT_ENC},
+        {"band", required_argument, 0, OPT_BAND},     {"z-scale", required_argument, 0, OPT_ZS},
+        {"spacing", required_argument, 0, OPT_SPACING}, {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+    const char *out = NULL, *cache = NULL;
+    bool quiet = false, no_cache = false;
+    double max_error = 1.0, zscale = 0, spacing = 0;
+    int levels = 0, tile = 0, threads = 2, band = 0;
+    terra_cook_frame frame = TERRA_COOK_FRAME_AUTO;
+    terra_compression comp = TERRA_COMPRESS_GZIP;
+    terra_raster_encoding enc = TERRA_RASTER_PLAIN;
+    static const char *enc_names[] = {"plain", "terrain-rgb", "terrarium"};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:e:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'e':
+            if (!cli_opt_double(CMD, "--max-error", optarg, "metres", 1e-6, 1e6, &max_error)) return EXIT_USAGE;
+            if (!(max_error > 0)) return cli_usage_error(CMD, "--max-error must be above 0, not '%s'", optarg);
+            break;
+        case OPT_LEVELS:
+            if (!cli_opt_int(CMD, "--levels", optarg, 1, 25, &levels)) return EXIT_USAGE;
+            break;
+        case OPT_TILE:
+            if (!cli_opt_int(CMD, "--tile-size", optarg, 4, 4096, &tile)) return EXIT_USAGE;
+            break;
+        case OPT_FRAME:
+            if (!strcmp(optarg, "auto")) frame = TERRA_COOK_FRAME_AUTO;
+            else if (!strcmp(optarg, "local")) frame = TERRA_COOK_FRAME_LOCAL;
+            else if (!strcmp(optarg, "geographic")) frame = TERRA_COOK_FRAME_GEOGRAPHIC;
+            else return cli_usage_error(CMD, "--frame: '%s' is not auto, local or geographic", optarg);
+            break;
+        case OPT_THREADS:
+            if (!cli_opt_int(CMD, "--threads", optarg, 1, 64, &threads)) return EXIT_USAGE;
+            break;
+        case OPT_COMP:
+            if (!terra_compression_parse(optarg, &comp))
+                return cli_usage_error(CMD, "--compression: '%s' is not gzip, zstd or none", optarg);
+            break;
+        case OPT_CACHE: cache = optarg; break;
+        case OPT_NOCACHE: no_cache = true; break;
+        case OPT_ENC: {
+            int k = 0;
+            while (k < 3 && strcmp(optarg, enc_names[k])) k++;
+            if (k == 3) return cli_usage_error(CMD, "--encoding: '%s' is not plain, terrain-rgb or terrarium", optarg);
+            enc = (terra_raster_encoding)k;
+            break;
+        }
+        case OPT_BAND:
+            if (!cli_opt_int(CMD, "--band", optarg, 1, 65535, &band)) return EXIT_USAGE;
+            break;
+        case OPT_ZS:
+            if (!cli_opt_double(CMD, "--z-scale", optarg, "a factor", -1e6, 1e6, &zscale)) return EXIT_USAGE;
+            if (zscale == 0) return cli_usage_error(CMD, "--z-scale must not be 0");
+            break;
+        case OPT_SPACING:
+            if (!cli_opt_double(CMD, "--spacing", optarg, "metres", 1e-6, 1e6, &spacing)) return EXIT_USAGE;
+            break;
+        case 'q': quiet = true; break;
+        case 'h': help(stdout); return EXIT_OK;
+        case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    const int nin = argc - optind;
+    if (nin < 1) return cli_usage_error(CMD, "no input");
+    if (nin > MAX_INPUTS) return cli_usage_error(CMD, "more than %d inputs", MAX_INPUTS);
+    if (!out) return cli_usage_error(CMD, "no output: -o OUT.terra");
+    if (cache && no_cache) return cli_usage_error(CMD, "--cache and --no-cache do not go together");
+    if (levels && frame == TERRA_COOK_FRAME_GEOGRAPHIC)
+        return cli_usage_error(CMD, "--levels is for the local frame (geographic tiles go down to the roots)");
+    /* The cook cache is not in this build yet: every cook is afresh. */
+    if (cache && !quiet) fprintf(stderr, "terra cook: no cook cache in this build: cooking afresh\n");
+
+    terra_raster *rasters = calloc((size_t)nin, sizeof *rasters);
+    terra_cook_input *inputs = calloc((size_t)nin, sizeof *inputs);
+    int rc = EXIT_OK, read = 0;
+    double t0 = terra_now_s();
+    if (!rasters || !inputs) rc = cli_error(CMD, "out of memory");
+    for (; rc == EXIT_OK && read < nin; read++) {
+        terra_raster_desc rd = {.path = argv[optind + read], .encoding = enc, .band = band, .z_scale = zscale,
+                                .spacing_m = spacing};
+        if (terra_raster_read_isolated(&rd, NULL, &rasters[read]) != TERRA_OK) {
+            rc = cli_error(CMD, "%s", terra_last_error());
+            break;
+        }
+        inputs[read] = (terra_cook_input){.path = argv[optind + read], .raster = &rasters[read]};
+    }
+    const double read_s = terra_now_s() - t0;
+    if (rc == EXIT_OK) {
+        char options[256];
+        snprintf(options, sizeof options,
+                 "{\"encoding\":\"%s\",\"band\":%d,\"z_scale\":%.17g,\"spacing_m\":%.17g,\"max_error\":%.17g}",
+                 enc_names[enc], band ? band : 1, zscale ? zscale : 1.0, spacing, max_error);
+        bar b = {.shown = -1};
+        pthread_mutex_init(&b.lock, NULL);
+        const bool show = !quiet && isatty(STDERR_FILENO);
+        terra_cook_desc d = {.inputs = inputs, .input_count = (size_t)nin, .output = out, .max_error = max_error,
+                             .levels = levels, .tile_size = tile, .frame = frame, .threads = threads,
+                             .compression = comp, .options_json = options, .progress = show ? bar_draw : NULL,
+                             .progress_user = &b};
+        terra_cook_report rep;
+        terra_status st = terra_cook(&d, &rep);
+        if (show && b.shown >= 0) fputc('\n', stderr);
+        pthread_mutex_destroy(&b.lock);
+        if (st != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
+        else print_report(out, &rep, read_s);
+    }
+    for (int i = 0; i < read; i++) terra_raster_free(&rasters[i]);
+    free(rasters);
+    free(inputs);
+    return rc;
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# terra cook: rasters into TIN tile archives (fuji and St Helens in the local frame, the SRTM cell
+# N44W072.hgt in the geographic one) that `terra info --verify` reads back; usage errors exit 2;
+# bad inputs (missing, empty, all no-data) exit 1 naming the file, and leave no output behind.
+set -u
+BIN=${TERRA_BIN:-./terra}
+DATA=${TERRA_SHARED:-../shared}/data/dem
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+# expect NAME CODE CMD...: runs CMD (stderr not a terminal), checks its exit code
+expect() {
+  local name=$1 code=$2
+  shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ "$rc" -eq "$code" ]; then ok "$name"; else bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; fi
+}
+field() { awk -v k="$1" '$1 == k { print $2; exit }' "$T/out"; }
+# failed NAME FILE-IN-MESSAGE CMD...: exit 1, the message names the file, no output left
+failed() {
+  local name=$1 file=$2
+  shift 2
+  expect "$name" 1 "$@"
+  grep -q -- "$file" "$T/err" && ok "$name: message names $file" || bad "$name: message: $(cat "$T/err")"
+  [ -z "$(ls "$T/o" 2>/dev/null)" ] && ok "$name: nothing written" || bad "$name: left $(ls "$T/o")"
+}
+mkdir -p "$T/o"
+
+expect "help" 0 "$BIN" cook --help
+grep -q -- "--max-error" "$T/out" && grep -q -- "--frame" "$T/out" && ok "help text" || bad "help text"
+
+# Bad usage: exit 2, nothing written.
+expect "no input" 2 "$BIN" cook -o "$T/o/x.terra"
+expect "no output" 2 "$BIN" cook "$T/missing.png"
+expect "max-error 0" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --max-error 0
+expect "threads 0" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --threads 0
+expect "tile size 3" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --tile-size 3
+expect "levels 0" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --levels 0
+expect "frame" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --frame polar
+expect "encoding" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --encoding jpeg
+expect "compression" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --compression lzma
+expect "levels with geographic" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --frame geographic --levels 3
+expect "unknown option" 2 "$BIN" cook "$T/missing.png" -o "$T/o/x.terra" --fast
+[ -z "$(ls "$T/o")" ] && ok "usage errors write nothing" || bad "usage errors left $(ls "$T/o")"
+
+# Bad inputs: exit 1, the file named, no output.
+failed "missing file" "$T/missing.png" "$BIN" cook "$T/missing.png" -o "$T/o/x.terra"
+: >"$T/empty.tif"
+failed "0-byte file" "$T/empty.tif" "$BIN" cook "$T/empty.tif" -o "$T/o/x.terra"
+{ printf 'ncols 4\nnrows 3\nxllcorner 0\nyllcorner 0\ncellsize 1\nNODATA_value -9999\n'
+  for r in 1 2 3; do echo "-9999 -9999 -9999 -9999"; done; } >"$T/void.asc"
+failed "all no-data" "$T/void.asc" env GDAL_PAM_ENABLED=NO "$BIN" cook "$T/void.asc" -o "$T/o/x.terra"
+# A failed cook leaves an archive already there as it was.
+echo "an earlier archive" >"$T/keep.terra"
+expect "failure keeps the old output" 1 "$BIN" cook "$T/empty.tif" -o "$T/keep.terra"
+[ "$(cat "$T/keep.terra")" = "an earlier archive" ] && ok "old output intact" || bad "old output intact"
+
+if [ ! -f "$DATA/fuji.png" ]; then
+  echo "SKIP cooking real rasters: $DATA not found (set TERRA_SHARED)"
+  echo "$fails failed"
+  [ "$fails" -eq 0 ]
+  exit
+fi
+
+# Fuji (Terrain-RGB, 62 m spacing): local frame, four finest tiles and their parent. Silent in a pipe.
+expect "fuji" 0 "$BIN" cook "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -e 10 -o "$T/fuji.terra"
+[ "$(field frame)" = local ] && [ "$(field levels)" = 2 ] && [ "$(field tiles)" = 5 ] && ok "fuji report" \
+  || bad "fuji report: $(cat "$T/out")"
+[ ! -s "$T/err" ] && ok "no progress bar in a pipe" || bad "stderr in a pipe: $(head -c 200 "$T/err")"
+grep -q "^level 0 tiles 4 " "$T/out" && grep -q "^peak_mb " "$T/out" && grep -q "^samples_per_s " "$T/out" \
+  && ok "fuji report lines" || bad "fuji report lines: $(cat "$T/out")"
+awk '$1 == "level" && $2 == 0 { e = $NF } END { exit !(e > 0 && e <= 10) }' "$T/out" && ok "fuji finest error measured, within the bound" \
+  || bad "fuji finest error: $(grep '^level 0' "$T/out")"
+expect "fuji verify" 0 "$BIN" info --verify "$T/fuji.terra"
+grep -q 'intact' "$T/out" && ok "fuji archive intact" || bad "fuji archive: $(tail -3 "$T/out")"
+
+# St Helens 10 m (16-bit, decimetres): 64 finest tiles; quiet.
+expect "st helens" 0 "$BIN" cook "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -e 5 --levels 2 -q -o "$T/sth.terra"
+[ "$(field tiles)" = 80 ] && [ "$(field levels)" = 2 ] && ok "st helens tiles" || bad "st helens tiles: $(cat "$T/out")"
+expect "st helens verify" 0 "$BIN" info --verify "$T/sth.terra"
+
+# N44W072.hgt: georeferenced, so geographic: zoom 10 is the first whose 256-sample tiles are finer
+# than its 3 arc-seconds; the levels go down to zoom 0.
+expect "hgt" 0 "$BIN" cook "$DATA/N44W072.hgt" -e 10 -q -o "$T/hgt.terra"
+[ "$(field frame)" = geographic ] && [ "$(field zoom_finest)" = 10 ] && [ "$(field levels)" = 11 ] && ok "hgt geographic" \
+  || bad "hgt geographic: $(cat "$T/out")"
+grep -q "^level 10 tiles 42 " "$T/out" && grep -q "^level 0 tiles 1 " "$T/out" && ok "hgt tiles" || bad "hgt tiles: $(grep '^level' "$T/out")"
+expect "hgt verify" 0 "$BIN" info --verify "$T/hgt.terra"
+grep -q "geographic" "$T/out" && ok "hgt archive frame" || bad "hgt archive frame"
+# The same raster cooked in the local frame by request.
+expect "hgt local" 0 "$BIN" cook "$DATA/N44W072.hgt" -e 10 --frame local --levels 1 -q -o "$T/hgtl.terra"
+[ "$(field frame)" = local ] && [ "$(field tiles)" = 25 ] && ok "hgt local tiles" || bad "hgt local tiles: $(cat "$T/out")"
+
+echo "$fails failed"
+[ "$fails" -eq 0 ]
