@@ -115,32 +115,56 @@ static double plane_area(const double *a, const double *b, const double *c) {
     return fabs((b[0] - a[0]) * (c[2] - a[2]) - (b[2] - a[2]) * (c[0] - a[0])) / 2;
 }
 
-/* The ground with a hole, a wall across it, the embankment, the house, the tree, the bush. */
+/* The ground's height at scenery (x, z) (the TIN's triangle there), or `otherwise`. */
+static double ground_height(const ground *g, double x, double z, double otherwise) {
+    for (size_t t = 0; t < g->nt; t++) {
+        const double *p[3];
+        for (int k = 0; k < 3; k++) p[k] = g->xyz + 3 * (size_t)g->tri[3 * t + k];
+        double area = (p[1][0] - p[0][0]) * (p[2][2] - p[0][2]) - (p[1][2] - p[0][2]) * (p[2][0] - p[0][0]);
+        double l[3];
+        for (int k = 0; k < 3; k++) {
+            const double *a = p[(k + 1) % 3], *b = p[(k + 2) % 3];
+            l[k] = ((b[0] - a[0]) * (z - a[2]) - (b[2] - a[2]) * (x - a[0])) / area;
+        }
+        if (l[0] >= 0 && l[1] >= 0 && l[2] >= 0) return l[0] * p[0][1] + l[1] * p[1][1] + l[2] * p[2][1];
+    }
+    return otherwise;
+}
+
+/* The ground with a hole; a retaining wall standing on it (sunk half a metre, 3 m tall); a steep
+ * embankment (70 degrees, its triangles facing down) in a cutting of its own, so that nothing lies
+ * over the ground twice; the house, the tree, the bush. */
 static void make_scenery(const ground *g, scenery *s) {
     memset(s, 0, sizeof *s);
     double W = (g->w - 1) * g->spacing, D = (g->h - 1) * g->spacing, h0 = 0;
     for (size_t i = 0; i < g->nv; i++) h0 += g->xyz[3 * i + 1] / (double)g->nv;
     s->hole[0] = 0.3 * W, s->hole[1] = 0.6 * D, s->hole[2] = 0.12 * W;
+    const double ex = 0.7 * W, ez0 = 0.7 * D, ez1 = 0.86 * D, run = 4, rise = run * 2.75;
+    const double foot = ground_height(g, ex, ez0, h0);
     for (size_t t = 0; t < g->nt; t++) {
         const double *p[3];
-        double cx = 0, cz = 0;
-        for (int k = 0; k < 3; k++) p[k] = g->xyz + 3 * (size_t)g->tri[3 * t + k], cx += p[k][0] / 3, cz += p[k][2] / 3;
-        if (hypot(cx - s->hole[0], cz - s->hole[1]) < s->hole[2]) continue;
+        double cx = 0, cz = 0, lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+        for (int k = 0; k < 3; k++) {
+            p[k] = g->xyz + 3 * (size_t)g->tri[3 * t + k], cx += p[k][0] / 3, cz += p[k][2] / 3;
+            lo[0] = fmin(lo[0], p[k][0]), hi[0] = fmax(hi[0], p[k][0]);
+            lo[1] = fmin(lo[1], p[k][2]), hi[1] = fmax(hi[1], p[k][2]);
+        }
+        if (hypot(cx - s->hole[0], cz - s->hole[1]) < s->hole[2]) continue;            /* the hole */
+        if (hi[0] > ex && lo[0] < ex + run && hi[1] > ez0 && lo[1] < ez1) continue;  /* the cutting */
         mesh_tri(&s->m[0], p[0], p[1], p[2], GRASS_M);
         s->ground_tris++;
     }
-    /* a retaining wall: four vertical panels along z = 0.25 D, 3 m tall */
     for (int i = 0; i < 4; i++) {
         double x0 = (0.5 + 0.08 * i) * W, x1 = (0.58 + 0.08 * i) * W, z = 0.25 * D;
-        double a[3] = {x0, h0 + 0.5 * i, z}, b[3] = {x1, h0 + 0.5 * i + 0.5, z}, c[3] = {x1, b[1] + 3, z},
-               d[3] = {x0, a[1] + 3, z};
+        double a[3] = {x0, ground_height(g, x0, z, h0) - 0.5, z}, b[3] = {x1, ground_height(g, x1, z, h0) - 0.5, z};
+        double c[3] = {x1, b[1] + 3, z}, d[3] = {x0, a[1] + 3, z};
         mesh_quad(&s->m[1], a, b, c, d, STONE_M);
         s->wall_tris += 2;
     }
-    /* an embankment, 70 degrees steep, its triangles facing down */
     for (int i = 0; i < 4; i++) {
-        double x = 0.7 * W, z0 = (0.7 + 0.04 * i) * D, z1 = (0.74 + 0.04 * i) * D, run = 4, rise = run * 2.75;
-        double a[3] = {x, h0, z0}, b[3] = {x, h0, z1}, c[3] = {x + run, h0 + rise, z1}, d[3] = {x + run, h0 + rise, z0};
+        double z0 = ez0 + (ez1 - ez0) * i / 4, z1 = ez0 + (ez1 - ez0) * (i + 1) / 4;
+        double a[3] = {ex, foot, z0}, b[3] = {ex, foot, z1}, c[3] = {ex + run, foot + rise, z1},
+               d[3] = {ex + run, foot + rise, z0};
         mesh_quad(&s->m[2], a, b, c, d, GRAVEL_M); /* a, b, c seen from above: clockwise in (x, z) with y up */
         s->embankment_tris += 2;
     }
@@ -600,6 +624,25 @@ static void test_bad_files(void) {
     CHECK(terra_scenery_read(&d, &s) == TERRA_E_IO && strstr(terra_last_error(), "not a regular file"));
 }
 
+/* PLY (no materials, no texture coordinates: one layer, no repeat measured) and the triangle cap. */
+static void test_ply_and_cap(void) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/quad.ply", dir);
+    CHECK(write_text(p, "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
+                        "property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
+                        "0 0 0\n10 0 0\n10 1 10\n0 1 10\n3 0 1 2\n3 0 2 3\n"));
+    terra_scenery s;
+    terra_scenery_desc d = {.path = p};
+    CHECK(terra_scenery_read(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    CHECK(s.triangle_count == 2 && s.vertex_count == 4 && s.layer_count == 1 && s.layers[0].metres_per_repeat == 0 &&
+              s.layers[0].triangles == 2 && s.left_out_count == 0 && s.file_count == 0,
+          "%zu triangles, %zu layers", s.triangle_count, s.layer_count);
+    terra_scenery_free(&s);
+    d.max_triangles = 1;
+    CHECK(terra_scenery_read(&d, &s) == TERRA_E_CAPACITY && strstr(terra_last_error(), "more than 1 ground triangles"),
+          "%s", terra_last_error());
+}
+
 /* --write DIR: the sceneries and the bad files, for terra check and the CLI tests. */
 static int write_all(const char *out) {
     mkdir(out, 0755);
@@ -625,6 +668,7 @@ int main(int argc, char **argv) {
     RUN(test_synthetic);
     RUN(test_dem);
     RUN(test_bad_files);
+    RUN(test_ply_and_cap);
     int rc = finish();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -87,7 +87,9 @@ typedef struct terra_scenery_desc {
 
 /* Reads the ground of a scenery. Errors name the file, the place (mesh, vertex) and the problem:
  * missing or unreadable file, an empty (0-byte) one, assimp's own error text, a position that is
- * NaN or infinite, more than 65,536 ground materials, no ground left. */
+ * NaN or infinite, more than 65,536 ground materials, no ground left. One read at a time: assimp's
+ * C interface keeps its last error in one place for the process. A texture's alpha is looked for
+ * in PNG files and embedded images (PNG or raw texels); other image formats count as opaque. */
 terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *out);
 void terra_scenery_free(terra_scenery *s);
 
