@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A real client draws geographic archives: `terra serve` serves each over loopback and CesiumJS
+# (npm cesium) in Debian's headless Chromium (npm puppeteer-core; never a downloaded browser) loads
+# it with the camera looking down over the archive's area (tests/js/cesium_browser.mjs): the tile of
+# the deepest level under the camera must be requested, the picture must show ground with relief,
+# no tile may fail. Two archives: the default world baked for Cesium (levels 0..4), and, with
+# $TERRA_SHARED, the SRTM cell N44W072 cooked by `terra cook` (the camera over Mount Washington).
+# Skips, saying so, without chromium, node/npm or the npm packages. Every step is bounded (15 + 60
+# + 30 + 75 s at worst; under a minute when things work); TERRA_KEEP=1 keeps the screenshots and
+# archives.
+set -euo pipefail
+T=${TERRA_BIN:?TERRA_BIN not set}
+js=$(cd "$(dirname "$0")/js" && pwd)
+chromium=${CHROMIUM:-/usr/bin/chromium}
+[ -x "$chromium" ] || { echo "SKIP cli_cesium_browser: $chromium not installed"; exit 0; }
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "SKIP cli_cesium_browser: node/npm not installed"; exit 0; fi
+if [ ! -d "$js/node_modules/cesium/Build/Cesium" ] || [ ! -d "$js/node_modules/puppeteer-core" ]; then
+  log=$(mktemp)
+  if ! (cd "$js" && PUPPETEER_SKIP_DOWNLOAD=1 timeout 300 npm install --no-audit --no-fund --loglevel=error >/dev/null 2>"$log"); then
+    echo "SKIP cli_cesium_browser: npm install failed (no network to the npm registry?): $(tail -3 "$log")"
+    rm -f "$log"
+    exit 0
+  fi
+  rm -f "$log"
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/terra_cesium.XXXXXX")
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  [ -n "${TERRA_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# client NAME LON LAT HEIGHT_M LOAD_S: serves NAME.terra and has CesiumJS draw it (screenshot
+# NAME.png), the globe loaded within LOAD_S seconds, the whole client within LOAD_S + 20
+client() {
+  local name=$1 url
+  "$T" serve --port 0 --threads 2 "$work/$name.terra" >"$work/$name.serve.out" 2>"$work/$name.serve.err" &
+  server_pid=$!
+  for _ in $(seq 1 100); do grep -q "http://" "$work/$name.serve.out" 2>/dev/null && break; sleep 0.05; done
+  url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/$name.serve.out") || fail "serve did not start: $(cat "$work/$name.serve.err")"
+  echo "$name: screenshot $work/$name.png${TERRA_KEEP:+ (kept)}"
+  (cd "$js" && timeout $(($5 + 20)) node cesium_browser.mjs "$url/" "$2" "$3" "$4" "$work/$name.png" "$5") || fail "$name: CesiumJS did not draw it"
+  kill "$server_pid"
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+}
+
+# the default world over 7,45..7.5,45.5, levels 0..4; the camera 60 km above its middle
+timeout 15 "$T" bake -q --frame geographic --levels 4 "$work/bake.terra" || fail "terra bake"
+client bake 7.25 45.25 60000 40
+
+# a real DEM cooked for Cesium; the camera 14 km above Mount Washington
+hgt=${TERRA_SHARED:+$TERRA_SHARED/data/dem/N44W072.hgt}
+if [ -z "$hgt" ] || [ ! -f "$hgt" ]; then
+  echo "SKIP cli_cesium_browser (cook): \$TERRA_SHARED/data/dem/N44W072.hgt not available"
+  exit 0
+fi
+timeout 30 "$T" cook "$hgt" -o "$work/cook.terra" --no-cache >"$work/cook.out" 2>&1 ||
+  fail "terra cook $hgt (rc $?, 30 s at most): $(tail -3 "$work/cook.out")"
+client cook -71.3033 44.2706 14000 55
