@@ -101,9 +101,13 @@ static pvert cross(const terra_scenery_cut *c, const support *s, int axis, doubl
 }
 
 /* One Sutherland-Hodgman pass: keeps sign * (coordinate[axis] - v) >= 0. A vertex on the line is
- * kept and makes no crossing; the new edge along the line gets a NO_EDGE support. */
+ * kept and makes no crossing; the new edge along the line gets a NO_EDGE support. Returns -1 (out
+ * untouched) when every vertex is kept: the pass would give the polygon back as it is. */
 static int clip(const terra_scenery_cut *c, const pvert *in, const support *ins, int n, int axis, double v,
                 double sign, pvert *out, support *outs) {
+    bool all = true;
+    for (int i = 0; i < n && all; i++) all = sign * ((axis ? in[i].y : in[i].x) - v) >= 0;
+    if (all) return -1;
     int m = 0;
     for (int i = 0; i < n && m <= MAX_POLY - 2; i++) {
         const pvert *u = &in[i], *w = &in[(i + 1) % n];
@@ -126,24 +130,30 @@ static int clip(const terra_scenery_cut *c, const pvert *in, const support *ins,
 
 /* The pieces of triangle t inside rect, fanned: 3 vertices a triangle into out. Returns how many. */
 static int cut_triangle(const terra_scenery_cut *c, size_t t, const double rect[4], pvert out[3 * MAX_POLY]) {
-    pvert a[MAX_POLY], b[MAX_POLY];
-    support sa[MAX_POLY], sb[MAX_POLY];
+    pvert poly[2][MAX_POLY];
+    support sup[2][MAX_POLY];
     const uint32_t *v = c->tri + 3 * t;
     for (int k = 0; k < 3; k++) {
         uint32_t i = v[k], j = v[(k + 1) % 3];
-        a[k] = source_vertex(c, i);
-        sa[k] = (support){.a = i < j ? i : j, .b = i < j ? j : i};
+        poly[0][k] = source_vertex(c, i);
+        sup[0][k] = (support){.a = i < j ? i : j, .b = i < j ? j : i};
     }
-    int n = clip(c, a, sa, 3, 0, rect[0], 1, b, sb);
-    n = clip(c, b, sb, n, 0, rect[2], -1, a, sa);
-    if (n < 3) return 0;
-    /* The segments along the x sides end at source vertices and source-edge crossings, the same
-     * ones in the tiles on both sides: the tile corners on them are taken from those ends. */
-    for (int i = 0; i < n; i++)
-        if (sa[i].a == NO_EDGE) sa[i].p = a[i], sa[i].q = a[(i + 1) % n];
-    n = clip(c, a, sa, n, 1, rect[1], 1, b, sb);
-    n = clip(c, b, sb, n, 1, rect[3], -1, a, sa);
-    if (n < 3) return 0;
+    /* x sides first, then y (the order the corners' rule relies on) */
+    const int axis[4] = {0, 0, 1, 1};
+    const double side[4] = {rect[0], rect[2], rect[1], rect[3]}, sign[4] = {1, -1, 1, -1};
+    int n = 3, cur = 0;
+    for (int k = 0; k < 4; k++) {
+        if (k == 2) {
+            /* The segments along the x sides end at source vertices and source-edge crossings, the
+             * same ones in the tiles on both sides: the tile corners on them are taken from those. */
+            for (int i = 0; i < n; i++)
+                if (sup[cur][i].a == NO_EDGE) sup[cur][i].p = poly[cur][i], sup[cur][i].q = poly[cur][(i + 1) % n];
+        }
+        int m = clip(c, poly[cur], sup[cur], n, axis[k], side[k], sign[k], poly[1 - cur], sup[1 - cur]);
+        if (m >= 0) n = m, cur = 1 - cur;
+        if (n < 3) return 0;
+    }
+    const pvert *a = poly[cur];
     bool wall = c->wall[t];
     int m = 0;
     for (int i = 1; i + 1 < n; i++) {
@@ -395,7 +405,10 @@ static terra_status index_tiles(terra_scenery_cut *c) {
             for (int64_t tx = t0[0]; tx <= t1[0]; tx++) {
                 double rect[4];
                 terra_cook_tile_rect(&c->grid, 0, (int32_t)tx, (int32_t)ty, rect);
-                if (!cut_triangle(c, t, rect, scratch)) continue;
+                /* A triangle within one tile is its own piece (it has area, in the plane or in 3-D,
+                 * by the same sums the fan is judged with); one across tiles may leave none here. */
+                bool one = t0[0] == t1[0] && t0[1] == t1[1];
+                if (!one && !cut_triangle(c, t, rect, scratch)) continue;
                 if (n == cap) {
                     pair *q = cap > SIZE_MAX / 2 / sizeof(pair) ? NULL : terra_realloc(pairs, 2 * cap * sizeof(pair));
                     if (!q) {
