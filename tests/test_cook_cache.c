@@ -10,8 +10,10 @@
 #include "terra/cook_cache.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -59,7 +61,7 @@ static uint8_t *slurp(const char *path, size_t *n) {
     return d;
 }
 
-static int warnings;
+static atomic_int warnings; /* terra_log is called from the cook's threads */
 static void count_warnings(terra_log_level level, const char *message, void *user) {
     (void)message, (void)user;
     if (level >= TERRA_LOG_WARN) warnings++;
@@ -253,9 +255,39 @@ static void tile_payload(const world *w, int d, int32_t tx, int32_t ty, uint64_t
     for (int k = 0; k < 4; k++) out[k] = h + (uint64_t)k * 0x9E3779B97F4A7C15ull;
 }
 
+/* Finest tile (tx, ty)'s mesh as a fresh cook makes it now: drawn from its payload, so it changes
+ * with its inputs; normals and materials on some tiles only, some tiles with no triangle. */
+static void finest_mesh(const world *w, int32_t tx, int32_t ty, terra_cook_mesh *m, double *error) {
+    uint64_t p[4];
+    tile_payload(w, 0, tx, ty, p);
+    unsigned long long s = p[0];
+    uint32_t vn = 3 + (uint32_t)(test_rand_u64(&s) % 60), tn = (uint32_t)(test_rand_u64(&s) % 50);
+    bool normals = (tx + ty) & 1, materials = tx & 2;
+    CHECK(terra_cook_mesh_reserve(m, vn, tn, normals, materials) == TERRA_OK, "reserve");
+    for (uint32_t i = 0; i < vn; i++) {
+        m->xy[2 * i] = test_rand_range(&s, -1e6, 1e6), m->xy[2 * i + 1] = test_rand_unit(&s);
+        m->z[i] = (float)test_rand_range(&s, -400, 9000);
+        for (int k = 0; normals && k < 3; k++) m->normal[3 * i + k] = (float)test_rand_unit(&s);
+        if (materials) m->material[i] = (uint16_t)test_rand_u64(&s);
+    }
+    for (uint32_t i = 0; i < 3 * tn; i++) m->tri[i] = (uint32_t)(test_rand_u64(&s) % vn);
+    m->vertex_count = vn, m->triangle_count = tn;
+    *error = test_rand_unit(&s);
+}
+
+static bool mesh_equal(const terra_cook_mesh *a, const terra_cook_mesh *b) {
+    size_t vn = a->vertex_count;
+    return a->vertex_count == b->vertex_count && a->triangle_count == b->triangle_count &&
+           !a->normal == !b->normal && !a->material == !b->material && !memcmp(a->xy, b->xy, vn * 16) &&
+           !memcmp(a->z, b->z, vn * 4) && (!a->normal || !memcmp(a->normal, b->normal, vn * 12)) &&
+           (!a->material || !memcmp(a->material, b->material, vn * 2)) &&
+           !memcmp(a->tri, b->tri, (size_t)a->triangle_count * 12);
+}
+
 typedef struct cook_result {
     terra_cook_cache_outcome outcome;
     uint64_t reusable, total, copied;
+    uint64_t loaded, stale_meshes, missing_meshes; /* finest meshes loaded; loaded but not fresh; reusable, not loaded */
     terra_cook_input_change change[FILES];
     int wrong;                   /* tiles whose reuse decision differed from `expect_recook` */
 } cook_result;
@@ -264,7 +296,7 @@ typedef struct cook_result {
  * from the previous archive, the others "cooked". */
 typedef struct emit_job {
     const world *w;
-    const terra_cook_cache *c;
+    terra_cook_cache *c;
     terra_archive_writer *aw;
     const terra_cook_grid *g;
     const bool *expect_recook;
@@ -272,7 +304,7 @@ typedef struct emit_job {
     int tiles[512][3];
     int nt;
     int wrong[2];
-    uint64_t copied[2];
+    uint64_t copied[2], loaded[2], stale_meshes[2], missing_meshes[2];
     terra_status st[2];
 } emit_job;
 typedef struct emit_part {
@@ -288,6 +320,21 @@ static void *emit_tiles(void *arg) {
         const int *tile = j->tiles[i];
         terra_tile_key key = terra_cook_key(j->g, tile[0], tile[1], tile[2]);
         bool reusable = terra_cook_cache_reusable(j->c, key);
+        if (tile[0] == 0) { /* make_finest: the kept mesh, else a fresh one; kept either way */
+            terra_cook_mesh fresh = {0}, kept = {0};
+            double fresh_error, kept_error = -1;
+            finest_mesh(w, tile[1], tile[2], &fresh, &fresh_error);
+            terra_status ls = terra_cook_cache_load_finest(j->c, tile[1], tile[2], &kept, &kept_error);
+            j->loaded[p->t] += ls == TERRA_OK;
+            j->stale_meshes[p->t] += ls == TERRA_OK && (!mesh_equal(&kept, &fresh) || kept_error != fresh_error);
+            j->stale_meshes[p->t] += ls == TERRA_OK && !reusable;
+            j->missing_meshes[p->t] += ls != TERRA_OK && reusable;
+            terra_status ks = terra_cook_cache_keep_finest(j->c, tile[1], tile[2],
+                                                           ls == TERRA_OK ? &kept : &fresh, ls == TERRA_OK ? kept_error : fresh_error);
+            if (ks) j->st[p->t] = ks;
+            terra_cook_mesh_free(&fresh);
+            terra_cook_mesh_free(&kept);
+        }
         if (j->expect_recook) {
             unsigned mask = tile_mask(w, tile[0], tile[1], tile[2]);
             bool touched = false;
@@ -351,7 +398,7 @@ static terra_status cook_world(world *w, const bool *expect_recook, bool fresh, 
     d.tile_size_m = w->tile_units;
     d.bounds[2] = d.bounds[3] = 64;
     if (!st) st = terra_archive_writer_create(w->out, &d, &aw);
-    emit_job job = {w, c, aw, &g, expect_recook, fresh, {{0}}, 0, {0}, {0}, {TERRA_OK, TERRA_OK}};
+    emit_job job = {w, c, aw, &g, expect_recook, fresh, {{0}}, 0, {0}, {0}, {0}, {0}, {0}, {TERRA_OK, TERRA_OK}};
     job.nt = world_tiles(w, job.tiles, 512);
     CHECK(st || r->total == (uint64_t)job.nt, "planned %llu tiles, the world has %d", (unsigned long long)r->total, job.nt);
     /* Two threads emit the tiles, as the pyramid's workers would. */
@@ -363,8 +410,12 @@ static terra_status cook_world(world *w, const bool *expect_recook, bool fresh, 
         if (started[t]) pthread_join(th[t], NULL);
         r->wrong += job.wrong[t];
         r->copied += job.copied[t];
+        r->loaded += job.loaded[t];
+        r->stale_meshes += job.stale_meshes[t];
+        r->missing_meshes += job.missing_meshes[t];
     }
     for (int t = 0; !st && t < 2; t++) st = started[t] ? job.st[t] : terra_fail(TERRA_E_INVALID, "no thread");
+    CHECK(!r->stale_meshes, "%llu finest meshes loaded that a fresh cook would not make", (unsigned long long)r->stale_meshes);
     if (!st) {
         st = terra_archive_writer_finish(aw);
         aw = NULL;
@@ -399,12 +450,17 @@ static bool archive_is_fresh(const world *w) {
     return ok;
 }
 
+/* The store of finest meshes beside the record (DIR/NAME.meshes). */
+static void meshes_path(const world *w, char *buf, size_t n) { snprintf(buf, n, "%s.cache/world.terra.meshes", w->out); }
+
 static void remove_cache(const world *w) {
     char *rec;
     if (terra_cook_cache_record_path(NULL, w->out, &rec) == TERRA_OK) unlink(rec);
     char d[600];
+    meshes_path(w, d, sizeof d);
+    unlink(d);
     snprintf(d, sizeof d, "%s.cache", w->out);
-    rmdir(d);
+    CHECK(rmdir(d) == 0 || errno == ENOENT, "%s: only the record and the meshes", d);
     terra_free(rec);
 }
 
@@ -468,6 +524,8 @@ static void test_agreement(void) {
     CHECK(!r.wrong && r.copied > 0 && r.copied < r.total, "partial: %llu of %llu copied, %d wrong",
           (unsigned long long)r.copied, (unsigned long long)r.total, r.wrong);
     CHECK(r.reusable == r.copied, "plan's count");
+    CHECK(r.loaded > 0 && !r.missing_meshes, "finest meshes: %llu loaded, %llu reusable but not loaded",
+          (unsigned long long)r.loaded, (unsigned long long)r.missing_meshes);
     CHECK(archive_is_fresh(&w), "partial archive = fresh");
     changed[2] = false;
 
@@ -671,11 +729,100 @@ static void test_driver_mistakes(void) {
     world_remove(&w);
 }
 
+/* The store of finest meshes: damaged blobs and a truncated store are not loaded (the tiles are
+ * made afresh and the archive is still right), a cook that is not committed leaves no temporary,
+ * and a tile kept twice is refused. */
+static void test_kept_meshes(void) {
+    unsigned long long seed = 13;
+    world w;
+    world_make(&w, &seed);
+    cook_result r;
+    CHECK(cook_world(&w, NULL, true, &r) == TERRA_OK, "cook");
+    char mp[600];
+    meshes_path(&w, mp, sizeof mp);
+    size_t n;
+    uint8_t *store = slurp(mp, &n);
+    CHECK(store && n > 1000, "a store of %zu bytes", n);
+    if (!store) return;
+    /* A byte flipped every 37: every blob damaged, each loaded one refused with a warning. */
+    for (size_t i = 0; i < n; i += 37) store[i] ^= 0x40;
+    write_bytes(mp, store, n);
+    bool changed[FILES] = {0};
+    rewrite_same_size(w.path[0], &seed);
+    changed[0] = true;
+    warnings = 0;
+    CHECK(cook_world(&w, changed, false, &r) == TERRA_OK && r.outcome == TERRA_COOK_CACHE_CHANGED, "damaged store");
+    CHECK(r.loaded == 0 && r.missing_meshes > 0 && warnings == (int)r.missing_meshes && !r.wrong,
+          "%llu loaded, %llu refused, %d warnings", (unsigned long long)r.loaded, (unsigned long long)r.missing_meshes,
+          warnings);
+    CHECK(archive_is_fresh(&w), "archive after a damaged store");
+    /* The store that cook kept is whole again: the next partial cook loads. */
+    rewrite_same_size(w.path[0], &seed);
+    CHECK(cook_world(&w, changed, false, &r) == TERRA_OK && r.loaded > 0 && !r.missing_meshes, "store kept again");
+    /* Truncated: not the recorded size, one warning, nothing loaded, the tiles still copied. */
+    terra_free(store);
+    store = slurp(mp, &n);
+    if (store) write_bytes(mp, store, n / 2);
+    rewrite_same_size(w.path[0], &seed);
+    warnings = 0;
+    CHECK(cook_world(&w, changed, false, &r) == TERRA_OK && r.loaded == 0 && r.missing_meshes > 0 && r.copied > 0,
+          "truncated store: %llu loaded, %llu copied", (unsigned long long)r.loaded, (unsigned long long)r.copied);
+    CHECK(warnings == 1 && archive_is_fresh(&w), "%d warnings", warnings);
+    terra_free(store);
+
+    /* Kept but not committed: no temporary left. Kept twice: refused at commit, no record. */
+    terra_cook_manifest *m;
+    CHECK(terra_cook_manifest_create(w.options, &m) == TERRA_OK, "manifest");
+    for (int i = 0; i < FILES; i++)
+        CHECK((i < FILES - 2 ? terra_cook_manifest_add_input(m, w.path[i], NULL) : terra_cook_manifest_add_named(m, w.path[i], NULL)) == TERRA_OK,
+              "add");
+    for (int pass = 0; pass < 2; pass++) {
+        terra_cook_cache *c;
+        CHECK(terra_cook_cache_open(NULL, w.out, m, &c) == TERRA_OK, "open");
+        terra_cook_grid g = world_grid(&w);
+        uint32_t in[1] = {0};
+        CHECK(terra_cook_cache_begin(c, &g, w.settings) == TERRA_OK, "begin");
+        CHECK(terra_cook_cache_set_finest(c, 0, 0, in, 1) == TERRA_OK, "finest");
+        CHECK(terra_cook_cache_plan(c, NULL, NULL) == TERRA_OK, "plan");
+        terra_cook_mesh mesh = {0};
+        double e;
+        finest_mesh(&w, 0, 0, &mesh, &e);
+        CHECK(terra_cook_cache_keep_finest(c, 1, 0, &mesh, e) == TERRA_E_INVALID, "not planned");
+        CHECK(terra_cook_cache_keep_finest(c, 0, 0, &mesh, e) == TERRA_OK, "keep");
+        if (pass == 1) {
+            CHECK(terra_cook_cache_keep_finest(c, 0, 0, &mesh, e) == TERRA_OK, "kept twice");
+            terra_archive_write_desc d = {0};
+            d.frame = TERRA_FRAME_LOCAL;
+            terra_archive_writer *aw;
+            terra_archive_tile_info info = {1, 2, 0, 1};
+            CHECK(terra_archive_writer_create(w.out, &d, &aw) == TERRA_OK, "writer");
+            CHECK(terra_archive_writer_add(aw, terra_cook_key(&g, 0, 0, 0), "x", 1, &info) == TERRA_OK, "add");
+            CHECK(terra_archive_writer_finish(aw) == TERRA_OK, "finish");
+            CHECK(terra_cook_cache_commit(c) == TERRA_E_INVALID, "kept twice: %s", terra_last_error());
+        }
+        terra_cook_mesh_free(&mesh);
+        terra_cook_cache_close(c);
+        char d[600];
+        snprintf(d, sizeof d, "%s.cache", w.out);
+        DIR *dh = opendir(d);
+        struct dirent *de;
+        int temps = 0;
+        while (dh && (de = readdir(dh)) != NULL) temps += strstr(de->d_name, ".tmp") != NULL;
+        if (dh) closedir(dh);
+        CHECK(temps == 0, "pass %d: %d temporaries left in %s", pass, temps, d);
+    }
+    char *rec;
+    CHECK(terra_cook_cache_record_path(NULL, w.out, &rec) == TERRA_OK && access(rec, F_OK) != 0, "no record");
+    terra_free(rec);
+    terra_cook_manifest_free(m);
+    world_remove(&w);
+}
+
 /* ---- random rounds ----------------------------------------------------------------------------- */
 
 static void test_reuse_rounds(void) {
     unsigned long long seed = 21;
-    int worlds = 6, rounds = 14, wrong = 0, stale = 0, partial = 0;
+    int worlds = 6, rounds = 14, wrong = 0, stale = 0, partial = 0, missing = 0;
     for (int wi = 0; wi < worlds; wi++) {
         world w;
         world_make(&w, &seed);
@@ -710,12 +857,14 @@ static void test_reuse_rounds(void) {
             CHECK(cook_world(&w, changed, fresh, &r) == TERRA_OK, "round %d: %s", k, terra_last_error());
             CHECK(r.outcome == want, "world %d round %d action %d: outcome %d", wi, k, action, r.outcome);
             wrong += r.wrong;
-            partial += r.outcome == TERRA_COOK_CACHE_CHANGED && r.copied > 0;
+            missing += (int)r.missing_meshes;
+            partial += r.outcome == TERRA_COOK_CACHE_CHANGED && r.copied > 0 && r.loaded > 0;
             stale += !archive_is_fresh(&w);
         }
         world_remove(&w);
     }
-    CHECK(!wrong && !stale, "%d wrong reuse decisions, %d stale archives", wrong, stale);
+    CHECK(!wrong && !stale && !missing, "%d wrong reuse decisions, %d stale archives, %d reusable finest meshes not loaded",
+          wrong, stale, missing);
     CHECK(partial > worlds, "partial cooks copied tiles (%d)", partial);
 }
 
@@ -746,6 +895,7 @@ int main(void) {
     RUN(test_agreement);
     RUN(test_damaged_record);
     RUN(test_driver_mistakes);
+    RUN(test_kept_meshes);
     RUN(test_reuse_rounds);
     remove_dir();
     return finish();

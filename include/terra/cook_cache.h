@@ -11,7 +11,10 @@
  *  - the archive it describes (its size, header and a hash of its index: a record never vouches for
  *    another archive, even one copied over it);
  *  - for every tile of that archive, the inputs whose data went into it (the finest tiles: the
- *    inputs overlapping them; each coarser tile: the union over its children).
+ *    inputs overlapping them; each coarser tile: the union over its children);
+ *  - and, in DIR/NAME.meshes, every finest tile's mesh as the cook made it: a recooked coarser
+ *    tile is built from its children down to the finest meshes, the unchanged ones too, and those
+ *    come back from here exactly instead of being meshed from the sources again.
  *
  * What agrees. A file agrees when it is absent now and was absent then, or when its size and
  * content hash are the recorded ones: the hash decides, the time alone does not (a file touched
@@ -37,8 +40,10 @@
  *      nothing, close, done. Otherwise (FRESH or CHANGED):
  *   3. terra_cook_cache_begin(grid, settings); terra_cook_cache_set_finest for every finest tile;
  *      terra_cook_cache_plan;
- *   4. cook: a tile for which terra_cook_cache_reusable says true is copied from the previous
- *      archive (terra_cook_cache_copy_tile) instead of being encoded and added;
+ *   4. cook (terra_cook_pyramid): in make_finest, terra_cook_cache_load_finest first (TERRA_OK:
+ *      done; anything else: make the tile from its sources), then terra_cook_cache_keep_finest
+ *      either way; in emit, a tile for which terra_cook_cache_reusable says true is copied from
+ *      the previous archive (terra_cook_cache_copy_tile) instead of being encoded and added;
  *   5. terra_archive_writer_finish, then terra_cook_cache_commit; terra_cook_cache_close.
  * --no-cache: skip the cache altogether (no open, no commit): the cook neither reads nor writes it.
  */
@@ -157,10 +162,28 @@ bool terra_cook_cache_reusable(const terra_cook_cache *c, terra_tile_key key);
  * TERRA_E_INVALID when the tile is not reusable; the archive's errors (TERRA_E_CORRUPT...) as is. */
 terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_key key, terra_archive_writer *w);
 
+/* ---- finest meshes kept for the next cook ------------------------------------------------------ */
+
+/* Keeps finest tile (tx, ty)'s mesh exactly as it is (positions, heights, normals and materials
+ * when present, triangles) and its error, for the next cook. Call it for every finest tile the
+ * cook has, made or loaded. Thread-safe after plan (blobs go to a temporary beside the store, put
+ * in place by commit). TERRA_E_INVALID for a tile that was not planned; a failure to write
+ * (TERRA_E_IO, TERRA_E_NOMEM) means only that no meshes are kept this time: the cook goes on. */
+terra_status terra_cook_cache_keep_finest(terra_cook_cache *c, int32_t tx, int32_t ty, const terra_cook_mesh *m,
+                                          double error);
+/* The mesh the previous cook kept for finest tile (tx, ty), into *out (an empty mesh, grown with
+ * terra_cook_mesh_reserve: what make_finest hands over) and *error, when the tile is reusable.
+ * TERRA_E_NOT_FOUND when it is not reusable or no mesh was kept for it; TERRA_E_CORRUPT (and a
+ * warning) when the kept one is damaged: either way the driver makes the tile from its sources.
+ * Thread-safe after plan. */
+terra_status terra_cook_cache_load_finest(const terra_cook_cache *c, int32_t tx, int32_t ty, terra_cook_mesh *out,
+                                          double *error);
+
 /* After the new archive is in place at `output` (terra_archive_writer_finish succeeded): closes
- * the previous archive and writes the record of the new one (the directory is created if need
- * be), its tiles' inputs from the plan. Every tile of the new archive must have been planned:
- * TERRA_E_INVALID naming the first that was not; TERRA_E_IO when the record cannot be written
+ * the previous archive, puts the kept finest meshes in place, and writes the record of the new
+ * archive (the directory is created if need be), its tiles' inputs from the plan. Every tile of
+ * the new archive must have been planned: TERRA_E_INVALID naming the first that was not (or a
+ * finest tile kept twice); TERRA_E_IO when the record cannot be written
  * (then there is no record and the next cook starts afresh; the archive itself is good). */
 terra_status terra_cook_cache_commit(terra_cook_cache *c);
 void terra_cook_cache_close(terra_cook_cache *c);

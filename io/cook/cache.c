@@ -8,24 +8,35 @@
  *   archive: u64 size, 64 header bytes, u64 XXH64 of its index entries,
  *   u32 files, each: str key, str path, u8 flags (1 named, 2 absent), u64 size, i64 mtime ns, u64 hash,
  *   u32 sets, each: u32 n, n ascending file numbers (many tiles share one set: stored once),
- *   u64 tiles, each: u64 key, u32 set; in the archive's index order, as many as the archive has.
+ *   u64 tiles, each: u64 key, u32 set; in the archive's index order, as many as the archive has,
+ *   finest meshes: u64 generation, u64 store size, u64 count, each: i32 tx, i32 ty, u64 offset, u64 size,
+ *   sorted by ty then tx.
+ * The store of finest meshes (DIR/NAME.meshes) is a run of blobs, one per finest tile, in host
+ * byte order (a cache, not an interchange format): u32 magic, u32 flags (1 normals, 2 materials),
+ * u64 generation (the record's: a store written by another cook is never read as this one's),
+ * i32 tx, i32 ty, u32 vertices, u32 triangles, f64 error, then xy, z, normals, materials, triangles
+ * as in terra_cook_mesh, and a CRC-32C over all of it.
  */
 #include "terra/cook_cache.h"
 #include "terra/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RECORD_MAGIC "TERRACKR"
 #define RECORD_VERSION 1u
 #define RECORD_MAX_BYTES ((size_t)1 << 30)
 #define NONE UINT32_MAX
+#define MESH_MAGIC 0x314d4354u /* "TCM1" read in little-endian order */
+#define MESH_HEADER 40
 
 /* ---- XXH64 ------------------------------------------------------------------------------------- */
 
@@ -473,6 +484,18 @@ typedef struct archive_id {
     uint64_t index_hash;
 } archive_id;
 
+/* Where finest tile (tx, ty)'s mesh sits in a store. */
+typedef struct mesh_ref {
+    int32_t tx, ty;
+    uint64_t offset, size;
+} mesh_ref;
+
+static int cmp_mesh_ref(const void *a, const void *b) {
+    const mesh_ref *p = a, *q = b;
+    if (p->ty != q->ty) return (p->ty > q->ty) - (p->ty < q->ty);
+    return (p->tx > q->tx) - (p->tx < q->tx);
+}
+
 typedef struct record {
     uint32_t archive_version, cook_version;
     char *options, *settings;
@@ -482,6 +505,9 @@ typedef struct record {
     set_table sets;
     tile_set *tiles;
     size_t tile_count;
+    uint64_t mesh_generation, mesh_store_size;
+    mesh_ref *meshes;            /* sorted by ty, tx */
+    size_t mesh_count;
 } record;
 
 static void record_free(record *r) {
@@ -490,6 +516,7 @@ static void record_free(record *r) {
     terra_cook_manifest_free(r->files);
     set_table_free(&r->sets);
     terra_free(r->tiles);
+    terra_free(r->meshes);
     *r = (record){0};
 }
 
@@ -607,6 +634,22 @@ static bool record_parse(const uint8_t *data, size_t size, record *rec, const ch
         t->reusable = 0;
         if (t->set >= sets || (i && t->order <= t[-1].order)) goto bad;
     }
+    rec->mesh_generation = rd_u64(&r);
+    rec->mesh_store_size = rd_u64(&r);
+    uint64_t meshes = rd_u64(&r);
+    if (!r.bad && meshes > (uint64_t)(r.end - r.p) / 24) r.bad = true;
+    if (!r.bad) {
+        rec->meshes = terra_alloc(meshes ? meshes * sizeof *rec->meshes : 1);
+        if (!rec->meshes) goto bad;
+    }
+    for (uint64_t i = 0; i < meshes && !r.bad; i++) {
+        mesh_ref *mr = &rec->meshes[rec->mesh_count++];
+        mr->tx = (int32_t)rd_u32(&r), mr->ty = (int32_t)rd_u32(&r);
+        mr->offset = rd_u64(&r), mr->size = rd_u64(&r);
+        if (mr->offset > rec->mesh_store_size || mr->size > rec->mesh_store_size - mr->offset ||
+            mr->size < MESH_HEADER + 4 || (i && cmp_mesh_ref(mr - 1, mr) >= 0))
+            goto bad;
+    }
     if (r.bad || r.p != r.end) {
         r.bad = true;
         goto bad;
@@ -712,6 +755,18 @@ struct terra_cook_cache {
     set_table sets;              /* the new cook's sets */
     tile_set *plan;              /* every planned tile, in index order */
     size_t plan_n;
+    /* Finest meshes: the previous cook's store (read with pread, so any thread may load) and
+     * this cook's, written under `lock` by terra_cook_cache_keep_finest. */
+    char *meshes_path;
+    int old_meshes;              /* -1: none to read */
+    uint64_t generation;         /* this cook's, written into its blobs and its record */
+    pthread_mutex_t lock;
+    char *new_tmp;               /* the new store's temporary, NULL until the first blob */
+    FILE *new_file;
+    uint64_t new_size;
+    mesh_ref *new_refs;
+    size_t new_refs_n, new_refs_cap;
+    bool new_failed;             /* a blob failed to be written: the store is not kept */
 };
 
 const char *terra_cook_input_change_name(terra_cook_input_change c) {
@@ -719,21 +774,39 @@ const char *terra_cook_input_change_name(terra_cook_input_change c) {
     return (unsigned)c < sizeof names / sizeof *names ? names[c] : "?";
 }
 
-terra_status terra_cook_cache_record_path(const char *dir, const char *output, char **out) {
+/* DIR/NAME.ext for the archive at `output` (DIR: `dir`, or OUTPUT.cache). */
+static terra_status cache_file(const char *dir, const char *output, const char *ext, char **out) {
     *out = NULL;
     if (!output || !*output) return terra_fail(TERRA_E_INVALID, "cook cache: no output path");
     if (dir && !*dir) return terra_fail(TERRA_E_INVALID, "cook cache: an empty cache directory name");
     const char *slash = strrchr(output, '/'), *name = slash ? slash + 1 : output;
     if (!*name) return terra_fail(TERRA_E_INVALID, "cook cache: the output %s names no file", output);
-    size_t n = (dir ? strlen(dir) : strlen(output) + 6) + strlen(name) + 9;
+    size_t n = (dir ? strlen(dir) : strlen(output) + 6) + strlen(name) + strlen(ext) + 2;
     char *p = terra_alloc(n);
     if (!p) return terra_fail(TERRA_E_NOMEM, "cook cache: out of memory");
     if (dir)
-        snprintf(p, n, "%s/%s.record", dir, name);
+        snprintf(p, n, "%s/%s%s", dir, name, ext);
     else
-        snprintf(p, n, "%s.cache/%s.record", output, name);
+        snprintf(p, n, "%s.cache/%s%s", output, name, ext);
     *out = p;
     return TERRA_OK;
+}
+
+terra_status terra_cook_cache_record_path(const char *dir, const char *output, char **out) {
+    return cache_file(dir, output, ".record", out);
+}
+
+/* Makes the directory `path` is in (one level: its parent must exist). */
+static terra_status make_dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path) return TERRA_OK;
+    char *d = dup_str(path, (size_t)(slash - path));
+    if (!d) return terra_fail(TERRA_E_NOMEM, "cook cache: out of memory");
+    terra_status st = TERRA_OK;
+    if (mkdir(d, 0777) != 0 && errno != EEXIST)
+        st = terra_fail(TERRA_E_IO, "%s: cannot make the cook cache directory: %s", d, strerror(errno));
+    terra_free(d);
+    return st;
 }
 
 /* Gives up on the record: FRESH, for the reason given (logged as a warning when `warn`). */
@@ -857,6 +930,19 @@ static void describe_changes(terra_cook_cache *c, uint32_t gone) {
 #undef SAY
 }
 
+/* Opens the previous cook's store of finest meshes when it is the size the record says. */
+static void open_old_meshes(terra_cook_cache *c) {
+    int fd = open(c->meshes_path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == c->rec.mesh_store_size) {
+        c->old_meshes = fd;
+        return;
+    }
+    terra_log(TERRA_LOG_WARN, "%s: not the finest meshes the cook cache recorded: not used (the tiles still are)",
+              c->meshes_path);
+    if (fd >= 0) close(fd);
+}
+
 terra_status terra_cook_cache_open(const char *dir, const char *output, const terra_cook_manifest *m,
                                    terra_cook_cache **out) {
     *out = NULL;
@@ -864,7 +950,10 @@ terra_status terra_cook_cache_open(const char *dir, const char *output, const te
     terra_cook_cache *c = terra_calloc(1, sizeof *c);
     if (!c) return terra_fail(TERRA_E_NOMEM, "cook cache: out of memory");
     c->m = m;
+    c->old_meshes = -1;
+    pthread_mutex_init(&c->lock, NULL);
     terra_status st = terra_cook_cache_record_path(dir, output, &c->record_path);
+    if (!st) st = cache_file(dir, output, ".meshes", &c->meshes_path);
     if (!st) {
         c->output = dup_str(output, strlen(output));
         c->change = terra_alloc(m->count ? m->count : 1);
@@ -907,10 +996,21 @@ terra_status terra_cook_cache_open(const char *dir, const char *output, const te
                 bool any = gone > 0;
                 for (uint32_t i = 0; i < m->count; i++) any = any || c->change[i] > TERRA_COOK_INPUT_TOUCHED;
                 c->outcome = any ? TERRA_COOK_CACHE_CHANGED : TERRA_COOK_CACHE_UNCHANGED;
+                if (any && c->rec.mesh_count) open_old_meshes(c);
             }
         }
     }
     terra_free(data);
+    /* The new store's blobs carry a number no other cook has, so a store and a record that do not
+     * belong together (a cook killed between writing the one and the other) never pair up. */
+    struct {
+        struct timespec real, mono;
+        long pid;
+        const void *self;
+    } seed = {{0, 0}, {0, 0}, (long)getpid(), c};
+    clock_gettime(CLOCK_REALTIME, &seed.real);
+    clock_gettime(CLOCK_MONOTONIC, &seed.mono);
+    c->generation = terra_cook_xxh64(&seed, sizeof seed, c->rec.mesh_generation);
     *out = c;
     return TERRA_OK;
 }
@@ -1097,6 +1197,153 @@ terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_ke
     return st;
 }
 
+/* ---- finest meshes ----------------------------------------------------------------------------- */
+
+/* Bytes of one blob: header, arrays, checksum. */
+static uint64_t blob_size(uint64_t vertices, uint64_t triangles, bool normals, bool materials) {
+    return MESH_HEADER + vertices * (16 + 4 + (normals ? 12 : 0) + (materials ? 2 : 0)) + triangles * 12 + 4;
+}
+
+terra_status terra_cook_cache_keep_finest(terra_cook_cache *c, int32_t tx, int32_t ty, const terra_cook_mesh *m,
+                                          double error) {
+    if (!c->planned || !tile_find(c->plan, c->plan_n, terra_cook_key(&c->grid, 0, tx, ty)))
+        return terra_fail(TERRA_E_INVALID, "cook cache: finest tile %d,%d kept but not planned", tx, ty);
+    bool normals = m->normal != NULL, materials = m->material != NULL;
+    uint64_t size = blob_size(m->vertex_count, m->triangle_count, normals, materials);
+    uint8_t *b = size <= SIZE_MAX ? terra_alloc((size_t)size) : NULL;
+    if (!b) return terra_fail(TERRA_E_NOMEM, "cook cache: out of memory for finest tile %d,%d's mesh", tx, ty);
+    uint32_t head[6] = {MESH_MAGIC, (normals ? 1u : 0u) | (materials ? 2u : 0u), 0, 0, m->vertex_count,
+                        m->triangle_count};
+    memcpy(&head[2], &tx, 4);
+    memcpy(&head[3], &ty, 4);
+    memcpy(b, head, 8);
+    memcpy(b + 8, &c->generation, 8);
+    memcpy(b + 16, &head[2], 16);
+    memcpy(b + 32, &error, 8);
+    size_t at = MESH_HEADER, vn = m->vertex_count, tn = m->triangle_count;
+#define PUT(src, bytes) (memcpy(b + at, (src), (bytes)), at += (bytes))
+    if (vn) PUT(m->xy, vn * 16), PUT(m->z, vn * 4);
+    if (vn && normals) PUT(m->normal, vn * 12);
+    if (vn && materials) PUT(m->material, vn * 2);
+    if (tn) PUT(m->tri, tn * 12);
+#undef PUT
+    uint32_t crc = terra_crc32c(0, b, at);
+    memcpy(b + at, &crc, 4);
+    terra_status st = TERRA_OK;
+    pthread_mutex_lock(&c->lock);
+    if (!c->new_failed && !c->new_file) {
+        void *fv = NULL;
+        st = make_dir_of(c->meshes_path);
+        if (!st) st = terra_io_open_temp(c->meshes_path, &c->new_tmp, &fv);
+        c->new_file = fv;
+        c->new_failed = st != TERRA_OK;
+    }
+    if (!c->new_failed && c->new_refs_n == c->new_refs_cap) {
+        size_t cap = c->new_refs_cap ? 2 * c->new_refs_cap : 256;
+        mesh_ref *r = terra_realloc(c->new_refs, cap * sizeof *r);
+        if (r) c->new_refs = r, c->new_refs_cap = cap;
+        else st = terra_fail(TERRA_E_NOMEM, "cook cache: out of memory"), c->new_failed = true;
+    }
+    if (!c->new_failed && fwrite(b, 1, (size_t)size, c->new_file) != size) {
+        st = terra_fail(TERRA_E_IO, "%s: write failed: %s", c->meshes_path, strerror(errno));
+        c->new_failed = true;
+    }
+    if (!c->new_failed) {
+        c->new_refs[c->new_refs_n++] = (mesh_ref){tx, ty, c->new_size, size};
+        c->new_size += size;
+    }
+    pthread_mutex_unlock(&c->lock);
+    terra_free(b);
+    return st;
+}
+
+terra_status terra_cook_cache_load_finest(const terra_cook_cache *c, int32_t tx, int32_t ty, terra_cook_mesh *out,
+                                          double *error) {
+    if (!c->planned) return terra_fail(TERRA_E_INVALID, "cook cache: load before plan");
+    mesh_ref probe = {tx, ty, 0, 0};
+    const mesh_ref *r = c->old_meshes >= 0 && terra_cook_cache_reusable(c, terra_cook_key(&c->grid, 0, tx, ty))
+                            ? bsearch(&probe, c->rec.meshes, c->rec.mesh_count, sizeof probe, cmp_mesh_ref)
+                            : NULL;
+    if (!r) return terra_fail(TERRA_E_NOT_FOUND, "cook cache: no mesh kept for finest tile %d,%d", tx, ty);
+    uint8_t *b = r->size <= SIZE_MAX ? terra_alloc((size_t)r->size) : NULL;
+    if (!b) return terra_fail(TERRA_E_NOMEM, "cook cache: out of memory for finest tile %d,%d's mesh", tx, ty);
+    size_t got = 0;
+    while (got < r->size) {
+        ssize_t n = pread(c->old_meshes, b + got, (size_t)r->size - got, (off_t)(r->offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    uint32_t head[6] = {0}, crc = 0;
+    uint64_t generation = 0;
+    if (got == r->size) {
+        memcpy(head, b, 8);
+        memcpy(&generation, b + 8, 8);
+        memcpy(&head[2], b + 16, 16);
+        memcpy(&crc, b + r->size - 4, 4);
+    }
+    int32_t btx, bty;
+    memcpy(&btx, &head[2], 4);
+    memcpy(&bty, &head[3], 4);
+    bool normals = head[1] & 1, materials = head[1] & 2;
+    if (got != r->size || crc != terra_crc32c(0, b, (size_t)r->size - 4) || head[0] != MESH_MAGIC || head[1] > 3 ||
+        generation != c->rec.mesh_generation || btx != tx || bty != ty ||
+        r->size != blob_size(head[4], head[5], normals, materials)) {
+        terra_free(b);
+        terra_log(TERRA_LOG_WARN, "%s: the mesh of finest tile %d,%d is damaged: cooking it afresh", c->meshes_path, tx, ty);
+        return terra_fail(TERRA_E_CORRUPT, "%s: the mesh of finest tile %d,%d is damaged", c->meshes_path, tx, ty);
+    }
+    terra_status st = terra_cook_mesh_reserve(out, head[4], head[5], normals, materials);
+    if (!st) {
+        size_t at = MESH_HEADER, vn = head[4], tn = head[5];
+#define GET(dst, bytes) (memcpy((dst), b + at, (bytes)), at += (bytes))
+        if (vn) GET(out->xy, vn * 16), GET(out->z, vn * 4);
+        if (vn && normals) GET(out->normal, vn * 12);
+        if (vn && materials) GET(out->material, vn * 2);
+        if (tn) GET(out->tri, tn * 12);
+#undef GET
+        out->vertex_count = head[4];
+        out->triangle_count = head[5];
+        memcpy(error, b + 32, 8);
+    }
+    terra_free(b);
+    return st;
+}
+
+/* Puts this cook's store in place (before the record that names it); without one, or when it
+ * failed, the record names no meshes and an earlier store goes. */
+static terra_status finish_meshes(terra_cook_cache *c) {
+    terra_status st = TERRA_OK;
+    if (c->new_file) {
+        FILE *f = c->new_file;
+        c->new_file = NULL;
+        bool ok = !c->new_failed && fflush(f) == 0 && fsync(fileno(f)) == 0;
+        ok = fclose(f) == 0 && ok;
+        qsort(c->new_refs, c->new_refs_n, sizeof *c->new_refs, cmp_mesh_ref);
+        for (size_t i = 1; i < c->new_refs_n; i++)
+            if (!cmp_mesh_ref(&c->new_refs[i - 1], &c->new_refs[i])) {
+                st = terra_fail(TERRA_E_INVALID, "cook cache: finest tile %d,%d kept twice", c->new_refs[i].tx,
+                                c->new_refs[i].ty);
+                ok = false;
+                break;
+            }
+        if (ok) {
+            terra_status cs = terra_io_commit(c->new_tmp, c->meshes_path);
+            c->new_tmp = NULL;
+            if (!cs) return TERRA_OK;
+            terra_log(TERRA_LOG_WARN, "%s (the finest meshes are not kept)", terra_last_error());
+        } else {
+            terra_io_abort(c->new_tmp);
+            c->new_tmp = NULL;
+            if (!st) terra_log(TERRA_LOG_WARN, "%s: the finest meshes could not be written: not kept", c->meshes_path);
+        }
+    }
+    c->new_refs_n = 0;
+    c->new_size = 0;
+    unlink(c->meshes_path);
+    return st;
+}
+
 /* The record of the new archive `a`: tiles from the plan, only the sets they use. */
 static terra_status record_build(const terra_cook_cache *c, const terra_archive *a, writer *w) {
     archive_id id;
@@ -1163,6 +1410,14 @@ static terra_status record_build(const terra_cook_cache *c, const terra_archive 
             wr_u64(w, terra_archive_key_from_order(orders[i]));
             wr_u32(w, tile_set_of[i]);
         }
+        wr_u64(w, c->generation);
+        wr_u64(w, c->new_size);
+        wr_u64(w, c->new_refs_n);
+        for (size_t i = 0; i < c->new_refs_n; i++) {
+            const mesh_ref *r = &c->new_refs[i];
+            wr_u32(w, (uint32_t)r->tx), wr_u32(w, (uint32_t)r->ty);
+            wr_u64(w, r->offset), wr_u64(w, r->size);
+        }
         wr_u32(w, w->bad ? 0 : terra_crc32c(0, w->p, w->n));
         if (!st && w->bad) st = terra_fail(TERRA_E_NOMEM, "cook cache: out of memory");
     }
@@ -1176,19 +1431,15 @@ terra_status terra_cook_cache_commit(terra_cook_cache *c) {
     if (!c->planned) return terra_fail(TERRA_E_INVALID, "cook cache: commit before plan");
     if (c->old) terra_archive_close(c->old);
     c->old = NULL;
+    if (c->old_meshes >= 0) close(c->old_meshes);
+    c->old_meshes = -1;
+    terra_status st = finish_meshes(c);
     terra_archive *a = NULL;
-    terra_status st = terra_archive_open(c->output, NULL, &a);
+    if (!st) st = terra_archive_open(c->output, NULL, &a);
     writer w = {0};
     if (!st) st = record_build(c, a, &w);
     terra_archive_close(a);
-    /* The directory is the record's path up to its last slash. */
-    char *slash = strrchr(c->record_path, '/');
-    if (!st && slash) {
-        *slash = 0;
-        if (mkdir(c->record_path, 0777) != 0 && errno != EEXIST)
-            st = terra_fail(TERRA_E_IO, "%s: cannot make the cook cache directory: %s", c->record_path, strerror(errno));
-        *slash = '/';
-    }
+    if (!st) st = make_dir_of(c->record_path);
     char *tmp = NULL;
     void *fv = NULL;
     if (!st) st = terra_io_open_temp(c->record_path, &tmp, &fv);
@@ -1213,6 +1464,12 @@ terra_status terra_cook_cache_commit(terra_cook_cache *c) {
 void terra_cook_cache_close(terra_cook_cache *c) {
     if (!c) return;
     if (c->old) terra_archive_close(c->old);
+    if (c->old_meshes >= 0) close(c->old_meshes);
+    if (c->new_file) fclose(c->new_file);
+    terra_io_abort(c->new_tmp);
+    pthread_mutex_destroy(&c->lock);
+    terra_free(c->meshes_path);
+    terra_free(c->new_refs);
     record_free(&c->rec);
     set_table_free(&c->sets);
     terra_free(c->output);
