@@ -4,9 +4,9 @@
 
 #include <math.h>
 
-/* Magnitude (scaled space) of the horizon point of a tile that has no finite one: Cesium's root
- * tiles carry 8.3e16 (quantized-mesh-tile-cs) to 1e24 (cesium-native's); Cesium's culling maths
- * stays exact in doubles with it. */
+/* Magnitude (scaled space) of the horizon point of a tile that has no finite one: real Cesium root
+ * tiles carry 8.3e16 (quantized-mesh-tile-cs's) to 1e24 (cesium-native's test tiles); its square
+ * (1e34) is far from overflowing Cesium's culling maths. */
 #define FAR_HORIZON 1e17
 
 void terra_qmesh_geodetic_up(double lon, double lat, double out[3]) {
