@@ -128,7 +128,8 @@ terra_status terra_raster_read_window(terra_raster_source *s, int x0, int y0, in
 
 /* The heights at samples [x0, x0 + w) x [y0, y0 + h) of a geographic grid, into out (w * h,
  * row-major): each point taken to the raster's CRS with GDAL's warp transformer
- * (GDALCreateGenImgProjTransformer2: PROJ, datum shifts included) and interpolated bilinearly
+ * (GDALCreateGenImgProjTransformer2: PROJ, datum shifts included; approximated along each row within
+ * 1/64 of a sample, as gdalwarp does within 1/8) and interpolated bilinearly
  * between the four sample centres around it. NaN where one of those with a weight is no-data or
  * the point is outside the raster's sample centres (or off its CRS). Where grid and samples
  * coincide (a .hgt on a grid of its own step) the sample's own value comes back. The raster is
