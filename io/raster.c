@@ -346,7 +346,8 @@ static terra_status warp_block(terra_raster_source *s, const terra_raster_geo_gr
     }
     CPLErrorReset();
     for (size_t r = 0; r < n; r += (size_t)w) /* row by row: the approximation interpolates along a line */
-        if (!GDALApproxTransform(g->approx, TRUE, w, px + r, py + r, pz + r, ok + r)) memset(ok + r, 0, (size_t)w * sizeof(int));
+        if (!GDALApproxTransform(g->approx, TRUE, w, px + r, py + r, pz + r, ok + r))
+            memset(ok + r, 0, (size_t)w * sizeof(int));
     /* Sample-centre coordinates, and the source window they need. */
     const double W1 = g->w - 1, H1 = g->h - 1;
     int i0 = INT32_MAX, j0 = INT32_MAX, i1 = -1, j1 = -1;

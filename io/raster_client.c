@@ -344,8 +344,8 @@ int terra_raster_serve(terra_raster_source *s, int in, int out) {
     for (;;) {
         terra_raster_request q;
         if (!read_all(in, &q, sizeof q)) break; /* the caller closed: done */
-        if (q.magic != TERRA_RASTER_REQUEST_MAGIC || (q.kind != TERRA_RASTER_REQ_WINDOW && q.kind != TERRA_RASTER_REQ_GEO) ||
-            q.w <= 0 || q.h <= 0) {
+        if (q.magic != TERRA_RASTER_REQUEST_MAGIC ||
+            (q.kind != TERRA_RASTER_REQ_WINDOW && q.kind != TERRA_RASTER_REQ_GEO) || q.w <= 0 || q.h <= 0) {
             rc = 1;
             break;
         }
@@ -495,7 +495,8 @@ terra_status terra_raster_open(const terra_raster_desc *d, const char *reader, t
     if (!st && wkt) {
         s->wkt = terra_alloc(wkt + 1);
         if (!s->wkt) st = terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
-        else if (!read_all(c->fd, s->wkt, wkt)) st = terra_fail(TERRA_E_IO, "%s: the raster reader's description is cut short", d->path);
+        else if (!read_all(c->fd, s->wkt, wkt))
+            st = terra_fail(TERRA_E_IO, "%s: the raster reader's description is cut short", d->path);
         else s->wkt[wkt] = 0;
     }
     s->info.crs_wkt = s->wkt;

@@ -122,7 +122,10 @@ static bool cursor_start(const terra_raster_desc *d, png_cursor *c) {
     png_uint_32 w32, h32;
     int color, interlace;
     png_get_IHDR(c->png, c->info, &w32, &h32, &c->depth, &color, &interlace, NULL, NULL);
-    c->channels = color == PNG_COLOR_TYPE_GRAY ? 1 : color == PNG_COLOR_TYPE_RGB ? 3 : color == PNG_COLOR_TYPE_RGBA ? 4 : 0;
+    c->channels = color == PNG_COLOR_TYPE_GRAY   ? 1
+                  : color == PNG_COLOR_TYPE_RGB  ? 3
+                  : color == PNG_COLOR_TYPE_RGBA ? 4
+                                                 : 0;
     bool plain_ok = d->encoding == TERRA_RASTER_PLAIN && (d->band > 0 ? d->band : 1) <= c->channels &&
                     (c->depth == 8 || (c->depth == 16 && c->channels == 1));
     bool rgb_ok = d->encoding != TERRA_RASTER_PLAIN && c->channels >= 3 && c->depth == 8;
@@ -252,7 +255,8 @@ terra_status terra_raster_open_png(const terra_raster_desc *d, terra_raster_sour
     }
     terra_raster r = {.width = p->c.w, .height = p->c.h, .geo = {0, 1, 0, 0, 0, 1}};
     r.spacing_x = r.spacing_y = d->spacing_m > 0 ? d->spacing_m : 1.0;
-    if (terra_raster_check_extent(d->path, &r) != TERRA_OK || terra_raster_source_new(d, &png_ops, p, out) != TERRA_OK) {
+    if (terra_raster_check_extent(d->path, &r) != TERRA_OK ||
+        terra_raster_source_new(d, &png_ops, p, out) != TERRA_OK) {
         png_source_free(p);
         return TERRA_OK;
     }

@@ -49,8 +49,8 @@ static int random_cuts(unsigned long long *rng, int n, int max, int *starts) {
 
 /* Windows in random cuts (rows top-down; within a band of rows, columns in random order when
  * `shuffle`) put together give exactly the whole read. */
-static void check_windows_tile(terra_raster_source *s, const terra_raster *whole, unsigned long long seed,
-                               bool shuffle, const char *what) {
+static void check_windows_tile(terra_raster_source *s, const terra_raster *whole, unsigned long long seed, bool shuffle,
+                               const char *what) {
     unsigned long long rng = seed;
     const int W = whole->width, H = whole->height;
     int *xs = malloc(sizeof(int) * (size_t)(W + 1)), *ys = malloc(sizeof(int) * (size_t)(H + 1));
@@ -71,10 +71,12 @@ static void check_windows_tile(terra_raster_source *s, const terra_raster *whole
         }
     }
     size_t diff = 0;
-    for (size_t i = 0; ok && i < (size_t)W * (size_t)H; i++) diff += !same_height(got[i], whole->heights[i]);
+    for (size_t i = 0; ok && i < (size_t)W * (size_t)H; i++)
+        diff += !same_height(got[i], whole->heights[i]);
     /* Then one above the last band: a PNG decodes from the top again. */
     int x0 = (int)(test_rand_u64(&rng) % (unsigned)W), y0 = (int)(test_rand_u64(&rng) % (unsigned)(H / 2 + 1));
-    int w = 1 + (int)(test_rand_u64(&rng) % (unsigned)(W - x0)), h = 1 + (int)(test_rand_u64(&rng) % (unsigned)(H - y0));
+    int w = 1 + (int)(test_rand_u64(&rng) % (unsigned)(W - x0)),
+        h = 1 + (int)(test_rand_u64(&rng) % (unsigned)(H - y0));
     CHECK(terra_raster_read_window(s, x0, y0, w, h, win) == TERRA_OK, "%s: %s", what, terra_last_error());
     for (int r = 0; r < h; r++)
         for (int c = 0; c < w; c++)
@@ -100,8 +102,8 @@ static void check_hgt_info(const terra_raster_info *in, const char *what) {
     CHECK(in->has_nodata && in->nodata == -32768, "%s: nodata %d %g", what, in->has_nodata, in->nodata);
     CHECK(in->has_lonlat && fabs(in->lonlat_bounds[0] + 72) < 1e-9 && fabs(in->lonlat_bounds[1] - 44) < 1e-9 &&
               fabs(in->lonlat_bounds[2] + 71) < 1e-9 && fabs(in->lonlat_bounds[3] - 45) < 1e-9,
-          "%s: bounds %.12g %.12g %.12g %.12g", what, in->lonlat_bounds[0], in->lonlat_bounds[1],
-          in->lonlat_bounds[2], in->lonlat_bounds[3]);
+          "%s: bounds %.12g %.12g %.12g %.12g", what, in->lonlat_bounds[0], in->lonlat_bounds[1], in->lonlat_bounds[2],
+          in->lonlat_bounds[3]);
     CHECK(fabs(in->lonlat_step[0] - 1.0 / 1200) < 1e-12 && fabs(in->lonlat_step[1] - 1.0 / 1200) < 1e-12,
           "%s: step %.12g %.12g", what, in->lonlat_step[0], in->lonlat_step[1]);
     /* Metres per sample as terra_raster_read gives them: ~92.6 m north, ~66 m east at 44.5 N. */
@@ -143,8 +145,7 @@ static void test_open_errors(void) {
     CHECK(terra_raster_open(&(terra_raster_desc){.path = bad}, NULL, &s) == TERRA_E_FORMAT && !s);
     CHECK(strstr(terra_last_error(), bad) != NULL, "%s", terra_last_error());
     CHECK(terra_raster_open_gdal(&(terra_raster_desc){.path = bad}, &s) == TERRA_E_FORMAT && !s);
-    CHECK(terra_raster_open(&(terra_raster_desc){.path = bad}, "/nonexistent/terra-raster", &s) ==
-          TERRA_E_UNSUPPORTED);
+    CHECK(terra_raster_open(&(terra_raster_desc){.path = bad}, "/nonexistent/terra-raster", &s) == TERRA_E_UNSUPPORTED);
     unlink(bad);
     if (!have_shared("PNG source")) return;
     char p[512];
@@ -176,7 +177,8 @@ static void test_windows_tile_whole(void) {
                  {"data/dem/fuji.png", TERRA_RASTER_TERRAIN_RGB, true},
                  {"data/dem/grand-canyon-terrarium.png", TERRA_RASTER_TERRARIUM, true}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        terra_raster_desc d = {.path = shared_path(cases[c].file, p, sizeof p), .encoding = cases[c].enc, .z_scale = 0.5};
+        terra_raster_desc d = {
+            .path = shared_path(cases[c].file, p, sizeof p), .encoding = cases[c].enc, .z_scale = 0.5};
         terra_raster whole;
         CHECK(terra_raster_read(&d, &whole) == TERRA_OK, "%s", terra_last_error());
         if (!whole.heights) continue;
@@ -227,14 +229,16 @@ static void *read_random_windows(void *arg) {
     float *win = malloc(sizeof(float) * 64 * 64);
     for (int t = 0; t < 40; t++) {
         int w = 1 + (int)(test_rand_u64(&j->seed) % 64), h = 1 + (int)(test_rand_u64(&j->seed) % 64);
-        int x0 = (int)(test_rand_u64(&j->seed) % (unsigned)(W - w + 1)), y0 = (int)(test_rand_u64(&j->seed) % (unsigned)(H - h + 1));
+        int x0 = (int)(test_rand_u64(&j->seed) % (unsigned)(W - w + 1)),
+            y0 = (int)(test_rand_u64(&j->seed) % (unsigned)(H - h + 1));
         if (terra_raster_read_window(j->s, x0, y0, w, h, win) != TERRA_OK) {
             j->failed++;
             continue;
         }
         for (int r = 0; r < h; r++)
             for (int c = 0; c < w; c++)
-                j->bad += !same_height(win[r * w + c], j->whole->heights[(size_t)(y0 + r) * (size_t)W + (size_t)(x0 + c)]);
+                j->bad +=
+                    !same_height(win[r * w + c], j->whole->heights[(size_t)(y0 + r) * (size_t)W + (size_t)(x0 + c)]);
     }
     free(win);
     return NULL;
@@ -256,13 +260,14 @@ static void test_threads_share_a_source(void) {
             thread_job jobs[4];
             pthread_t th[4];
             for (int i = 0; i < 4; i++) {
-                jobs[i] = (thread_job){.s = srcs[k], .whole = &whole, .seed = (unsigned long long)(100 * f + 10 * k + i)};
+                jobs[i] =
+                    (thread_job){.s = srcs[k], .whole = &whole, .seed = (unsigned long long)(100 * f + 10 * k + i)};
                 pthread_create(&th[i], NULL, read_random_windows, &jobs[i]);
             }
             for (int i = 0; i < 4; i++) {
                 pthread_join(th[i], NULL);
-                CHECK(jobs[i].bad == 0 && jobs[i].failed == 0, "%s source %d thread %d: %zu wrong, %zu failed", files[f],
-                      k, i, jobs[i].bad, jobs[i].failed);
+                CHECK(jobs[i].bad == 0 && jobs[i].failed == 0, "%s source %d thread %d: %zu wrong, %zu failed",
+                      files[f], k, i, jobs[i].bad, jobs[i].failed);
             }
         }
         terra_raster_close(srcs[0]);
@@ -299,8 +304,10 @@ static bool hgt_with_holes(const char *src, const char *dst) {
     GDALClose(s);
     if (!d) return false;
     int16_t hole[40 * 30];
-    for (int i = 0; i < 40 * 30; i++) hole[i] = -32768;
-    bool ok = GDALRasterIO(GDALGetRasterBand(d, 1), GF_Write, 500, 600, 40, 30, hole, 40, 30, GDT_Int16, 0, 0) == CE_None;
+    for (int i = 0; i < 40 * 30; i++)
+        hole[i] = -32768;
+    bool ok =
+        GDALRasterIO(GDALGetRasterBand(d, 1), GF_Write, 500, 600, 40, 30, hole, 40, 30, GDT_Int16, 0, 0) == CE_None;
     GDALClose(d);
     return ok;
 }
@@ -323,14 +330,15 @@ static void test_geo_hgt(void) {
         terra_raster_source *s = srcs[k];
         if (!s) continue;
         /* The .hgt's own grid: every sample's own value, holes as holes, exactly. */
-        terra_raster_geo_grid own = {.west = -72, .north = 45, .step_x = 1.0 / 1200, .step_y = 1.0 / 1200,
-                                     .width = 1201, .height = 1201};
+        terra_raster_geo_grid own = {
+            .west = -72, .north = 45, .step_x = 1.0 / 1200, .step_y = 1.0 / 1200, .width = 1201, .height = 1201};
         size_t bad = 0;
         for (int t = 0; t < 12; t++) {
             int w = 1 + (int)(test_rand_u64(&rng) % 300), h = 1 + (int)(test_rand_u64(&rng) % 300);
-            int x0 = (int)(test_rand_u64(&rng) % (unsigned)(1202 - w)), y0 = (int)(test_rand_u64(&rng) % (unsigned)(1202 - h));
+            int x0 = (int)(test_rand_u64(&rng) % (unsigned)(1202 - w)),
+                y0 = (int)(test_rand_u64(&rng) % (unsigned)(1202 - h));
             if (t == 0) x0 = 480, y0 = 590, w = 80, h = 50; /* around the holes */
-            if (t == 1) x0 = 1201 - w, y0 = 1201 - h;     /* the last row and column: on the edge, not outside */
+            if (t == 1) x0 = 1201 - w, y0 = 1201 - h;       /* the last row and column: on the edge, not outside */
             CHECK(terra_raster_read_geo(s, &own, x0, y0, w, h, out) == TERRA_OK, "%s", terra_last_error());
             for (int j = 0; j < h; j++)
                 for (int i = 0; i < w; i++)
@@ -345,7 +353,10 @@ static void test_geo_hgt(void) {
             double sx = test_rand_range(&rng, 0.3, 3) / 1200, sy = test_rand_range(&rng, 0.3, 3) / 1200;
             terra_raster_geo_grid g = {.west = test_rand_range(&rng, -72.05, -71.2),
                                        .north = test_rand_range(&rng, 44.3, 45.05),
-                                       .step_x = sx, .step_y = sy, .width = 4000, .height = 4000};
+                                       .step_x = sx,
+                                       .step_y = sy,
+                                       .width = 4000,
+                                       .height = 4000};
             int w = 1 + (int)(test_rand_u64(&rng) % 300), h = 1 + (int)(test_rand_u64(&rng) % 300);
             int x0 = (int)(test_rand_u64(&rng) % 600), y0 = (int)(test_rand_u64(&rng) % 600);
             if (t % 4 == 0) { /* through the holes */
@@ -390,8 +401,8 @@ static void test_geo_projected(void) {
     GDALDatasetH src = GDALOpen(shared_path(HGT, p, sizeof p), GA_ReadOnly);
     CHECK(src != NULL);
     if (!src) return;
-    char *args[] = {"-t_srs", "EPSG:32619", "-tr", "30", "30", "-r", "bilinear", "-ot", "Float32", "-dstnodata",
-                    "-9999", "-q", NULL};
+    char *args[] = {"-t_srs", "EPSG:32619", "-tr",        "30",    "30", "-r", "bilinear",
+                    "-ot",    "Float32",    "-dstnodata", "-9999", "-q", NULL};
     GDALWarpAppOptions *o = GDALWarpAppOptionsNew(args, NULL);
     int usage = 0;
     GDALDatasetH dst = GDALWarp(tif, NULL, 1, &src, o, &usage);
@@ -421,8 +432,8 @@ static void test_geo_projected(void) {
         CHECK(fabs(in->lonlat_step[0] - 30 / (111195.0 * cos(44.5 * TEST_PI / 180))) < 2e-5 &&
                   fabs(in->lonlat_step[1] - 30 / 111195.0) < 2e-5,
               "step %g %g", in->lonlat_step[0], in->lonlat_step[1]);
-        terra_raster_geo_grid own = {.west = -72, .north = 45, .step_x = 1.0 / 1200, .step_y = 1.0 / 1200,
-                                     .width = 1201, .height = 1201};
+        terra_raster_geo_grid own = {
+            .west = -72, .north = 45, .step_x = 1.0 / 1200, .step_y = 1.0 / 1200, .width = 1201, .height = 1201};
         float *out = malloc(sizeof(float) * 1201 * 401);
         size_t n = 0, nan = 0, over5 = 0;
         double sum = 0, worst = 0;
@@ -449,23 +460,24 @@ static void test_geo_projected(void) {
          * pixel centres on the grid's points. */
         GDALDatasetH utm = GDALOpen(tif, GA_ReadOnly);
         const double fs = 1.0 / 7200;
-        terra_raster_geo_grid fine = {.west = -71.7, .north = 44.7, .step_x = fs, .step_y = fs, .width = 1201,
-                                      .height = 1201};
+        terra_raster_geo_grid fine = {
+            .west = -71.7, .north = 44.7, .step_x = fs, .step_y = fs, .width = 1201, .height = 1201};
         char te[4][32];
         snprintf(te[0], 32, "%.17g", fine.west - fs / 2);
         snprintf(te[1], 32, "%.17g", fine.north - 1200.5 * fs);
         snprintf(te[2], 32, "%.17g", fine.west + 1200.5 * fs);
         snprintf(te[3], 32, "%.17g", fine.north + fs / 2);
-        char *back[] = {"-of", "MEM", "-t_srs", "EPSG:4326", "-te", te[0], te[1], te[2], te[3], "-ts", "1201", "1201",
-                        "-r", "bilinear", "-et", "0", "-ot", "Float32", "-dstnodata", "-9999", "-q", NULL};
+        char *back[] = {"-of", "MEM",     "-t_srs",     "EPSG:4326", "-te", te[0],      te[1], te[2],
+                        te[3], "-ts",     "1201",       "1201",      "-r",  "bilinear", "-et", "0",
+                        "-ot", "Float32", "-dstnodata", "-9999",     "-q",  NULL};
         GDALWarpAppOptions *bo = GDALWarpAppOptionsNew(back, NULL);
         GDALDatasetH ref = utm ? GDALWarp("", NULL, 1, &utm, bo, &usage) : NULL;
         GDALWarpAppOptionsFree(bo);
         CHECK(ref != NULL, "gdalwarp back to EPSG:4326");
         float *mine = malloc(sizeof(float) * 1201 * 1201), *theirs = malloc(sizeof(float) * 1201 * 1201);
         if (ref && terra_raster_read_geo(s, &fine, 0, 0, 1201, 1201, mine) == TERRA_OK &&
-            GDALRasterIO(GDALGetRasterBand(ref, 1), GF_Read, 0, 0, 1201, 1201, theirs, 1201, 1201, GDT_Float32, 0,
-                         0) == CE_None) {
+            GDALRasterIO(GDALGetRasterBand(ref, 1), GF_Read, 0, 0, 1201, 1201, theirs, 1201, 1201, GDT_Float32, 0, 0) ==
+                CE_None) {
             double gsum = 0, gworst = 0;
             size_t gn = 0;
             for (size_t k = 0; k < (size_t)1201 * 1201; k++) {
@@ -475,8 +487,8 @@ static void test_geo_projected(void) {
             }
             /* Not bit for bit: rows here are approximated within 1/64 of a sample (~0.5 m), gdalwarp's
              * exactly; the heights differ by that times the slope. */
-            CHECK(gn > 1400000 && gsum / (double)gn < 0.01 && gworst < 0.5, "against gdalwarp: mean %g m, worst %g m over %zu",
-                  gsum / (double)gn, gworst, gn);
+            CHECK(gn > 1400000 && gsum / (double)gn < 0.01 && gworst < 0.5,
+                  "against gdalwarp: mean %g m, worst %g m over %zu", gsum / (double)gn, gworst, gn);
             printf("     against gdalwarp -r bilinear onto the same points: mean %.4f m, worst %.3f m (%zu points)\n",
                    gsum / (double)gn, gworst, gn);
         }
@@ -581,7 +593,8 @@ static size_t read_big(terra_raster_source *s, const terra_raster *src, int side
             }
             for (int j = 0; j < win; j++) {
                 const float *r = src->heights + (size_t)mirror(y0 + j, src->height) * (size_t)src->width;
-                for (int i = 0; i < win; i++) bad += out[(size_t)j * (size_t)win + (size_t)i] != r[mirror(x0 + i, src->width)];
+                for (int i = 0; i < win; i++)
+                    bad += out[(size_t)j * (size_t)win + (size_t)i] != r[mirror(x0 + i, src->width)];
             }
         }
     return bad;
@@ -627,8 +640,12 @@ static void test_big_mirrored(void) {
     if (st) {
         const terra_raster_info *in = terra_raster_source_info(st);
         CHECK(in->epsg == 32610 && in->has_lonlat, "epsg %d", in->epsg);
-        terra_raster_geo_grid g = {.west = in->lonlat_bounds[0], .north = in->lonlat_bounds[3],
-                                   .step_x = 1.0 / 10800, .step_y = 1.0 / 10800, .width = 8192, .height = 8192};
+        terra_raster_geo_grid g = {.west = in->lonlat_bounds[0],
+                                   .north = in->lonlat_bounds[3],
+                                   .step_x = 1.0 / 10800,
+                                   .step_y = 1.0 / 10800,
+                                   .width = 8192,
+                                   .height = 8192};
         size_t valid = 0, out_of_range = 0;
         for (int x0 = 0; x0 < 4096; x0 += win) {
             CHECK(terra_raster_read_geo(st, &g, x0, 2048, win, win, out) == TERRA_OK, "%s", terra_last_error());
