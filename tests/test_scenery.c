@@ -218,10 +218,15 @@ static char *base64(const uint8_t *d, size_t n) {
     return o;
 }
 
-/* glTF 2.0 with `nm` meshes (one primitive each, material i unless mat says) in one embedded
- * buffer; nodes_json and materials_json written as given. */
+static void put32(FILE *f, uint32_t v) {
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    fwrite(b, 1, 4, f);
+}
+
+/* glTF 2.0 with `nm` meshes (one primitive each, material i unless mat says) in one buffer, embedded
+ * as base64 (.gltf) or as the binary chunk of a .glb (`glb`); nodes and materials as given. */
 static bool write_gltf(const char *path, const mesh *const *m, const int *mat, int nm, const char *nodes_json,
-                       const char *scene_nodes, const char *materials_json) {
+                       const char *scene_nodes, const char *materials_json, bool glb) {
     size_t bytes = 0;
     for (int i = 0; i < nm; i++) bytes += m[i]->nv * 20 + m[i]->ni * 4;
     uint8_t *buf = malloc(bytes ? bytes : 1), *p = buf;
@@ -230,17 +235,17 @@ static bool write_gltf(const char *path, const mesh *const *m, const int *mat, i
         memcpy(p, m[i]->uv, m[i]->nv * 8), p += m[i]->nv * 8;
         memcpy(p, m[i]->idx, m[i]->ni * 4), p += m[i]->ni * 4;
     }
-    char *b64 = base64(buf, bytes);
-    free(buf);
-    FILE *f = fopen(path, "w");
-    if (!f) {
+    char *json = NULL;
+    size_t json_size = 0;
+    FILE *f = open_memstream(&json, &json_size);
+    fprintf(f, "{\"asset\":{\"version\":\"2.0\",\"generator\":\"terra test_scenery\"},\n\"buffers\":[{\"byteLength\":%zu",
+            bytes);
+    if (!glb) {
+        char *b64 = base64(buf, bytes);
+        fprintf(f, ",\"uri\":\"data:application/octet-stream;base64,%s\"", b64);
         free(b64);
-        return false;
     }
-    fprintf(f, "{\"asset\":{\"version\":\"2.0\",\"generator\":\"terra test_scenery\"},\n\"buffers\":[{\"byteLength\":%zu,"
-               "\"uri\":\"data:application/octet-stream;base64,%s\"}],\n\"bufferViews\":[",
-            bytes, b64);
-    free(b64);
+    fprintf(f, "}],\n\"bufferViews\":[");
     size_t off = 0;
     for (int i = 0; i < nm; i++) {
         fprintf(f, "%s{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":%zu},", i ? "," : "", off, m[i]->nv * 12);
@@ -272,7 +277,23 @@ static bool write_gltf(const char *path, const mesh *const *m, const int *mat, i
                 i ? "," : "", 3 * i, 3 * i + 1, 3 * i + 2, mat ? mat[i] : i);
     fprintf(f, "],\n\"nodes\":%s,\n\"scenes\":[{\"nodes\":%s}],\"scene\":0,\n%s}\n", nodes_json, scene_nodes,
             materials_json);
-    return fclose(f) == 0;
+    while (glb && ftell(f) % 4) fputc(' ', f); /* chunks are 4-byte aligned */
+    fclose(f);
+    f = fopen(path, "wb");
+    bool ok = f != NULL;
+    if (ok && glb) {
+        size_t padded = (bytes + 3) / 4 * 4;
+        fwrite("glTF", 1, 4, f), put32(f, 2), put32(f, (uint32_t)(12 + 8 + json_size + 8 + padded));
+        put32(f, (uint32_t)json_size), fwrite("JSON", 1, 4, f), fwrite(json, 1, json_size, f);
+        put32(f, (uint32_t)padded), fwrite("BIN", 1, 4, f), fwrite(buf, 1, bytes, f);
+        for (size_t i = bytes; i < padded; i++) fputc(0, f);
+    } else if (ok) {
+        fwrite(json, 1, json_size, f);
+    }
+    ok = ok && fclose(f) == 0;
+    free(json);
+    free(buf);
+    return ok;
 }
 
 static const char *MATERIALS =
@@ -298,7 +319,7 @@ static void write_gltf_scenery(const char *dir, const scenery *s, char *path, si
     const mesh *m[6] = {&s->m[0], &s->m[1], &s->m[2], &s->m[3], &s->m[4], &s->m[5]};
     static const int mat[6] = {0, 1, 2, 3, 4, 5};
     snprintf(path, n, "%s/ground.gltf", dir);
-    CHECK(write_gltf(path, m, mat, 6, nodes, "[0,1,2,3,4,6]", MATERIALS), "%s", path);
+    CHECK(write_gltf(path, m, mat, 6, nodes, "[0,1,2,3,4,6]", MATERIALS, false), "%s", path);
     /* the bush's texture: RGBA, so the bush is a plant; grass.png stays absent */
     uint8_t px[4 * 4 * 4];
     for (int i = 0; i < 64; i++) px[i] = (uint8_t)(i % 4 == 3 ? 128 : 90);
@@ -359,10 +380,10 @@ static void write_bad(const char *dir) {
     const mesh *mm[1] = {&m};
     static const char *one = "\"materials\":[{\"name\":\"grass\"}]";
     snprintf(p, sizeof p, "%s/bad-objects.gltf", dir);
-    CHECK(write_gltf(p, mm, NULL, 1, "[{\"name\":\"crate\",\"mesh\":0,\"scale\":[2,2,2]}]", "[0]", one));
+    CHECK(write_gltf(p, mm, NULL, 1, "[{\"name\":\"crate\",\"mesh\":0,\"scale\":[2,2,2]}]", "[0]", one, false));
     m.pos[4] = NAN; /* vertex 1's height */
     snprintf(p, sizeof p, "%s/bad-nan.gltf", dir);
-    CHECK(write_gltf(p, mm, NULL, 1, "[{\"name\":\"ground\",\"mesh\":0}]", "[0]", one));
+    CHECK(write_gltf(p, mm, NULL, 1, "[{\"name\":\"ground\",\"mesh\":0}]", "[0]", one, false));
     mesh_free(&m);
     snprintf(p, sizeof p, "%s/bad-empty.obj", dir);
     CHECK(write_text(p, ""));
@@ -625,8 +646,28 @@ static void test_bad_files(void) {
     CHECK(terra_scenery_read(&d, &s) == TERRA_E_IO && strstr(terra_last_error(), "not a regular file"));
 }
 
-/* PLY (no materials, no texture coordinates: one layer, no repeat measured) and the triangle cap. */
-static void test_ply_and_cap(void) {
+/* Binary glTF (.glb: the buffer in its binary chunk, an image it names but lacks), PLY (no
+ * materials, no texture coordinates: one layer, no repeat measured) and the triangle cap. */
+static void test_formats(void) {
+    mesh m = {0};
+    double c0[3] = {0, 0, 0}, c1[3] = {10, 0, 0}, c2[3] = {10, 2, 10}, c3[3] = {0, 2, 10};
+    mesh_quad(&m, c0, c1, c2, c3, 5);
+    const mesh *mm[1] = {&m};
+    char glb[600];
+    snprintf(glb, sizeof glb, "%s/quad.glb", dir);
+    CHECK(write_gltf(glb, mm, NULL, 1, "[{\"name\":\"field\",\"mesh\":0}]", "[0]",
+                     "\"materials\":[{\"name\":\"field\",\"pbrMetallicRoughness\":{\"baseColorTexture\":"
+                     "{\"index\":0}}}],\"textures\":[{\"source\":0}],\"images\":[{\"uri\":\"field%20albedo.png\"}]",
+                     true));
+    mesh_free(&m);
+    terra_scenery g;
+    terra_scenery_desc gd = {.path = glb};
+    CHECK(terra_scenery_read(&gd, &g) == TERRA_OK, "%s", terra_last_error());
+    CHECK(g.triangle_count == 2 && g.layer_count == 1 && fabs(g.layers[0].metres_per_repeat - 5) < 1e-4 &&
+              g.file_count == 1 && file_state(&g, dir, "field albedo.png") == 0,
+          "glb: %zu triangles, %zu layers, %zu files", g.triangle_count, g.layer_count, g.file_count);
+    terra_scenery_free(&g);
+
     char p[600];
     snprintf(p, sizeof p, "%s/quad.ply", dir);
     CHECK(write_text(p, "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
@@ -669,7 +710,7 @@ int main(int argc, char **argv) {
     RUN(test_synthetic);
     RUN(test_dem);
     RUN(test_bad_files);
-    RUN(test_ply_and_cap);
+    RUN(test_formats);
     int rc = finish();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
