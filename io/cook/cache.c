@@ -1199,6 +1199,16 @@ terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_ke
 
 /* ---- finest meshes ----------------------------------------------------------------------------- */
 
+/* A blob's header, as it is in the store (no padding: every field on its own alignment). */
+typedef struct mesh_head {
+    uint32_t magic, flags;
+    uint64_t generation;
+    int32_t tx, ty;
+    uint32_t vertices, triangles;
+    double error;
+} mesh_head;
+_Static_assert(sizeof(mesh_head) == MESH_HEADER, "a blob's header is 40 bytes");
+
 /* Bytes of one blob: header, arrays, checksum. */
 static uint64_t blob_size(uint64_t vertices, uint64_t triangles, bool normals, bool materials) {
     return MESH_HEADER + vertices * (16 + 4 + (normals ? 12 : 0) + (materials ? 2 : 0)) + triangles * 12 + 4;
@@ -1212,14 +1222,9 @@ terra_status terra_cook_cache_keep_finest(terra_cook_cache *c, int32_t tx, int32
     uint64_t size = blob_size(m->vertex_count, m->triangle_count, normals, materials);
     uint8_t *b = size <= SIZE_MAX ? terra_alloc((size_t)size) : NULL;
     if (!b) return terra_fail(TERRA_E_NOMEM, "cook cache: out of memory for finest tile %d,%d's mesh", tx, ty);
-    uint32_t head[6] = {MESH_MAGIC, (normals ? 1u : 0u) | (materials ? 2u : 0u), 0, 0, m->vertex_count,
-                        m->triangle_count};
-    memcpy(&head[2], &tx, 4);
-    memcpy(&head[3], &ty, 4);
-    memcpy(b, head, 8);
-    memcpy(b + 8, &c->generation, 8);
-    memcpy(b + 16, &head[2], 16);
-    memcpy(b + 32, &error, 8);
+    mesh_head h = {MESH_MAGIC, (normals ? 1u : 0u) | (materials ? 2u : 0u), c->generation, tx, ty, m->vertex_count,
+                   m->triangle_count, error};
+    memcpy(b, &h, sizeof h);
     size_t at = MESH_HEADER, vn = m->vertex_count, tn = m->triangle_count;
 #define PUT(src, bytes) (memcpy(b + at, (src), (bytes)), at += (bytes))
     if (vn) PUT(m->xy, vn * 16), PUT(m->z, vn * 4);
@@ -1274,37 +1279,32 @@ terra_status terra_cook_cache_load_finest(const terra_cook_cache *c, int32_t tx,
         if (n <= 0) break;
         got += (size_t)n;
     }
-    uint32_t head[6] = {0}, crc = 0;
-    uint64_t generation = 0;
+    mesh_head h = {0};
+    uint32_t crc = 0;
     if (got == r->size) {
-        memcpy(head, b, 8);
-        memcpy(&generation, b + 8, 8);
-        memcpy(&head[2], b + 16, 16);
+        memcpy(&h, b, sizeof h);
         memcpy(&crc, b + r->size - 4, 4);
     }
-    int32_t btx, bty;
-    memcpy(&btx, &head[2], 4);
-    memcpy(&bty, &head[3], 4);
-    bool normals = head[1] & 1, materials = head[1] & 2;
-    if (got != r->size || crc != terra_crc32c(0, b, (size_t)r->size - 4) || head[0] != MESH_MAGIC || head[1] > 3 ||
-        generation != c->rec.mesh_generation || btx != tx || bty != ty ||
-        r->size != blob_size(head[4], head[5], normals, materials)) {
+    bool normals = h.flags & 1, materials = h.flags & 2;
+    if (got != r->size || crc != terra_crc32c(0, b, (size_t)r->size - 4) || h.magic != MESH_MAGIC || h.flags > 3 ||
+        h.generation != c->rec.mesh_generation || h.tx != tx || h.ty != ty ||
+        r->size != blob_size(h.vertices, h.triangles, normals, materials)) {
         terra_free(b);
         terra_log(TERRA_LOG_WARN, "%s: the mesh of finest tile %d,%d is damaged: cooking it afresh", c->meshes_path, tx, ty);
         return terra_fail(TERRA_E_CORRUPT, "%s: the mesh of finest tile %d,%d is damaged", c->meshes_path, tx, ty);
     }
-    terra_status st = terra_cook_mesh_reserve(out, head[4], head[5], normals, materials);
+    terra_status st = terra_cook_mesh_reserve(out, h.vertices, h.triangles, normals, materials);
     if (!st) {
-        size_t at = MESH_HEADER, vn = head[4], tn = head[5];
+        size_t at = MESH_HEADER, vn = h.vertices, tn = h.triangles;
 #define GET(dst, bytes) (memcpy((dst), b + at, (bytes)), at += (bytes))
         if (vn) GET(out->xy, vn * 16), GET(out->z, vn * 4);
         if (vn && normals) GET(out->normal, vn * 12);
         if (vn && materials) GET(out->material, vn * 2);
         if (tn) GET(out->tri, tn * 12);
 #undef GET
-        out->vertex_count = head[4];
-        out->triangle_count = head[5];
-        memcpy(error, b + 32, 8);
+        out->vertex_count = h.vertices;
+        out->triangle_count = h.triangles;
+        *error = h.error;
     }
     terra_free(b);
     return st;
