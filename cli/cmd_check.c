@@ -22,9 +22,9 @@ static void help(FILE *f) {
             "    vertex and every border edge one has on the shared segment the other has (no crack, no\n"
             "    T-junction), to 1 mm or, where 16-bit quantization cannot hold a millimetre, to one\n"
             "    quantization step of the wider tile (the report says which);\n"
-            "  - with --source: each tile's stated geometric error is at least its vertical distance\n"
-            "    from every source sample its triangles cover (plus what 16-bit quantization of the tile\n"
-            "    adds, reported), and no triangle covers a no-data sample.\n\n"
+            "  - with --source: each tile's stated geometric error is at least the vertical distance of\n"
+            "    the tile as decoded (16-bit quantization included) from every source sample its\n"
+            "    triangles cover, to 1 mm; no triangle covers or touches a no-data sample.\n\n"
             "Options:\n"
             "  --source INPUT      a raster the archive was cooked from (repeat for several; where they\n"
             "                      overlap the finer one is the ground). Local frame: sample (col, row) at\n"
@@ -33,11 +33,13 @@ static void help(FILE *f) {
             "  --encoding E        plain (default), terrain-rgb or terrarium (as terra mesh / terra cook)\n"
             "  --z-scale S         multiply source heights by S\n"
             "  --spacing M         metres between source samples (default: georeferencing, else 1)\n"
+            "  --allow-quantization  grant on top of each stated error what 16-bit quantization of the\n"
+            "                      tile may add at the sample (for errors measured before encoding)\n"
             "  -q, --quiet         print nothing when every promise holds\n"
             "  -h, --help          this text\n");
 }
 
-static void print_report(const terra_cook_check_report *r, const char *path) {
+static void print_report(const terra_cook_check_report *r, const char *path, bool allow_q) {
     if (r->frame == TERRA_FRAME_LOCAL)
         printf("%s: local frame, level-0 tile %g m, %llu tiles checked\n", path, r->tile_size_m,
                (unsigned long long)r->tiles);
@@ -56,22 +58,25 @@ static void print_report(const terra_cook_check_report *r, const char *path) {
     }
     printf("(pairs: neighbour pairs whose finer tile is at the level; at_1mm: of them, compared to 1 mm along and up,\n"
            " the others to one 16-bit quantization step of the wider tile, largest shown as tol_along / tol_up;\n"
-           " quant_max: the largest quantization allowance added to a stated error)\n");
+           " quant_max: the most 16-bit quantization may add to a tile's distance from a sample)\n");
+    printf("stated errors: %s\n", allow_q ? "compared with the quantization allowance (quant_max) on top"
+                                          : "compared as stated with the decoded tiles (quant_max: what quantization may add)");
     if (r->holes) printf("no-data source samples: %llu, none covered\n", (unsigned long long)r->holes);
 }
 
 int cmd_check(int argc, char **argv) {
-    enum { OPT_SOURCE = 256, OPT_ENC, OPT_ZS, OPT_SPACING };
+    enum { OPT_SOURCE = 256, OPT_ENC, OPT_ZS, OPT_SPACING, OPT_ALLOW_Q };
     static const struct option opts[] = {{"source", required_argument, 0, OPT_SOURCE},
                                          {"encoding", required_argument, 0, OPT_ENC},
                                          {"z-scale", required_argument, 0, OPT_ZS},
                                          {"spacing", required_argument, 0, OPT_SPACING},
+                                         {"allow-quantization", no_argument, 0, OPT_ALLOW_Q},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *sources[MAX_SOURCES];
     int nsrc = 0;
-    bool quiet = false;
+    bool quiet = false, allow_q = false;
     terra_raster_encoding enc = TERRA_RASTER_PLAIN;
     double zscale = 0, spacing = 0;
     optind = 1;
@@ -97,6 +102,7 @@ int cmd_check(int argc, char **argv) {
             if (!cli_parse_double(optarg, &spacing) || !(spacing > 0) || !isfinite(spacing))
                 return cli_usage_error(CMD, "--spacing: '%s' is not a positive number", optarg);
             break;
+        case OPT_ALLOW_Q: allow_q = true; break;
         case 'q': quiet = true; break;
         case 'h': help(stdout); return EXIT_OK;
         case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
@@ -109,11 +115,11 @@ int cmd_check(int argc, char **argv) {
     memset(rd, 0, sizeof rd);
     for (int i = 0; i < nsrc; i++)
         rd[i].path = sources[i], rd[i].encoding = enc, rd[i].z_scale = zscale, rd[i].spacing_m = spacing;
-    const terra_cook_check_desc desc = {path, rd, nsrc, NULL};
+    const terra_cook_check_desc desc = {path, rd, nsrc, NULL, allow_q};
     terra_cook_check_report rep;
     const terra_status st = terra_cook_check(&desc, &rep);
     if (st && !rep.broken) return cli_error(CMD, "%s", terra_last_error());
-    if (!quiet) print_report(&rep, path);
+    if (!quiet) print_report(&rep, path, allow_q);
     if (st) {
         fprintf(stderr, "terra check: broken promise: %s\n", terra_last_error());
         return EXIT_FAIL;

@@ -13,10 +13,12 @@
  *     quantization step of the wider tile (horizontal: its side / 32767; vertical: its
  *     (max - min) / 32767, the larger of the two tiles'); the report says which applied;
  *  3. with sources (rasters): on every valid source sample a tile's triangles cover, the vertical
- *     distance from the tile to the sample is at most the tile's stated geometric error (index
- *     entry), plus what 16-bit quantization of the tile itself may add (one vertical step plus the
- *     triangle's slope over one horizontal step; reported); no triangle covers a no-data sample
- *     (a hole stays a hole).
+ *     distance from the tile as decoded to the sample is at most the tile's stated geometric error
+ *     (index entry) plus 1 mm: the tile a client draws is the quantized one, so what 16-bit
+ *     quantization adds must be in the stated error. allow_quantization grants that on top (one
+ *     vertical step plus the triangle's slope over one horizontal step, reported), for archives
+ *     whose errors were measured before encoding. No triangle covers or touches a no-data sample
+ *     (to within what quantization moves a vertex): a hole stays a hole.
  * Where samples lie: local frame, sample (col, row) at x = col * spacing_x, z = row * spacing_y
  * metres (the raster's spacing: terra mesh's --spacing, else its georeferencing, else 1);
  * geographic frame, each sample's centre from the raster's geotransform (EPSG:4326 degrees).
@@ -38,6 +40,7 @@ typedef struct terra_cook_check_desc {
     const terra_raster_desc *sources; /* rasters the archive was cooked from (may be NULL) */
     int source_count;
     const char *raster_reader;        /* terra_raster_read_isolated's reader; NULL: its default */
+    bool allow_quantization;          /* stated errors need not include 16-bit quantization */
 } terra_cook_check_desc;
 
 /* What was checked at one archive level. */
@@ -45,7 +48,8 @@ typedef struct terra_cook_check_level {
     uint64_t tiles, vertices, triangles;
     double stated_error_max;     /* the largest geometric error the index states at this level (m) */
     double measured_error_max;   /* the largest vertical distance to a source sample (m); 0 without sources */
-    double quantization_max;     /* the largest quantization allowance granted at this level (m) */
+    double quantization_max;     /* the largest that quantization may add at a sample at this level (m):
+                                    granted on top of the stated error only with allow_quantization */
     uint64_t samples;            /* source samples checked under this level's triangles */
     uint64_t border_pairs;       /* neighbour pairs whose finer (or either, same level) tile is here */
     uint64_t border_pairs_mm;    /* of these, compared to 1 mm */
