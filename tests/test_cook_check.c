@@ -224,6 +224,7 @@ static void write_archive(const ground *g, const char *path, breakage b) {
     wd.frame = g->frame;
     wd.compression = TERRA_COMPRESS_GZIP;
     wd.tile_size_m = g->n * g->spacing;
+    wd.tin = true;
     terra_archive_writer *w = NULL;
     CHECK(terra_archive_writer_create(path, &wd, &w) == TERRA_OK, "%s", terra_last_error());
     if (!w) return;

@@ -78,6 +78,7 @@ typedef struct checker {
     size_t edge_count, edge_cap;
     source *src;
     int src_count;
+    terra_tile_rules rules; /* what every reader applies (grid archives: the lattice) */
 } checker;
 
 /* ---- small pieces ------------------------------------------------------------------------------ */
@@ -399,7 +400,7 @@ static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, doubl
     tile_name(tl, name, sizeof name);
 
     terra_qmesh m;
-    st = terra_archive_check_tile(ck->a, &e, NULL, &m, NULL);
+    st = terra_archive_check_tile(ck->a, &e, &ck->rules, &m, NULL);
     if (st == TERRA_E_CORRUPT || st == TERRA_E_CAPACITY || st == TERRA_E_FORMAT)
         return broken(ck, "tile %s does not decode: %s", name, terra_last_error());
     if (st) return st;
@@ -692,6 +693,10 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
     terra_status st = terra_archive_open(d->archive, NULL, &ck.a);
     if (st) return st;
     st = read_frame(&ck);
+    if (!st) {
+        st = terra_archive_tile_rules(ck.a, &ck.rules);
+        if (st == TERRA_E_CORRUPT) st = broken(&ck, "the tiles' rules: %s", terra_last_error());
+    }
     if (!st) st = open_sources(&ck);
     const uint64_t n = terra_archive_get_info(ck.a)->tile_count;
     if (!st) {
