@@ -97,7 +97,13 @@ static pvert cross(const terra_scenery_cut *c, const support *s, int axis, doubl
         a = b, b = x;
     }
     double pa = axis ? a.y : a.x, pb = axis ? b.y : b.x;
-    return lerp(&a, &b, (v - pa) / (pb - pa), axis, v);
+    pvert r = lerp(&a, &b, (v - pa) / (pb - pa), axis, v);
+    /* A crossing that rounding puts a hair off a grid line of the other axis (the edge passes
+     * through a tile corner) goes onto it, so that it lies in the tiles on both sides, not just
+     * outside one: the same rule in every tile, so they still agree. */
+    double *o = axis ? &r.x : &r.y, k = round(*o / c->side) * c->side;
+    if (fabs(*o - k) <= 1e-12 * fmax(fabs(k), c->side)) *o = k;
+    return r;
 }
 
 /* One Sutherland-Hodgman pass: keeps sign * (coordinate[axis] - v) >= 0. A vertex on the line is
