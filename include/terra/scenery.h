@@ -136,7 +136,9 @@ const int32_t *terra_scenery_cut_tiles(const terra_scenery_cut *c, size_t *count
  * exactly against its four sides (x sides first, then y), the piece fanned from its first vertex;
  * nothing else is added, moved or re-triangulated. A vertex made on a tile side is computed from
  * the source edge it lies on, its endpoints in a fixed order, and a tile corner inside a triangle
- * from the triangle's segment on the x side: the tiles on either side make the same doubles.
+ * from the triangle's segment on the x side: the tiles on either side make the same doubles. A
+ * crossing that rounding leaves within 1e-12 (relative) of a grid line of the other axis - an edge
+ * through a tile corner - is put on that line, so it lies inside the tiles on both sides.
  * A tile takes the triangles whose bounding box starts before its right (x1) and top (y1) sides,
  * so a wall standing exactly on a grid line is laid once, in the tile on the line's +x (+y) side.
  * Vertices are merged when exactly equal; materials ride per vertex (a vertex made on an edge takes
