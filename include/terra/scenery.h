@@ -115,8 +115,8 @@ typedef struct terra_scenery_cut terra_scenery_cut;
 typedef struct terra_scenery_cut_info {
     size_t vertices;            /* after welding */
     size_t welded;              /* vertices welded onto another */
-    size_t collapsed;           /* triangles dropped because welding left them without area or
-                                   made them a duplicate */
+    size_t collapsed;           /* triangles dropped: once welded, without area in 3-D or with
+                                   the same three vertices as an earlier one */
     size_t triangles, walls;    /* kept, and of those with no area in the plane */
     size_t tiles;               /* finest tiles holding a piece */
 } terra_scenery_cut_info;
@@ -144,8 +144,10 @@ const int32_t *terra_scenery_cut_tiles(const terra_scenery_cut *c, size_t *count
  * Vertices are merged when exactly equal; materials ride per vertex (a vertex made on an edge takes
  * its nearer endpoint's, the lower id at the middle); normals are the welded soup's, area-weighted
  * (walls count only at vertices with no ground), interpolated along the edge or segment for made
- * vertices, so both sides of a cut agree. *error = 0 (the source itself). A tile with no pieces
- * comes back empty. */
+ * vertices, so both sides of a cut agree. Every vertex lies in the tile's closed rectangle; pieces
+ * with area turn counter-clockwise, wall pieces have none (up to rounding where a wall crosses a
+ * tile corner, never clockwise). *error = 0 (the source itself). A tile with no pieces comes back
+ * empty. */
 terra_status terra_scenery_cut_tile(void *cut, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error);
 
 #ifdef __cplusplus
