@@ -24,12 +24,13 @@ static void help(FILE *f) {
             "level below, keeping every vertex on its outer border, so neighbouring tiles at any two\n"
             "levels share their border exactly. Each tile's geometric error in the index is measured.\n"
             "No-data samples stay holes.\n\n"
-            "INPUT is anything GDAL reads (GeoTIFF, SRTM .hgt, 16-bit PNG, ...). A georeferenced raster\n"
-            "(EPSG:4326 degrees) cooks in the geographic frame: Cesium's EPSG:4326 TMS tiles at the\n"
-            "finest zoom whose samples are at least as fine as the raster's, resampled bilinearly, down\n"
-            "to the two root tiles. Several georeferenced inputs are one ground (the finest wins where\n"
-            "they overlap). A raster without georeference cooks in the local frame: one plane unit per\n"
-            "sample, --spacing metres apart, level 0 finest.\n\n"
+            "INPUT is anything GDAL reads (GeoTIFF, SRTM .hgt, 16-bit PNG, ...). A raster georeferenced\n"
+            "in a coordinate system PROJ takes to EPSG:4326 (GeoTIFF in any CRS, .hgt) cooks in the\n"
+            "geographic frame: Cesium's EPSG:4326 TMS tiles at the finest zoom whose samples are at\n"
+            "least as fine as the raster's, warped by GDAL (bilinear, no-data kept as holes), read a\n"
+            "window at a time, down to the two root tiles. Several such inputs are one ground (the\n"
+            "finest wins where they overlap). Any other raster cooks in the local frame: one plane unit\n"
+            "per sample, --spacing metres apart, rows along +z, level 0 finest.\n\n"
             "Options:\n"
             "  -o, --output OUT          the archive to write (renamed into place when complete)\n"
             "  -e, --max-error M         the finest level's vertical error bound, metres (default 1)\n"
@@ -39,8 +40,10 @@ static void help(FILE *f) {
             "      --frame F             auto (default), local or geographic\n"
             "      --threads N           worker threads (default 2)\n"
             "      --compression C       gzip (default), zstd or none\n"
-            "      --cache DIR           where the cook cache lives (default: beside OUT)\n"
-            "      --no-cache            cook afresh\n"
+            "      --cache DIR           where the cook cache lives (default OUT.cache): a cook whose\n"
+            "                            inputs (size and content hash) and options all agree with the\n"
+            "                            last one writes nothing; changed inputs recook only their tiles\n"
+            "      --no-cache            cook afresh, neither reading nor writing the cache\n"
             "      --encoding E          plain (default), terrain-rgb or terrarium\n"
             "      --band N              band of a plain raster (default 1)\n"
             "      --z-scale S           multiply heights by S (e.g. 0.1 for decimetres)\n"
@@ -49,7 +52,8 @@ static void help(FILE *f) {
             "  -h, --help                this help\n\n"
             "Prints a report (key value lines): frame, tiles, levels, per level its tiles, vertices,\n"
             "triangles, stored bytes and largest geometric error, bytes, seconds, samples_per_s,\n"
-            "peak_mb (this process) and reader_peak_mb (the terra-raster reader process).\n"
+            "peak_mb (this process) and reader_peak_mb (the terra-raster reader processes); with the\n"
+            "cache, why it was or was not reused, tiles_reused and finest_reused.\n"
             "Exit 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 
@@ -186,22 +190,63 @@ int cmd_cook(int argc, char **argv) {
     if (cache && no_cache) return cli_usage_error(CMD, "--cache and --no-cache do not go together");
     if (levels && frame == TERRA_COOK_FRAME_GEOGRAPHIC)
         return cli_usage_error(CMD, "--levels is for the local frame (geographic tiles go down to the roots)");
-    /* The cook cache is not in this build yet: every cook is afresh. */
-    if (cache && !quiet) fprintf(stderr, "terra cook: no cook cache in this build: cooking afresh\n");
 
+    /* Each input's header first: a raster placed on the globe is read in windows, warped by GDAL
+     * (one source per thread, each a terra-raster child of its own); any other is read whole. */
     terra_raster *rasters = calloc((size_t)nin, sizeof *rasters);
     terra_cook_input *inputs = calloc((size_t)nin, sizeof *inputs);
-    int rc = EXIT_OK, read = 0;
+    terra_raster_source **sources = calloc((size_t)nin * (size_t)threads, sizeof *sources);
+    int rc = EXIT_OK, opened = 0;
+    bool geo = frame == TERRA_COOK_FRAME_GEOGRAPHIC;
     double t0 = terra_now_s();
-    if (!rasters || !inputs) rc = cli_error(CMD, "out of memory");
-    for (; rc == EXIT_OK && read < nin; read++) {
-        terra_raster_desc rd = {.path = argv[optind + read], .encoding = enc, .band = band, .z_scale = zscale,
+    if (!rasters || !inputs || !sources) rc = cli_error(CMD, "out of memory");
+    for (; rc == EXIT_OK && opened < nin; opened++) {
+        terra_raster_desc rd = {.path = argv[optind + opened], .encoding = enc, .band = band, .z_scale = zscale,
                                 .spacing_m = spacing};
-        if (terra_raster_read_isolated(&rd, NULL, &rasters[read]) != TERRA_OK) {
+        terra_raster_source **s = sources + (size_t)opened * (size_t)threads;
+        if (terra_raster_open(&rd, NULL, &s[0]) != TERRA_OK) {
             rc = cli_error(CMD, "%s", terra_last_error());
             break;
         }
-        inputs[read] = (terra_cook_input){.path = argv[optind + read], .raster = &rasters[read]};
+        if (frame == TERRA_COOK_FRAME_AUTO && terra_raster_source_info(s[0])->has_lonlat) geo = true;
+        inputs[opened] = (terra_cook_input){.path = rd.path, .sources = s, .source_count = threads};
+    }
+    /* The cache: every input hashed before any is read for cooking, then the record compared. */
+    terra_cook_manifest *manifest = NULL;
+    terra_cook_cache *cc = NULL;
+    if (rc == EXIT_OK && !no_cache) {
+        char options[512];
+        snprintf(options, sizeof options,
+                 "max_error=%.17g;levels=%d;tile_size=%d;frame=%s;encoding=%s;band=%d;z_scale=%.17g;spacing=%.17g;"
+                 "compression=%s",
+                 max_error, levels, tile ? tile : 256, geo ? "geographic" : "local", enc_names[enc], band ? band : 1,
+                 zscale ? zscale : 1.0, spacing, terra_compression_name(comp));
+        if (terra_cook_manifest_create(options, &manifest) != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
+        for (int i = 0; rc == EXIT_OK && i < nin; i++)
+            if (terra_cook_manifest_add_input(manifest, inputs[i].path, NULL) != TERRA_OK)
+                rc = cli_error(CMD, "%s", terra_last_error());
+        if (rc == EXIT_OK && terra_cook_cache_open(cache, out, manifest, &cc) != TERRA_OK)
+            rc = cli_error(CMD, "%s", terra_last_error());
+        if (rc == EXIT_OK && terra_cook_cache_get_outcome(cc) == TERRA_COOK_CACHE_UNCHANGED) {
+            printf("output %s\ncache %s\n", out, terra_cook_cache_reason(cc));
+            goto end;
+        }
+    }
+    for (int i = 0; rc == EXIT_OK && i < nin; i++) {
+        terra_raster_source **s = sources + (size_t)i * (size_t)threads;
+        terra_raster_desc rd = {.path = inputs[i].path, .encoding = enc, .band = band, .z_scale = zscale,
+                                .spacing_m = spacing};
+        for (int k = 1; geo && rc == EXIT_OK && k < threads; k++)
+            if (terra_raster_open(&rd, NULL, &s[k]) != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
+        if (geo) continue;
+        terra_raster_close(s[0]);
+        s[0] = NULL;
+        if (terra_raster_read_isolated(&rd, NULL, &rasters[i]) != TERRA_OK) {
+            rc = cli_error(CMD, "%s", terra_last_error());
+            break;
+        }
+        inputs[i].raster = &rasters[i];
+        inputs[i].sources = NULL, inputs[i].source_count = 0;
     }
     const double read_s = terra_now_s() - t0;
     if (rc == EXIT_OK) {
@@ -213,18 +258,28 @@ int cmd_cook(int argc, char **argv) {
         pthread_mutex_init(&b.lock, NULL);
         const bool show = !quiet && isatty(STDERR_FILENO);
         terra_cook_desc d = {.inputs = inputs, .input_count = (size_t)nin, .output = out, .max_error = max_error,
-                             .levels = levels, .tile_size = tile, .frame = frame, .threads = threads,
+                             .levels = levels, .tile_size = tile,
+                             .frame = geo ? TERRA_COOK_FRAME_GEOGRAPHIC : TERRA_COOK_FRAME_LOCAL, .threads = threads,
                              .compression = comp, .options_json = options, .progress = show ? bar_draw : NULL,
-                             .progress_user = &b};
+                             .progress_user = &b, .cache = cc};
         terra_cook_report rep;
         terra_status st = terra_cook(&d, &rep);
         if (show && b.shown >= 0) fputc('\n', stderr);
         pthread_mutex_destroy(&b.lock);
+        /* the readers' processes end here, so their peak memory is counted in the report */
+        for (size_t i = 0; i < (size_t)nin * (size_t)threads; i++) terra_raster_close(sources[i]), sources[i] = NULL;
         if (st != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
         else print_report(out, &rep, read_s);
+        if (st == TERRA_OK && cc) printf("cache %s\ntiles_reused %llu\nfinest_reused %llu\n", terra_cook_cache_reason(cc),
+                                         (unsigned long long)rep.tiles_reused, (unsigned long long)rep.finest_reused);
     }
-    for (int i = 0; i < read; i++) terra_raster_free(&rasters[i]);
+end:
+    terra_cook_cache_close(cc);
+    terra_cook_manifest_free(manifest);
+    for (int i = 0; rasters && i < nin; i++) terra_raster_free(&rasters[i]);
+    for (size_t i = 0; sources && i < (size_t)nin * (size_t)threads; i++) terra_raster_close(sources[i]);
     free(rasters);
     free(inputs);
+    free(sources);
     return rc;
 }

@@ -77,6 +77,21 @@ awk '$1 == "level" && $2 == 0 { e = $NF } END { exit !(e > 0 && e <= 10) }' "$T/
 expect "fuji verify" 0 "$BIN" info --verify "$T/fuji.terra"
 grep -q 'intact' "$T/out" && ok "fuji archive intact" || bad "fuji archive: $(tail -3 "$T/out")"
 
+# The cache: the same cook again writes nothing; a touched input (content unchanged) still agrees;
+# --no-cache neither reads nor writes it.
+sum1=$(md5sum <"$T/fuji.terra")
+expect "fuji again" 0 "$BIN" cook "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -e 10 -o "$T/fuji.terra"
+grep -q "^cache up to date" "$T/out" && [ "$(md5sum <"$T/fuji.terra")" = "$sum1" ] && ok "unchanged: a no-op" \
+  || bad "unchanged: $(cat "$T/out")"
+cp "$DATA/fuji.png" "$T/fuji.png"
+expect "copy cooked" 0 "$BIN" cook "$T/fuji.png" --encoding terrain-rgb --spacing 62 -e 10 -q -o "$T/fc.terra"
+touch -d "2001-01-01" "$T/fuji.png"
+expect "touched" 0 "$BIN" cook "$T/fuji.png" --encoding terrain-rgb --spacing 62 -e 10 -q -o "$T/fc.terra"
+grep -q "^cache up to date (1 touched" "$T/out" && ok "touched input agrees" || bad "touched: $(cat "$T/out")"
+expect "no cache" 0 "$BIN" cook "$T/fuji.png" --encoding terrain-rgb --spacing 62 -e 10 -q --no-cache -o "$T/nc.terra"
+[ -f "$T/nc.terra" ] && [ ! -e "$T/nc.terra.cache" ] && ! grep -q "^cache" "$T/out" && ok "--no-cache" || bad "--no-cache"
+expect "cache and no-cache" 2 "$BIN" cook "$T/fuji.png" --cache "$T/c" --no-cache -o "$T/nc.terra"
+
 # St Helens 10 m (16-bit, decimetres): 64 finest tiles; quiet.
 expect "st helens" 0 "$BIN" cook "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -e 5 --levels 2 -q -o "$T/sth.terra"
 [ "$(field tiles)" = 80 ] && [ "$(field levels)" = 2 ] && ok "st helens tiles" || bad "st helens tiles: $(cat "$T/out")"

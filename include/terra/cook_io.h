@@ -6,6 +6,7 @@
 
 #include "terra/archive_io.h"
 #include "terra/cook.h"
+#include "terra/cook_cache.h"
 #include "terra/raster.h"
 
 #ifdef __cplusplus
@@ -58,21 +59,23 @@ terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_
 /* ---- the whole job --------------------------------------------------------------------------- */
 
 typedef enum terra_cook_frame {
-    TERRA_COOK_FRAME_AUTO = 0,      /* geographic for a georeferenced raster, else local */
+    TERRA_COOK_FRAME_AUTO = 0,      /* geographic when an input is georeferenced in a system that goes to
+                                       EPSG:4326, else local */
     TERRA_COOK_FRAME_LOCAL,
     TERRA_COOK_FRAME_GEOGRAPHIC
 } terra_cook_frame;
 
-/* One input: a raster already read (terra_raster_read_isolated), whose georeference picks the
- * frame and the finest tiles' step. Several georeferenced inputs are one ground: where they
- * overlap, the finest (the smallest sample step) wins. window (may be NULL: the raster's own
- * samples through terra_cook_raster_window_read) supplies samples instead, for a raster read a
- * window at a time; raster->heights may then be NULL, its other fields still describe it. */
+/* One input: a raster, either read whole (terra_raster_read_isolated) or opened for windowed reads
+ * (terra_raster_open) several times, one source for each worker that may read at once (a source
+ * serves one read at a time). Its georeference picks the frame and the finest tiles' step; in the
+ * geographic frame an opened raster is resampled by GDAL's warper (any CRS PROJ takes to
+ * EPSG:4326), one read whole by its geotransform (EPSG:4326 degrees only). Several georeferenced
+ * inputs are one ground: where they overlap, the finest (the smallest sample step) wins. */
 typedef struct terra_cook_input {
     const char *path;               /* for messages and the archive's metadata */
-    const terra_raster *raster;
-    terra_cook_window_fn window;
-    void *window_user;
+    const terra_raster *raster;     /* read whole; or NULL and: */
+    terra_raster_source *const *sources;
+    int source_count;
 } terra_cook_input;
 
 typedef struct terra_cook_desc {
@@ -92,6 +95,11 @@ typedef struct terra_cook_desc {
                                        recorded in the metadata */
     void (*progress)(void *user, uint64_t done, uint64_t total); /* may be NULL; any thread */
     void *progress_user;
+    /* The cook cache (terra/cook_cache.h), opened by the caller over a manifest of the inputs in
+     * their order here (so input k is manifest file k), with an outcome other than UNCHANGED; NULL:
+     * no cache. terra_cook plans it, reuses what it allows, and commits it once the archive is in
+     * place; the caller closes it. */
+    terra_cook_cache *cache;
 } terra_cook_desc;
 
 typedef struct terra_cook_report {
@@ -104,6 +112,8 @@ typedef struct terra_cook_report {
         double max_error;           /* the largest stated geometric error */
     } level[32];                    /* by depth (0 = finest) */
     uint64_t bytes;                 /* stored payload bytes, all levels */
+    uint64_t tiles_reused;          /* copied from the previous archive (the cook cache) */
+    uint64_t finest_reused;         /* finest meshes the cache gave back instead of meshing the samples */
     size_t mesh_peak_bytes;         /* the most tile-mesh memory the pyramid held at once */
     double seconds;
 } terra_cook_report;
