@@ -145,6 +145,30 @@ typedef struct tile_spec {
     double error;      /* stated */
 } tile_spec;
 
+/* Adds a tile with u, v, h, indices set: edge lists from u, v, header heights lo..hi. */
+static void add_qmesh(terra_archive_writer *w, terra_tile_key key, terra_qmesh *m, float lo, float hi, double error) {
+    const uint32_t nv = m->vertex_count;
+    uint32_t *edges = malloc(sizeof(uint32_t) * 4 * (nv + 1));
+    for (int s = 0; s < 4; s++) {
+        m->edges[s] = edges + (size_t)s * nv;
+        m->edge_count[s] = 0;
+        for (uint32_t v = 0; v < nv; v++) {
+            const uint16_t q = (s == TERRA_QMESH_WEST || s == TERRA_QMESH_EAST) ? m->u[v] : m->v[v];
+            if (q == ((s == TERRA_QMESH_WEST || s == TERRA_QMESH_SOUTH) ? 0 : TERRA_QMESH_MAX_COORD))
+                m->edges[s][m->edge_count[s]++] = v;
+        }
+    }
+    m->header.min_height = lo, m->header.max_height = hi, m->header.sphere_radius = 1;
+    CHECK(terra_qmesh_reorder(m, NULL) == TERRA_OK);
+    const size_t cap = terra_qmesh_encoded_size(m);
+    uint8_t *buf = malloc(cap);
+    size_t n = 0;
+    CHECK(terra_qmesh_encode(m, buf, cap, &n) == TERRA_OK, "%s", terra_last_error());
+    const terra_archive_tile_info info = {(float)error, 1, lo, hi};
+    CHECK(terra_archive_writer_add(w, key, buf, n, &info) == TERRA_OK, "%s", terra_last_error());
+    free(buf), free(edges);
+}
+
 /* Encodes the triangles as one tile (u, v across its span; heights over its own range). */
 static void add_tile(terra_archive_writer *w, const ground *g, const tile_spec *ts, const tri_list *l, float bump,
                      int bump_vertex_c, int bump_vertex_y) {
@@ -178,25 +202,8 @@ static void add_tile(terra_archive_writer *w, const ground *g, const tile_spec *
         m.h[v] = hi > lo ? (uint16_t)lround((hv[v] - lo) / (double)(hi - lo) * TERRA_QMESH_MAX_COORD) : 0;
     }
     m.indices = idx;
-    uint32_t *edges = malloc(sizeof(uint32_t) * 4 * (nv + 1));
-    for (int s = 0; s < 4; s++) {
-        m.edges[s] = edges + (size_t)s * nv;
-        for (uint32_t v = 0; v < nv; v++) {
-            const uint16_t q = (s == TERRA_QMESH_WEST || s == TERRA_QMESH_EAST) ? m.u[v] : m.v[v];
-            if (q == ((s == TERRA_QMESH_WEST || s == TERRA_QMESH_SOUTH) ? 0 : TERRA_QMESH_MAX_COORD))
-                m.edges[s][m.edge_count[s]++] = v;
-        }
-    }
-    m.header.min_height = lo, m.header.max_height = hi, m.header.sphere_radius = 1;
-    CHECK(terra_qmesh_reorder(&m, NULL) == TERRA_OK);
-    const size_t cap = terra_qmesh_encoded_size(&m);
-    uint8_t *buf = malloc(cap);
-    size_t n = 0;
-    CHECK(terra_qmesh_encode(&m, buf, cap, &n) == TERRA_OK, "%s", terra_last_error());
-    const terra_archive_tile_info info = {(float)ts->error, 1, lo, hi};
-    CHECK(terra_archive_writer_add(w, terra_tile_key_make(0, ts->level, ts->x, ts->y), buf, n, &info) == TERRA_OK,
-          "%s", terra_last_error());
-    free(buf), free(edges), free(uvh), free(hv), free(idx), free(ids), free(local);
+    add_qmesh(w, terra_tile_key_make(0, ts->level, ts->x, ts->y), &m, lo, hi, ts->error);
+    free(uvh), free(hv), free(idx), free(ids), free(local);
 }
 
 /* What to break. */
@@ -415,9 +422,51 @@ static void test_without_source(void) {
     free(g.h);
 }
 
+/* A wall standing on a tile side is laid once, in one tile: the tile on its foot's side has ground
+ * at the foot only, and the pair is sound when that ground meets the wall (not when it floats). */
+static void wall_case(float west_ground, const char *path) {
+    terra_archive_write_desc wd = {0};
+    wd.frame = TERRA_FRAME_LOCAL, wd.tile_size_m = 10, wd.tin = true;
+    terra_archive_writer *w = NULL;
+    CHECK(terra_archive_writer_create(path, &wd, &w) == TERRA_OK);
+    if (!w) return;
+    /* west tile (0, 0): flat ground at west_ground */
+    uint16_t u0[4] = {0, 32767, 32767, 0}, v0[4] = {0, 0, 32767, 32767}, h0[4] = {0, 0, 0, 0};
+    uint32_t t0[6] = {0, 1, 2, 0, 2, 3};
+    terra_qmesh m;
+    memset(&m, 0, sizeof m);
+    m.vertex_count = 4, m.triangle_count = 2, m.u = u0, m.v = v0, m.h = h0, m.indices = t0;
+    add_qmesh(w, terra_tile_key_make(0, 0, 0, 0), &m, west_ground, west_ground, 0);
+    /* east tile (1, 0): ground at 5 m and, on its west side, a wall from 0 to 5 m */
+    uint16_t u1[6] = {0, 32767, 32767, 0, 0, 0}, v1[6] = {0, 0, 32767, 32767, 0, 32767};
+    uint16_t h1[6] = {32767, 32767, 32767, 32767, 0, 0};
+    uint32_t t1[12] = {0, 1, 2, 0, 2, 3, 4, 5, 3, 4, 3, 0};
+    memset(&m, 0, sizeof m);
+    m.vertex_count = 6, m.triangle_count = 4, m.u = u1, m.v = v1, m.h = h1, m.indices = t1;
+    add_qmesh(w, terra_tile_key_make(0, 0, 1, 0), &m, 0, 5, 0);
+    CHECK(terra_archive_writer_finish(w) == TERRA_OK);
+}
+
+static void test_wall_on_a_side(void) {
+    char path[128];
+    snprintf(path, sizeof path, "cook_check_%ld_wall.terra", (long)getpid());
+    terra_cook_check_desc d = {path, NULL, 0, NULL, false};
+    terra_cook_check_report rep;
+    wall_case(0, path);
+    CHECK(terra_cook_check(&d, &rep) == TERRA_OK && rep.level[0].border_pairs == 1, "%s", terra_last_error());
+    wall_case(2.5f, path); /* the west ground meets the wall half way up: still sound */
+    CHECK(terra_cook_check(&d, &rep) == TERRA_OK, "%s", terra_last_error());
+    wall_case(7, path); /* above the wall's top: a crack */
+    CHECK(terra_cook_check(&d, &rep) == TERRA_E_CORRUPT && says("crack between tiles 0/") && says("0/0/0") &&
+              says("0/1/0") && says("a wall stands"),
+          "%s", terra_last_error());
+    unlink(path);
+}
+
 int main(void) {
     RUN(test_local_frame);
     RUN(test_geographic_frame);
     RUN(test_without_source);
+    RUN(test_wall_on_a_side);
     return finish();
 }

@@ -494,6 +494,36 @@ static bool same_vert(const bvert *a, const bvert *b, double tol_h, double tol_v
     return fabs(a->t - b->t) <= tol_h && fabs(a->h - b->h) <= tol_v;
 }
 
+/* The heights a wall on the side spans at t (its vertical edges there: both ends at one t),
+ * widened into *lo, *hi; false when the side has no wall at t. */
+static bool wall_at(const checker *ck, const side_data *sd, double t, double tol, double *lo, double *hi) {
+    const bedge *e = ck->edges + sd->e0;
+    bool any = false;
+    for (size_t k = lower_edge(e, sd->en, t - tol); k < sd->en && e[k].a.t <= t + tol; k++)
+        if (e[k].b.t == e[k].a.t) {
+            *lo = fmin(*lo, e[k].a.h), *hi = fmax(*hi, e[k].b.h);
+            any = true;
+        }
+    return any;
+}
+
+/* Where a wall (two heights over one point of the side) stands on the shared side, the tile on
+ * its foot's side has ground at one height only: a scenery's wall on a tile line is laid once, in
+ * one of the two tiles. There the rule is that the two meet: the other tile has a vertex at t
+ * within the wall's span. */
+static bool meets_wall(const checker *ck, const side_data *A, const bvert *v, const side_data *B, double tol_h,
+                       double tol_v, bool *walled) {
+    double lo = INFINITY, hi = -INFINITY;
+    const bool wa = wall_at(ck, A, v->t, tol_h, &lo, &hi), wb = wall_at(ck, B, v->t, tol_h, &lo, &hi);
+    *walled = wa || wb;
+    if (!*walled) return false;
+    if (wb && v->h >= lo - tol_v && v->h <= hi + tol_v) return true;
+    const bvert *vb = ck->verts + B->v0;
+    for (size_t j = lower_vert(vb, B->vn, v->t - tol_h); j < B->vn && vb[j].t <= v->t + tol_h; j++)
+        if (vb[j].h >= lo - tol_v && vb[j].h <= hi + tol_v) return true;
+    return false;
+}
+
 /* Every vertex of side `a` on the segment where both have ground has its twin on side `b`. */
 static terra_status match_vertices(pair_ctx *p, const tile_data *ta, int sa, const tile_data *tb, int sb,
                                    uint64_t *matched) {
@@ -509,13 +539,18 @@ static terra_status match_vertices(pair_ctx *p, const tile_data *ta, int sa, con
             if (same_vert(&va[k], &vb[j], p->tol_h, p->tol_v)) found = true;
             if (near == SIZE_MAX || fabs(vb[j].h - va[k].h) < fabs(vb[near].h - va[k].h)) near = j;
         }
-        if (found) {
+        bool walled = false;
+        if (found || meets_wall(ck, A, &va[k], B, p->tol_h, p->tol_v, &walled)) {
             (*matched)++;
             continue;
         }
         char na[64], nb[64], at[128];
         tile_name(ta, na, sizeof na), tile_name(tb, nb, sizeof nb), place_name(ck, ta, sa, t, at, sizeof at);
         const char *unit = ck->frame == TERRA_FRAME_LOCAL ? "m" : "degrees";
+        if (walled)
+            return broken(ck, "crack between tiles %s and %s: at %s a wall stands on the shared side (%s's %s, %s's %s) "
+                              "and the other tile has no vertex within its heights (%s's vertex %.6g m high)",
+                          na, nb, at, na, side_names[sa], nb, side_names[sb], na, va[k].h);
         if (near != SIZE_MAX)
             return broken(ck, "crack between tiles %s and %s: at %s (%s's %s side, %s's %s side) one is %.6g m high, the "
                               "other %.6g m (%.3g m apart; tolerance %.3g m up)",
@@ -540,6 +575,10 @@ static terra_status match_edges(pair_ctx *p, const tile_data *ta, int sa, const 
         if (x->b.t > x->a.t ? hi - lo <= p->tol_h || covered(ck, B, lo, hi, p->tol_h) <= p->tol_h
                             : x->a.t < p->s0 - p->tol_h || x->a.t > p->s1 + p->tol_h || covered(ck, B, lo, lo, p->tol_h) <= 0)
             continue;
+        double wlo = INFINITY, whi = -INFINITY;
+        if ((wall_at(ck, A, x->a.t, p->tol_h, &wlo, &whi) || wall_at(ck, B, x->a.t, p->tol_h, &wlo, &whi)) &&
+            (wall_at(ck, A, x->b.t, p->tol_h, &wlo, &whi) || wall_at(ck, B, x->b.t, p->tol_h, &wlo, &whi)))
+            continue; /* along a wall on the side: the vertex rule has seen that the two meet */
         bool found = false;
         for (size_t j = lower_edge(eb, B->en, x->a.t - p->tol_h); j < B->en && eb[j].a.t <= x->a.t + p->tol_h && !found; j++)
             found = same_vert(&x->a, &eb[j].a, p->tol_h, p->tol_v) && same_vert(&x->b, &eb[j].b, p->tol_h, p->tol_v);
