@@ -565,8 +565,15 @@ static void test_bad_input(void) {
     u.s.position[4] = 0, u.s.position[3] = 1e300;
     g.tile_units = 1e-300;
     CHECK(terra_scenery_cut_build(&u.s, &d, &cut) == TERRA_E_INVALID && !cut, "%s", terra_last_error());
-    u.s.tri[2] = 7;
+    u.s.position[3] = 1;
     g.tile_units = 1;
+    d.weld_tolerance = -1;
+    CHECK(terra_scenery_cut_build(&u.s, &d, &cut) == TERRA_E_INVALID && !cut);
+    d.weld_tolerance = 0;
+    CHECK(terra_scenery_cut_build(&u.s, &d, &cut) == TERRA_OK && cut, "%s", terra_last_error());
+    terra_scenery_cut_free(cut);
+    cut = NULL;
+    u.s.tri[2] = 7;
     CHECK(terra_scenery_cut_build(&u.s, &d, &cut) == TERRA_E_INVALID && !cut);
     soup_free(&u);
 }
