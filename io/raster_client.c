@@ -459,14 +459,14 @@ terra_status terra_raster_open(const terra_raster_desc *d, const char *reader, t
     argv[9] = NULL;
 
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+    /* Close-on-exec from the start: a child another thread starts meanwhile must not hold our end
+     * open, or the reader would never see its end of input. (dup2 into 0 and 1 clears it there.) */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return terra_fail(TERRA_E_IO, "%s: cannot start the raster reader: %s", d->path, strerror(errno));
-    fcntl(sv[0], F_SETFD, FD_CLOEXEC); /* other children started meanwhile must not hold it open */
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
     posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-    posix_spawn_file_actions_addclose(&fa, sv[1]);
     pid_t pid;
     int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

@@ -148,6 +148,11 @@ static void test_open_errors(void) {
     CHECK(terra_raster_open(&(terra_raster_desc){.path = bad}, "/nonexistent/terra-raster", &s) == TERRA_E_UNSUPPORTED);
     unlink(bad);
     if (!have_shared("PNG source")) return;
+    /* A reader that ends without a word: an error naming the file, not a hang or a SIGPIPE. */
+    char hgt[512];
+    terra_raster_desc dh = {.path = shared_path(HGT, hgt, sizeof hgt)};
+    CHECK(terra_raster_open(&dh, "/bin/true", &s) == TERRA_E_IO && !s);
+    CHECK(strstr(terra_last_error(), hgt) != NULL, "%s", terra_last_error());
     char p[512];
     terra_raster_desc d = {.path = shared_path(STH, p, sizeof p), .spacing_m = 10};
     CHECK(terra_raster_open(&d, "/nonexistent/terra-raster", &s) == TERRA_OK, "a plain PNG needs no child: %s",
