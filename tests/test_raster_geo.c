@@ -284,18 +284,18 @@ static void test_threads_share_a_source(void) {
 /* ---- warped reads ------------------------------------------------------------------------------------- */
 
 /* Bilinear over the whole raster's sample centres at source coordinates (fx, fy), NaN outside or
- * where a weighted sample is a hole: the reference the warped reads are held to. */
+ * where a sample with a weight is a hole: the reference the warped reads are held to. A coordinate
+ * within 1e-6 of a sample is on it (the transform's rounding), and then its neighbours weigh 0. */
 static double bilinear(const terra_raster *r, double fx, double fy) {
-    if (fx < -1e-6 || fy < -1e-6 || fx > r->width - 1 + 1e-6 || fy > r->height - 1 + 1e-6) return NAN;
-    fx = fmin(fmax(fx, 0), r->width - 1);
-    fy = fmin(fmax(fy, 0), r->height - 1);
+    if (fabs(fx - nearbyint(fx)) < 1e-6) fx = nearbyint(fx);
+    if (fabs(fy - nearbyint(fy)) < 1e-6) fy = nearbyint(fy);
+    if (fx < 0 || fy < 0 || fx > r->width - 1 || fy > r->height - 1) return NAN;
     int i = (int)fx, j = (int)fy;
     double tx = fx - i, ty = fy - j, v = 0;
     for (int b = 0; b < 2; b++)
         for (int a = 0; a < 2; a++) {
-            double wgt = (a ? tx : 1 - tx) * (b ? ty : 1 - ty);
-            if (wgt < 1e-9) continue;
-            v += wgt * r->heights[(size_t)(j + b) * (size_t)r->width + (size_t)(i + a)];
+            if ((a && tx == 0) || (b && ty == 0)) continue;
+            v += (a ? tx : 1 - tx) * (b ? ty : 1 - ty) * r->heights[(size_t)(j + b) * (size_t)r->width + (size_t)(i + a)];
         }
     return v;
 }
