@@ -96,9 +96,10 @@ static void print_report(const char *out, const terra_cook_report *r, double rea
            r->grid.unit[1], (unsigned long long)r->tiles, r->levels);
     for (int d = 0; d < r->levels && d < 32; d++) {
         int level = r->grid.frame == TERRA_FRAME_GEOGRAPHIC ? r->grid.depth - d : d;
-        printf("level %d tiles %llu vertices %llu triangles %llu bytes %llu max_error %.4f\n", level,
+        printf("level %d tiles %llu vertices %llu triangles %llu bytes %llu quantization %.4f max_error %.4f\n", level,
                (unsigned long long)r->level[d].tiles, (unsigned long long)r->level[d].vertices,
-               (unsigned long long)r->level[d].triangles, (unsigned long long)r->level[d].bytes, r->level[d].max_error);
+               (unsigned long long)r->level[d].triangles, (unsigned long long)r->level[d].bytes,
+               r->level[d].max_quantization, r->level[d].max_error);
     }
     printf("bytes %llu\nsamples %llu\nread_s %.3f\ncook_s %.3f\nsamples_per_s %.0f\n", (unsigned long long)r->bytes,
            (unsigned long long)r->samples, read_s, r->seconds, r->seconds > 0 ? (double)r->samples / r->seconds : 0);

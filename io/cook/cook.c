@@ -306,21 +306,55 @@ static terra_status finest_tile(void *user, int32_t tx, int32_t ty, terra_cook_m
     return TERRA_OK;
 }
 
+/* How far the tile as a client decodes it (u, v and heights on 16-bit steps) lies from the tile's
+ * mesh: the largest vertical distance between the two surfaces, both ways round (their difference
+ * peaks at a vertex of either or a crossing of their edges). Added to the stated error, which then
+ * holds for the decoded tile. */
+static terra_status quantization_error(const terra_cook_grid *g, const terra_cook_tile *t, const uint8_t *raw,
+                                       size_t n, double *out) {
+    terra_qmesh q;
+    terra_status st = terra_qmesh_decode(raw, n, NULL, &q);
+    if (st != TERRA_OK) return st;
+    double r[4];
+    terra_cook_tile_rect(g, t->depth, t->tx, t->ty, r);
+    terra_cook_mesh m = {0};
+    st = terra_cook_mesh_reserve(&m, q.vertex_count, q.triangle_count, false, false);
+    if (st == TERRA_OK) {
+        const double lo = q.header.min_height, step = ((double)q.header.max_height - lo) / 32767.0;
+        for (uint32_t i = 0; i < q.vertex_count; i++) {
+            m.xy[2 * i] = r[0] + (r[2] - r[0]) * q.u[i] / 32767.0;
+            m.xy[2 * i + 1] = r[1] + (r[3] - r[1]) * q.v[i] / 32767.0;
+            m.z[i] = (float)(lo + step * q.h[i]);
+        }
+        memcpy(m.tri, q.indices, 3 * (size_t)q.triangle_count * sizeof *m.tri);
+        m.vertex_count = q.vertex_count, m.triangle_count = q.triangle_count;
+        const terra_cook_mesh *dec = &m, *mine = t->mesh;
+        *out = fmax(terra_cook_vertical_distance(&m, &mine, 1, NULL), terra_cook_vertical_distance(t->mesh, &dec, 1, NULL));
+    }
+    terra_cook_mesh_free(&m);
+    terra_qmesh_free(&q);
+    return st;
+}
+
 static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     emitter *E = user;
     if (t->mesh->triangle_count == 0) return TERRA_OK; /* no ground here: no tile */
     const terra_tile_key key = terra_cook_key(E->grid, t->depth, t->tx, t->ty);
     const bool reuse = E->cache && terra_cook_cache_reusable(E->cache, key);
     terra_status st;
+    double quant = 0;
     if (reuse) {
         st = terra_cook_cache_copy_tile(E->cache, key, E->w);
     } else {
         uint8_t *raw;
         size_t n;
         if ((st = terra_cook_encode(E->grid, t, &raw, &n)) != TERRA_OK) return st;
-        terra_archive_tile_info info = {(float)t->geometric_error, (float)t->longest_edge, (float)t->min_height,
-                                        (float)t->max_height};
-        st = terra_archive_writer_add(E->w, key, raw, n, &info);
+        st = quantization_error(E->grid, t, raw, n, &quant);
+        /* rounded up into the float the index holds: never under what was measured */
+        float stated = (float)(t->geometric_error + quant);
+        if ((double)stated < t->geometric_error + quant) stated = nextafterf(stated, INFINITY);
+        terra_archive_tile_info info = {stated, (float)t->longest_edge, (float)t->min_height, (float)t->max_height};
+        if (st == TERRA_OK) st = terra_archive_writer_add(E->w, key, raw, n, &info);
         terra_free(raw);
     }
     if (st != TERRA_OK) return st;
@@ -331,6 +365,7 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     E->rep->level[t->depth].vertices += t->mesh->vertex_count;
     E->rep->level[t->depth].triangles += t->mesh->triangle_count;
     E->rep->level[t->depth].max_error = fmax(E->rep->level[t->depth].max_error, t->geometric_error);
+    E->rep->level[t->depth].max_quantization = fmax(E->rep->level[t->depth].max_quantization, quant);
     pthread_mutex_unlock(&E->lock);
     return TERRA_OK;
 }
