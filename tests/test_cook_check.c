@@ -463,10 +463,70 @@ static void test_wall_on_a_side(void) {
     unlink(path);
 }
 
+/* The ground as a scenery: an OBJ of the valid samples (x = c * spacing, y up = height, z = yi *
+ * spacing), two triangles a cell with four valid corners: the finest tiles are exactly its
+ * triangles, so the check measures it vertex for vertex. */
+static void write_obj(const ground *g, const char *path) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    int *id = malloc(sizeof(int) * (size_t)g->W * (size_t)g->H);
+    int n = 0;
+    for (int y = 0; y < g->H; y++)
+        for (int c = 0; c < g->W; c++) {
+            id[y * g->W + c] = valid(g, c, y) ? ++n : 0;
+            if (valid(g, c, y)) fprintf(f, "v %.9g %.9g %.9g\n", c * g->spacing, (double)sample(g, c, y), y * g->spacing);
+        }
+    for (int y = 0; y + 1 < g->H; y++)
+        for (int c = 0; c + 1 < g->W; c++) {
+            const int a = id[y * g->W + c], b = id[y * g->W + c + 1], d = id[(y + 1) * g->W + c + 1], e = id[(y + 1) * g->W + c];
+            if (a && b && d && e) fprintf(f, "f %d %d %d\nf %d %d %d\n", a, b, d, a, d, e);
+        }
+    fclose(f);
+    free(id);
+}
+
+static void test_scenery_source(void) {
+    for (unsigned long long seed = 21; seed <= 22; seed++) {
+        unsigned long long rng = seed;
+        char path[128], obj[128];
+        snprintf(path, sizeof path, "cook_check_%ld_scn.terra", (long)getpid());
+        snprintf(obj, sizeof obj, "cook_check_%ld_scn.obj", (long)getpid());
+        ground g;
+        make_ground(&g, TERRA_FRAME_LOCAL, &rng, seed == 22);
+        write_obj(&g, obj);
+        terra_raster_desc rd = {0};
+        rd.path = obj;
+        terra_cook_check_desc d = {path, &rd, 1, NULL, false};
+        terra_cook_check_report rep;
+        write_archive(&g, path, INTACT);
+        CHECK(terra_cook_check(&d, &rep) == TERRA_OK, "scenery seed %llu: %s", seed, terra_last_error());
+        /* each tile's vertices once: (n + 1)^2 a finest tile, (2n + 1)^2 a coarse one, less the hole */
+        const uint64_t hole = g.hole_c >= 0;
+        CHECK(rep.level[0].samples == 8ull * (g.n + 1) * (g.n + 1) - hole, "%llu", (unsigned long long)rep.level[0].samples);
+        CHECK(rep.level[1].samples == 2ull * (2 * g.n + 1) * (2 * g.n + 1) - hole);
+        CHECK(rep.level[0].measured_error_max <= FINEST_ERROR);
+        if (!hole) {
+            write_archive(&g, path, LOW_ERROR);
+            CHECK(terra_cook_check(&d, &rep) == TERRA_E_CORRUPT && says("tile 1/0/0 states a geometric error of 0 m") &&
+                      says("ground vertex"),
+                  "%s", terra_last_error());
+        } else {
+            write_archive(&g, path, COVER_HOLE);
+            CHECK(terra_cook_check(&d, &rep) == TERRA_E_CORRUPT && says("tile 0/1/0 covers a hole") && says("no ground"),
+                  "%s", terra_last_error());
+        }
+        unlink(obj);
+        unlink(path);
+        free(g.h);
+    }
+}
+
 int main(void) {
     RUN(test_local_frame);
     RUN(test_geographic_frame);
     RUN(test_without_source);
     RUN(test_wall_on_a_side);
+    RUN(test_scenery_source);
     return finish();
 }

@@ -11,6 +11,9 @@
 #include "terra/cook_check.h"
 
 #include "terra/archive_io.h"
+#include "terra/scenery.h"
+
+#include <assimp/cimport.h>
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -79,6 +82,8 @@ typedef struct checker {
     source *src;
     int src_count;
     terra_tile_rules rules; /* what every reader applies (grid archives: the lattice) */
+    struct mesh_source *mesh;
+    int mesh_count;
 } checker;
 
 /* ---- small pieces ------------------------------------------------------------------------------ */
@@ -385,6 +390,195 @@ static terra_status measure_tile(checker *ck, const tile_data *tl, const terra_q
     return TERRA_OK;
 }
 
+/* ---- scenery meshes as sources ----------------------------------------------------------------
+ * The ground of a scenery (terra_scenery_read: what the cook takes as ground) in the local frame:
+ * x = scenery x, z = scenery z, height = scenery y. Its vertices that belong to a triangle with area
+ * in the plane are the samples (a vertex only walls use has no ground under it to compare); its
+ * triangles with area say where ground is. Both in one bucket grid over the plane. */
+
+typedef struct mesh_source {
+    terra_scenery s;
+    const char *path;
+    double gx0, gz0, cell;
+    long gw, gh;
+    uint32_t *tri_start, *tri_items; /* ground triangles by cell (counting sort) */
+    uint32_t *vtx_start, *vtx_items; /* ground vertices by cell */
+    uint32_t *stamp;                 /* per vertex: 1 + the tile that last measured it */
+    double *best;                    /* per vertex: the smallest distance to that tile's triangles */
+    uint32_t *touched;               /* the vertices that tile measured */
+} mesh_source;
+
+static double tri_area2(const double *p, const uint32_t *t) {
+    const double *a = p + 3 * t[0], *b = p + 3 * t[1], *c = p + 3 * t[2];
+    return (b[0] - a[0]) * (c[2] - a[2]) - (c[0] - a[0]) * (b[2] - a[2]);
+}
+
+static long cell_of(const mesh_source *M, double v, bool z) {
+    const long n = z ? M->gh : M->gw;
+    const long i = (long)floor((v - (z ? M->gz0 : M->gx0)) / M->cell);
+    return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+/* Counting sort of items into the cells their boxes overlap. */
+static terra_status bucket(mesh_source *M, size_t n, const double *box /* 4 per item, NAN: skip */, uint32_t **start,
+                           uint32_t **items) {
+    const size_t cells = (size_t)M->gw * (size_t)M->gh;
+    *start = terra_calloc(cells + 1, sizeof **start);
+    if (!*start) return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            for (size_t c = 0; c < cells; c++) (*start)[c + 1] += (*start)[c];
+            *items = terra_alloc(((size_t)(*start)[cells] + 1) * sizeof **items);
+            if (!*items) return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+        }
+        for (size_t i = 0; i < n; i++) {
+            const double *b = box + 4 * i;
+            if (isnan(b[0])) continue;
+            for (long cz = cell_of(M, b[1], true); cz <= cell_of(M, b[3], true); cz++)
+                for (long cx = cell_of(M, b[0], false); cx <= cell_of(M, b[2], false); cx++) {
+                    const size_t c = (size_t)cz * (size_t)M->gw + (size_t)cx;
+                    if (pass == 0) (*start)[c + 1]++;
+                    else (*items)[(*start)[c]++] = (uint32_t)i;
+                }
+        }
+        if (pass == 1) /* the fill moved each start to the next cell's: move them back */
+            for (size_t c = cells; c > 0; c--) (*start)[c] = (*start)[c - 1];
+        if (pass == 1) (*start)[0] = 0;
+    }
+    return TERRA_OK;
+}
+
+static terra_status open_mesh(mesh_source *M) {
+    const terra_scenery *S = &M->s;
+    const double *p = S->position;
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    for (size_t v = 0; v < S->vertex_count; v++)
+        lo[0] = fmin(lo[0], p[3 * v]), hi[0] = fmax(hi[0], p[3 * v]), lo[1] = fmin(lo[1], p[3 * v + 2]),
+        hi[1] = fmax(hi[1], p[3 * v + 2]);
+    const double ext = fmax(hi[0] - lo[0], hi[1] - lo[1]);
+    M->cell = fmax(ext / sqrt((double)S->triangle_count / 2 + 1), 1e-6);
+    M->gx0 = lo[0], M->gz0 = lo[1];
+    M->gw = (long)((hi[0] - lo[0]) / M->cell) + 1, M->gh = (long)((hi[1] - lo[1]) / M->cell) + 1;
+    double *box = terra_alloc(4 * (S->triangle_count > S->vertex_count ? S->triangle_count : S->vertex_count) * sizeof *box + 1);
+    bool *ground = terra_calloc(S->vertex_count + 1, sizeof *ground);
+    M->stamp = terra_calloc(S->vertex_count + 1, sizeof *M->stamp);
+    M->best = terra_alloc((S->vertex_count + 1) * sizeof *M->best);
+    M->touched = terra_alloc((S->vertex_count + 1) * sizeof *M->touched);
+    terra_status st = box && ground && M->stamp && M->best && M->touched ? TERRA_OK
+                                                                         : terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+    for (size_t t = 0; !st && t < S->triangle_count; t++) {
+        const uint32_t *ix = S->tri + 3 * t;
+        double *b = box + 4 * t;
+        if (fabs(tri_area2(p, ix)) <= 1e-12) { /* a wall: no ground under it */
+            b[0] = NAN;
+            continue;
+        }
+        b[0] = b[2] = p[3 * ix[0]], b[1] = b[3] = p[3 * ix[0] + 2];
+        for (int k = 0; k < 3; k++) {
+            ground[ix[k]] = true;
+            b[0] = fmin(b[0], p[3 * ix[k]]), b[2] = fmax(b[2], p[3 * ix[k]]);
+            b[1] = fmin(b[1], p[3 * ix[k] + 2]), b[3] = fmax(b[3], p[3 * ix[k] + 2]);
+        }
+    }
+    if (!st) st = bucket(M, S->triangle_count, box, &M->tri_start, &M->tri_items);
+    for (size_t v = 0; !st && v < S->vertex_count; v++) {
+        double *b = box + 4 * v;
+        b[0] = ground[v] ? p[3 * v] : NAN, b[1] = b[3] = p[3 * v + 2], b[2] = p[3 * v];
+    }
+    if (!st) st = bucket(M, S->vertex_count, box, &M->vtx_start, &M->vtx_items);
+    terra_free(box);
+    terra_free(ground);
+    return st;
+}
+
+static void close_mesh(mesh_source *M) {
+    terra_scenery_free(&M->s);
+    terra_free(M->tri_start), terra_free(M->tri_items), terra_free(M->vtx_start), terra_free(M->vtx_items);
+    terra_free(M->stamp), terra_free(M->best), terra_free(M->touched);
+}
+
+/* Signed distances of (x, z) to the three edge lines of a triangle, the smallest (positive inside). */
+static double inside_by(const double tx[3], const double tz[3], double x, double z) {
+    const double area2 = (tx[1] - tx[0]) * (tz[2] - tz[0]) - (tx[2] - tx[0]) * (tz[1] - tz[0]);
+    const double sgn = area2 > 0 ? 1 : -1;
+    double dmin = INFINITY;
+    for (int k = 0; k < 3; k++) {
+        const int k1 = (k + 1) % 3;
+        const double dx = tx[k1] - tx[k], dz = tz[k1] - tz[k], len = hypot(dx, dz);
+        dmin = fmin(dmin, sgn * (dx * (z - tz[k]) - dz * (x - tx[k])) / len);
+    }
+    return dmin;
+}
+
+/* One tile against one scenery: every ground vertex under its triangles (the nearest of the heights
+ * there: where a wall stands a point has two), and every triangle over ground. */
+static terra_status measure_tile_mesh(checker *ck, const tile_data *tl, uint32_t tile_index, const terra_qmesh *m,
+                                      const double *X, const double *Y, const double *H, double stated, int mi,
+                                      tile_measure *tm) {
+    mesh_source *M = &ck->mesh[mi];
+    const double *p = M->s.position;
+    const double q = 0.5 * tl->size / QMAX * 2; /* a vertex moves by up to half a step in x and in z */
+    size_t touched = 0;
+    char nm[64];
+    for (uint32_t t = 0; t < m->triangle_count; t++) {
+        const uint32_t *ix = &m->indices[3 * t];
+        const double tx[3] = {X[ix[0]], X[ix[1]], X[ix[2]]}, tz[3] = {Y[ix[0]], Y[ix[1]], Y[ix[2]]};
+        const double area2 = (tx[1] - tx[0]) * (tz[2] - tz[0]) - (tx[2] - tx[0]) * (tz[1] - tz[0]);
+        if (fabs(area2) < q * q) continue; /* a wall, or quantized to one */
+        /* over ground: its centroid inside one of the scenery's ground triangles */
+        const double cx = (tx[0] + tx[1] + tx[2]) / 3, cz = (tz[0] + tz[1] + tz[2]) / 3;
+        const size_t c = (size_t)cell_of(M, cz, true) * (size_t)M->gw + (size_t)cell_of(M, cx, false);
+        bool over = false;
+        for (uint32_t k = M->tri_start[c]; k < M->tri_start[c + 1] && !over; k++) {
+            const uint32_t *sx = M->s.tri + 3 * M->tri_items[k];
+            const double ax[3] = {p[3 * sx[0]], p[3 * sx[1]], p[3 * sx[2]]};
+            const double az[3] = {p[3 * sx[0] + 2], p[3 * sx[1] + 2], p[3 * sx[2] + 2]};
+            over = inside_by(ax, az, cx, cz) >= -q;
+        }
+        if (!over) {
+            tile_name(tl, nm, sizeof nm);
+            return broken(ck, "tile %s covers a hole: its triangle (%.9g, %.9g), (%.9g, %.9g), (%.9g, %.9g) (x, z) has no "
+                              "ground of %s under its centre (x %.9g, z %.9g)",
+                          nm, tx[0], tz[0], tx[1], tz[1], tx[2], tz[2], M->path, cx, cz);
+        }
+        /* the scenery's vertices under it */
+        const double bx0 = fmin(tx[0], fmin(tx[1], tx[2])) - q, bx1 = fmax(tx[0], fmax(tx[1], tx[2])) + q;
+        const double bz0 = fmin(tz[0], fmin(tz[1], tz[2])) - q, bz1 = fmax(tz[0], fmax(tz[1], tz[2])) + q;
+        const double gx = ((H[ix[1]] - H[ix[0]]) * (tz[2] - tz[0]) - (H[ix[2]] - H[ix[0]]) * (tz[1] - tz[0])) / area2;
+        const double gz = ((tx[1] - tx[0]) * (H[ix[2]] - H[ix[0]]) - (tx[2] - tx[0]) * (H[ix[1]] - H[ix[0]])) / area2;
+        const double allowance = tl->step_v + (fabs(gx) + fabs(gz)) * q * 2;
+        for (long gz_ = cell_of(M, bz0, true); gz_ <= cell_of(M, bz1, true); gz_++)
+            for (long gx_ = cell_of(M, bx0, false); gx_ <= cell_of(M, bx1, false); gx_++) {
+                const size_t cc = (size_t)gz_ * (size_t)M->gw + (size_t)gx_;
+                for (uint32_t k = M->vtx_start[cc]; k < M->vtx_start[cc + 1]; k++) {
+                    const uint32_t v = M->vtx_items[k];
+                    const double vx = p[3 * v], vz = p[3 * v + 2];
+                    if (vx < bx0 || vx > bx1 || vz < bz0 || vz > bz1 || inside_by(tx, tz, vx, vz) < -q) continue;
+                    const double dev = fabs(H[ix[0]] + gx * (vx - tx[0]) + gz * (vz - tz[0]) - p[3 * v + 1]);
+                    if (M->stamp[v] != tile_index + 1) {
+                        M->stamp[v] = tile_index + 1;
+                        M->best[v] = INFINITY;
+                        M->touched[touched++] = v;
+                    }
+                    if (dev < M->best[v]) M->best[v] = dev;
+                    if (allowance > tm->max_allowance) tm->max_allowance = allowance;
+                }
+            }
+    }
+    for (size_t k = 0; k < touched; k++) {
+        const uint32_t v = M->touched[k];
+        const double dev = M->best[v];
+        tm->samples++;
+        if (dev > tm->max_dev) tm->max_dev = dev;
+        const double excess = dev - (stated + (ck->d->allow_quantization ? tm->max_allowance : STATED_SLACK));
+        if (excess > tm->worst_excess) {
+            tm->worst_excess = excess, tm->dev = dev, tm->allowance = tm->max_allowance;
+            tm->sample_h = p[3 * v + 1], tm->tile_h = NAN, tm->src = -1 - mi, tm->c = (int)v, tm->r = 0;
+        }
+    }
+    return TERRA_OK;
+}
+
 /* ---- pass 1: every tile ------------------------------------------------------------------------ */
 
 static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, double **scratch, size_t *scratch_cap,
@@ -425,25 +619,34 @@ static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, doubl
     terra_cook_check_level *L = &ck->rep->level[level];
     L->tiles++, L->vertices += m.vertex_count, L->triangles += m.triangle_count;
     if (e.geometric_error > L->stated_error_max) L->stated_error_max = e.geometric_error;
-    if (!st && ck->src_count) {
+    if (!st && (ck->src_count || ck->mesh_count)) {
         tile_measure tm = {.worst_excess = 0};
-        st = measure_tile(ck, tl, &m, X, Y, H, e.geometric_error, &tm, seen, seen_cap);
+        if (ck->src_count) st = measure_tile(ck, tl, &m, X, Y, H, e.geometric_error, &tm, seen, seen_cap);
+        for (int mi = 0; !st && mi < ck->mesh_count; mi++)
+            st = measure_tile_mesh(ck, tl, (uint32_t)index, &m, X, Y, H, e.geometric_error, mi, &tm);
         L->samples += tm.samples;
         if (tm.max_dev > L->measured_error_max) L->measured_error_max = tm.max_dev;
         if (tm.max_allowance > L->quantization_max) L->quantization_max = tm.max_allowance;
         if (!st && tm.worst_excess > 0) {
-            const source *S = &ck->src[tm.src];
-            const double Xs = S->a[0] + S->a[1] * tm.c + S->a[2] * tm.r, Ys = S->a[3] + S->a[4] * tm.c + S->a[5] * tm.r;
-            char allowed[96] = "";
+            char allowed[96] = "", where[256];
             if (ck->d->allow_quantization)
                 snprintf(allowed, sizeof allowed, ", 16-bit quantization allowance there %.3g m", tm.allowance);
             else
                 snprintf(allowed, sizeof allowed, "; 16-bit quantization accounts for up to %.3g m of it there", tm.allowance);
-            st = broken(ck, "tile %s states a geometric error of %.6g m but lies %.6g m from sample (%d, %d) of %s (%s %.9g, "
-                            "%s %.9g): tile %.6g m, source %.6g m%s",
-                        name, (double)e.geometric_error, tm.dev, tm.c, tm.r, S->path,
-                        ck->frame == TERRA_FRAME_LOCAL ? "x" : "lon", Xs, ck->frame == TERRA_FRAME_LOCAL ? "z" : "lat", Ys,
-                        tm.tile_h, tm.sample_h, allowed);
+            if (tm.src >= 0) {
+                const source *S = &ck->src[tm.src];
+                const double Xs = S->a[0] + S->a[1] * tm.c + S->a[2] * tm.r, Ys = S->a[3] + S->a[4] * tm.c + S->a[5] * tm.r;
+                const bool loc = ck->frame == TERRA_FRAME_LOCAL;
+                snprintf(where, sizeof where, "sample (%d, %d) of %s (%s %.9g, %s %.9g): tile %.6g m, source %.6g m", tm.c,
+                         tm.r, S->path, loc ? "x" : "lon", Xs, loc ? "z" : "lat", Ys, tm.tile_h, tm.sample_h);
+            } else {
+                const mesh_source *M = &ck->mesh[-1 - tm.src];
+                const double *v = M->s.position + 3 * (size_t)tm.c;
+                snprintf(where, sizeof where, "ground vertex %d of %s (x %.9g, y %.9g, z %.9g; the nearest of the tile's "
+                         "heights there)", tm.c, M->path, v[0], v[1], v[2]);
+            }
+            st = broken(ck, "tile %s states a geometric error of %.6g m but lies %.6g m from %s%s", name,
+                        (double)e.geometric_error, tm.dev, where, allowed);
         }
     }
     terra_qmesh_free(&m);
@@ -679,13 +882,30 @@ static terra_status open_sources(checker *ck) {
     const terra_cook_check_desc *d = ck->d;
     if (d->source_count <= 0) return TERRA_OK;
     ck->src = terra_calloc((size_t)d->source_count, sizeof *ck->src);
-    if (!ck->src) return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+    ck->mesh = terra_calloc((size_t)d->source_count, sizeof *ck->mesh);
+    if (!ck->src || !ck->mesh) return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
     for (int i = 0; i < d->source_count; i++) {
-        source *S = &ck->src[i];
+        /* a scenery when assimp reads the extension (the cook's rule: meshes through assimp) */
+        const char *dot = strrchr(d->sources[i].path, '.');
+        if (dot && aiIsExtensionSupported(dot)) {
+            if (ck->frame != TERRA_FRAME_LOCAL)
+                return terra_fail(TERRA_E_UNSUPPORTED, "%s: a scenery cooks in the local frame, %s is geographic",
+                                  d->sources[i].path, ck->path);
+            mesh_source *M = &ck->mesh[ck->mesh_count];
+            M->path = d->sources[i].path;
+            const terra_scenery_desc sd = {M->path, 0};
+            terra_status st = terra_scenery_read(&sd, &M->s);
+            if (st) return st;
+            ck->mesh_count++;
+            st = open_mesh(M);
+            if (st) return st;
+            continue;
+        }
+        source *S = &ck->src[ck->src_count];
         S->path = d->sources[i].path;
         terra_status st = terra_raster_read_isolated(&d->sources[i], d->raster_reader, &S->r);
         if (st) return st;
-        ck->src_count = i + 1;
+        ck->src_count++;
         const terra_raster *r = &S->r;
         ck->rep->holes += r->nodata_count;
         if (ck->frame == TERRA_FRAME_LOCAL) {
@@ -762,7 +982,9 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
     terra_free(seen);
     if (!st) st = check_borders(&ck);
     for (int i = 0; i < ck.src_count; i++) terra_raster_free(&ck.src[i].r);
+    for (int i = 0; i < ck.mesh_count; i++) close_mesh(&ck.mesh[i]);
     terra_free(ck.src);
+    terra_free(ck.mesh);
     terra_free(ck.tiles);
     terra_free(ck.verts);
     terra_free(ck.edges);
