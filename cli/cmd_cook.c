@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -57,6 +58,16 @@ static void help(FILE *f) {
             "Exit 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 
+/* True for the scene formats read through assimp (terra_scenery_read) rather than as rasters. */
+static bool is_scenery(const char *path) {
+    static const char *ext[] = {".obj", ".ply", ".gltf", ".glb", ".fbx", ".dae", ".stl", ".3ds", ".off"};
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) return false;
+    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++)
+        if (!strcasecmp(dot, ext[i])) return true;
+    return false;
+}
+
 /* ---- the progress bar ------------------------------------------------------------------------- */
 
 typedef struct bar {
@@ -101,6 +112,9 @@ static void print_report(const char *out, const terra_cook_report *r, double rea
                (unsigned long long)r->level[d].triangles, (unsigned long long)r->level[d].bytes,
                r->level[d].max_quantization, r->level[d].max_error);
     }
+    if (r->cut.vertices)
+        printf("scenery_vertices %zu\nwelded %zu\ncollapsed %zu\ntriangles %zu\nwalls %zu\n", r->cut.vertices,
+               r->cut.welded, r->cut.collapsed, r->cut.triangles, r->cut.walls);
     printf("bytes %llu\nsamples %llu\nread_s %.3f\ncook_s %.3f\nsamples_per_s %.0f\n", (unsigned long long)r->bytes,
            (unsigned long long)r->samples, read_s, r->seconds, r->seconds > 0 ? (double)r->samples / r->seconds : 0);
     printf("mesh_peak_mb %.1f\npeak_mb %.1f\nreader_peak_mb %.1f\n", (double)r->mesh_peak_bytes / 1048576.0,
@@ -197,14 +211,18 @@ int cmd_cook(int argc, char **argv) {
     terra_raster *rasters = calloc((size_t)nin, sizeof *rasters);
     terra_cook_input *inputs = calloc((size_t)nin, sizeof *inputs);
     terra_raster_source **sources = calloc((size_t)nin * (size_t)threads, sizeof *sources);
+    terra_scenery *sceneries = calloc((size_t)nin, sizeof *sceneries);
+    uint32_t **named = calloc((size_t)nin, sizeof *named);
     int rc = EXIT_OK, opened = 0;
     bool geo = frame == TERRA_COOK_FRAME_GEOGRAPHIC;
     double t0 = terra_now_s();
-    if (!rasters || !inputs || !sources) rc = cli_error(CMD, "out of memory");
+    if (!rasters || !inputs || !sources || !sceneries || !named) rc = cli_error(CMD, "out of memory");
     for (; rc == EXIT_OK && opened < nin; opened++) {
         terra_raster_desc rd = {.path = argv[optind + opened], .encoding = enc, .band = band, .z_scale = zscale,
                                 .spacing_m = spacing};
         terra_raster_source **s = sources + (size_t)opened * (size_t)threads;
+        inputs[opened] = (terra_cook_input){.path = rd.path};
+        if (is_scenery(rd.path)) continue;
         if (terra_raster_open(&rd, NULL, &s[0]) != TERRA_OK) {
             rc = cli_error(CMD, "%s", terra_last_error());
             break;
@@ -212,7 +230,8 @@ int cmd_cook(int argc, char **argv) {
         if (frame == TERRA_COOK_FRAME_AUTO && terra_raster_source_info(s[0])->has_lonlat) geo = true;
         inputs[opened] = (terra_cook_input){.path = rd.path, .sources = s, .source_count = threads};
     }
-    /* The cache: every input hashed before any is read for cooking, then the record compared. */
+    /* The cache: every input hashed before any is read for cooking (a scenery is parsed first for the
+     * files it names), then the record compared: an unchanged cook ends here. */
     terra_cook_manifest *manifest = NULL;
     terra_cook_cache *cc = NULL;
     if (rc == EXIT_OK && !no_cache) {
@@ -226,14 +245,30 @@ int cmd_cook(int argc, char **argv) {
         for (int i = 0; rc == EXIT_OK && i < nin; i++)
             if (terra_cook_manifest_add_input(manifest, inputs[i].path, NULL) != TERRA_OK)
                 rc = cli_error(CMD, "%s", terra_last_error());
-        if (rc == EXIT_OK && terra_cook_cache_open(cache, out, manifest, &cc) != TERRA_OK)
-            rc = cli_error(CMD, "%s", terra_last_error());
-        if (rc == EXIT_OK && terra_cook_cache_get_outcome(cc) == TERRA_COOK_CACHE_UNCHANGED) {
-            printf("output %s\ncache %s\n", out, terra_cook_cache_reason(cc));
-            goto end;
-        }
     }
     for (int i = 0; rc == EXIT_OK && i < nin; i++) {
+        if (!is_scenery(inputs[i].path)) continue;
+        if (terra_scenery_read(&(terra_scenery_desc){.path = inputs[i].path}, &sceneries[i]) != TERRA_OK) {
+            rc = cli_error(CMD, "%s", terra_last_error());
+            break;
+        }
+        inputs[i].scenery = &sceneries[i];
+        /* the files it names join the manifest: absent ones match while they stay absent */
+        named[i] = calloc(sceneries[i].file_count + 1, sizeof *named[i]);
+        if (!named[i]) rc = cli_error(CMD, "out of memory");
+        for (size_t f = 0; manifest && rc == EXIT_OK && f < sceneries[i].file_count; f++)
+            if (terra_cook_manifest_add_named(manifest, sceneries[i].files[f].path, &named[i][f]) != TERRA_OK)
+                rc = cli_error(CMD, "%s", terra_last_error());
+        inputs[i].named = named[i], inputs[i].named_count = manifest ? sceneries[i].file_count : 0;
+    }
+    if (rc == EXIT_OK && manifest && terra_cook_cache_open(cache, out, manifest, &cc) != TERRA_OK)
+        rc = cli_error(CMD, "%s", terra_last_error());
+    if (rc == EXIT_OK && cc && terra_cook_cache_get_outcome(cc) == TERRA_COOK_CACHE_UNCHANGED) {
+        printf("output %s\ncache %s\n", out, terra_cook_cache_reason(cc));
+        goto end;
+    }
+    for (int i = 0; rc == EXIT_OK && i < nin; i++) {
+        if (inputs[i].scenery) continue;
         terra_raster_source **s = sources + (size_t)i * (size_t)threads;
         terra_raster_desc rd = {.path = inputs[i].path, .encoding = enc, .band = band, .z_scale = zscale,
                                 .spacing_m = spacing};
@@ -279,8 +314,12 @@ end:
     terra_cook_manifest_free(manifest);
     for (int i = 0; rasters && i < nin; i++) terra_raster_free(&rasters[i]);
     for (size_t i = 0; sources && i < (size_t)nin * (size_t)threads; i++) terra_raster_close(sources[i]);
+    for (int i = 0; sceneries && i < nin; i++) terra_scenery_free(&sceneries[i]);
+    for (int i = 0; named && i < nin; i++) free(named[i]);
     free(rasters);
     free(inputs);
     free(sources);
+    free(sceneries);
+    free(named);
     return rc;
 }

@@ -58,6 +58,22 @@ echo "an earlier archive" >"$T/keep.terra"
 expect "failure keeps the old output" 1 "$BIN" cook "$T/empty.tif" -o "$T/keep.terra"
 [ "$(cat "$T/keep.terra")" = "an earlier archive" ] && ok "old output intact" || bad "old output intact"
 
+# A scenery: a 300 m square of ground and a 10 m wall standing on x = 200, cut into 128 m tiles
+# (3 x 3 finest, then 2 x 2, then one); a 0-byte and a NaN scenery fail naming the file.
+{ echo "v 0 0 0"; echo "v 300 0 0"; echo "v 300 0 300"; echo "v 0 0 300"
+  echo "v 200 0 50"; echo "v 200 0 250"; echo "v 200 10 250"; echo "v 200 10 50"
+  echo "f 1 3 2"; echo "f 1 4 3"; echo "f 5 6 7"; echo "f 5 7 8"; } >"$T/ground.obj"
+expect "scenery" 0 "$BIN" cook "$T/ground.obj" --tile-size 128 -q -o "$T/ground.terra"
+[ "$(field tiles)" = 14 ] && [ "$(field levels)" = 3 ] && [ "$(field walls)" = 2 ] && ok "scenery tiles" \
+  || bad "scenery tiles: $(cat "$T/out")"
+expect "scenery verify" 0 "$BIN" info --verify "$T/ground.terra"
+grep -q '"kind":"scenery"' "$T/out" && ok "scenery in the metadata" || bad "scenery in the metadata"
+: >"$T/o/empty.obj"
+failed "0-byte scenery" "$T/o/empty.obj" "$BIN" cook "$T/o/empty.obj" -o "$T/o/x.terra"
+rm -f "$T/o/empty.obj"
+printf 'v 0 0 0\nv 1 nan 0\nv 0 0 1\nf 1 2 3\n' >"$T/nan.obj"
+failed "NaN scenery" "$T/nan.obj" "$BIN" cook "$T/nan.obj" -o "$T/o/x.terra"
+
 if [ ! -f "$DATA/fuji.png" ]; then
   echo "SKIP cooking real rasters: $DATA not found (set TERRA_SHARED)"
   echo "$fails failed"
@@ -75,6 +91,7 @@ grep -q "^level 0 tiles 4 " "$T/out" && grep -q "^peak_mb " "$T/out" && grep -q 
 awk '$1 == "level" && $2 == 0 { e = $NF } END { exit !(e > 0 && e <= 10) }' "$T/out" && ok "fuji finest error measured, within the bound" \
   || bad "fuji finest error: $(grep '^level 0' "$T/out")"
 expect "fuji verify" 0 "$BIN" info --verify "$T/fuji.terra"
+expect "fuji check" 0 "$BIN" check "$T/fuji.terra" --source "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -q
 grep -q 'intact' "$T/out" && ok "fuji archive intact" || bad "fuji archive: $(tail -3 "$T/out")"
 
 # The cache: the same cook again writes nothing; a touched input (content unchanged) still agrees;
@@ -96,6 +113,7 @@ expect "cache and no-cache" 2 "$BIN" cook "$T/fuji.png" --cache "$T/c" --no-cach
 expect "st helens" 0 "$BIN" cook "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -e 5 --levels 2 -q -o "$T/sth.terra"
 [ "$(field tiles)" = 80 ] && [ "$(field levels)" = 2 ] && ok "st helens tiles" || bad "st helens tiles: $(cat "$T/out")"
 expect "st helens verify" 0 "$BIN" info --verify "$T/sth.terra"
+expect "st helens check" 0 "$BIN" check "$T/sth.terra" --source "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -q
 
 # N44W072.hgt: georeferenced, so geographic: zoom 10 is the first whose 256-sample tiles are finer
 # than its 3 arc-seconds; the levels go down to zoom 0.

@@ -8,6 +8,7 @@
 #include "terra/cook.h"
 #include "terra/cook_cache.h"
 #include "terra/raster.h"
+#include "terra/scenery.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,6 +77,11 @@ typedef struct terra_cook_input {
     const terra_raster *raster;     /* read whole; or NULL and: */
     terra_raster_source *const *sources;
     int source_count;
+    /* Or a scenery's ground (terra_scenery_read), cut along the grid and welded: it cooks alone, in
+     * the local frame with plane units of metres (tile_size metres to a finest tile). */
+    const terra_scenery *scenery;
+    const uint32_t *named;          /* the cache manifest's numbers of the files the scenery names */
+    size_t named_count;
 } terra_cook_input;
 
 typedef struct terra_cook_desc {
@@ -85,8 +91,8 @@ typedef struct terra_cook_desc {
     double max_error;               /* the finest level's bound, metres; 0 = 1 */
     int levels;                     /* local frame: levels to build, 0 = up to one tile covering all;
                                        geographic: 0 (the levels go down to the two roots) */
-    int tile_size;                  /* S, samples along a finest tile's side; 0 = 256 (geographic: a
-                                       power of two) */
+    int tile_size;                  /* S, samples (a scenery: metres) along a finest tile's side; 0 = 256
+                                       (geographic: a power of two) */
     terra_cook_frame frame;
     int threads;                    /* 0 = 2 */
     terra_compression compression;  /* 0 (none) is allowed; the CLI's default is gzip */
@@ -107,6 +113,7 @@ typedef struct terra_cook_report {
     int levels;                     /* depths 0 .. levels - 1 */
     uint64_t tiles;                 /* written (tiles without ground are not) */
     uint64_t samples;               /* source samples cooked (each input's width x height) */
+    terra_scenery_cut_info cut;     /* a scenery's cut: welded vertices, walls, collapsed triangles */
     struct {
         uint64_t tiles, vertices, triangles, bytes; /* bytes stored */
         double max_error;           /* the largest geometric error of the meshes, as the pyramid measured */

@@ -276,6 +276,39 @@ static terra_status make_plan(const terra_cook_desc *d, const ground *G, bool ge
     return TERRA_OK;
 }
 
+/* A scenery's plane: metres from the scenery's origin (plane x = scenery x, y = scenery z), tiles of
+ * S metres, the levels up to the first that holds everything in one tile (or as asked). */
+static terra_status plan_scenery(const terra_cook_desc *d, const terra_scenery *sc, plan *P, terra_scenery_cut **cut) {
+    terra_cook_grid *g = &P->grid;
+    g->frame = TERRA_FRAME_LOCAL;
+    g->unit[0] = g->unit[1] = 1;
+    g->tile_units = d->tile_size ? d->tile_size : DEFAULT_TILE;
+    terra_scenery_cut_desc cd = {.grid = g};
+    terra_status st = terra_scenery_cut_build(sc, &cd, cut);
+    if (st != TERRA_OK) return st;
+    size_t n;
+    const int32_t *t = terra_scenery_cut_tiles(*cut, &n);
+    P->finest = terra_alloc(2 * n * sizeof *P->finest + 1);
+    if (!P->finest) return terra_fail(TERRA_E_NOMEM, "cook: out of memory for %zu tiles", n);
+    memcpy(P->finest, t, 2 * n * sizeof *P->finest);
+    P->finest_count = n;
+    int64_t x0 = INT64_MAX, y0 = INT64_MAX, x1 = INT64_MIN, y1 = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        x0 = t[2 * i] < x0 ? t[2 * i] : x0, x1 = t[2 * i] > x1 ? t[2 * i] : x1;
+        y0 = t[2 * i + 1] < y0 ? t[2 * i + 1] : y0, y1 = t[2 * i + 1] > y1 ? t[2 * i + 1] : y1;
+    }
+    int depth = 0;
+    while (depth < 30 && n && (x0 >> depth != x1 >> depth || y0 >> depth != y1 >> depth)) depth++;
+    g->depth = d->levels ? d->levels - 1 : depth;
+    P->bounds[0] = P->bounds[1] = INFINITY, P->bounds[2] = P->bounds[3] = -INFINITY;
+    for (size_t i = 0; i < sc->vertex_count; i++) {
+        const double *p = sc->position + 3 * i;
+        P->bounds[0] = fmin(P->bounds[0], p[0]), P->bounds[2] = fmax(P->bounds[2], p[0]);
+        P->bounds[1] = fmin(P->bounds[1], p[2]), P->bounds[3] = fmax(P->bounds[3], p[2]);
+    }
+    return TERRA_OK;
+}
+
 /* ---- writing tiles ------------------------------------------------------------------------------ */
 
 typedef struct emitter {
@@ -283,7 +316,8 @@ typedef struct emitter {
     terra_archive_writer *w;
     terra_cook_report *rep;
     terra_cook_cache *cache;
-    const terra_cook_raster_tiles *rt;
+    terra_cook_finest_fn make;     /* the sources' finest tiles: a raster's, or a scenery's cut */
+    void *make_user;
     pthread_mutex_t lock;
 } emitter;
 
@@ -296,7 +330,7 @@ static terra_status finest_tile(void *user, int32_t tx, int32_t ty, terra_cook_m
         pthread_mutex_lock(&E->lock);
         E->rep->finest_reused++;
         pthread_mutex_unlock(&E->lock);
-    } else if ((st = terra_cook_raster_finest((void *)E->rt, tx, ty, out, error)) != TERRA_OK) {
+    } else if ((st = E->make(E->make_user, tx, ty, out, error)) != TERRA_OK) {
         return st;
     }
     if (E->cache) {
@@ -370,6 +404,42 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     return TERRA_OK;
 }
 
+/* A scenery in the metadata: its ground layers (the material table the tiles' ids index), what was
+ * left out and why, the files it names, the triangles dropped. */
+static void add_scenery(cJSON *o, const terra_scenery *sc) {
+    cJSON_AddStringToObject(o, "kind", "scenery");
+    cJSON_AddNumberToObject(o, "triangles", (double)sc->triangle_count);
+    cJSON *layers = cJSON_AddArrayToObject(o, "layers");
+    for (size_t i = 0; i < sc->layer_count; i++) {
+        const terra_scenery_layer *L = &sc->layers[i];
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddStringToObject(l, "name", L->name ? L->name : "");
+        double tint[3] = {L->tint[0], L->tint[1], L->tint[2]};
+        cJSON_AddItemToObject(l, "tint", cJSON_CreateDoubleArray(tint, 3));
+        cJSON_AddNumberToObject(l, "metres_per_repeat", L->metres_per_repeat);
+        cJSON_AddNumberToObject(l, "triangles", (double)L->triangles);
+        cJSON_AddItemToArray(layers, l);
+    }
+    cJSON *out = cJSON_AddArrayToObject(o, "left_out");
+    for (size_t i = 0; i < sc->left_out_count; i++) {
+        const terra_scenery_left_out *L = &sc->left_out[i];
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddStringToObject(l, "node", L->name ? L->name : "");
+        cJSON_AddStringToObject(l, "reason", L->reason == TERRA_SCENERY_OBJECT ? "object" : "alpha");
+        cJSON_AddNumberToObject(l, "triangles", (double)L->triangles);
+        cJSON_AddItemToArray(out, l);
+    }
+    cJSON *files = cJSON_AddArrayToObject(o, "files");
+    for (size_t i = 0; i < sc->file_count; i++) {
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "path", sc->files[i].path);
+        cJSON_AddBoolToObject(f, "present", sc->files[i].present);
+        cJSON_AddItemToArray(files, f);
+    }
+    cJSON_AddNumberToObject(o, "degenerate", (double)sc->degenerate);
+    cJSON_AddNumberToObject(o, "duplicate", (double)sc->duplicate);
+}
+
 /* What the archive's metadata says of its source: the inputs, how they were read, and the plane. */
 static char *source_json(const terra_cook_desc *d, const ground *G, const plan *P, double max_error) {
     cJSON *root = cJSON_CreateObject(), *ins = cJSON_AddArrayToObject(root, "inputs");
@@ -378,6 +448,11 @@ static char *source_json(const terra_cook_desc *d, const ground *G, const plan *
         const terra_raster_info *I = &G->L[k].info;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "path", G->L[k].in->path ? G->L[k].in->path : "");
+        if (G->L[k].in->scenery) {
+            add_scenery(o, G->L[k].in->scenery);
+            cJSON_AddItemToArray(ins, o);
+            continue;
+        }
         cJSON_AddNumberToObject(o, "width", I->width);
         cJSON_AddNumberToObject(o, "height", I->height);
         cJSON_AddBoolToObject(o, "georeferenced", I->georeferenced);
@@ -400,9 +475,11 @@ static char *source_json(const terra_cook_desc *d, const ground *G, const plan *
     cJSON_AddItemToObject(c, "unit", cJSON_CreateDoubleArray(g->unit, 2));
     cJSON_AddNumberToObject(c, "depth", g->depth);
     if (geo) cJSON_AddNumberToObject(c, "zoom_finest", g->depth);
-    cJSON_AddStringToObject(c, "finest", "greedy-insertion TIN per tile, edge vertices by 1-D insertion");
+    cJSON_AddStringToObject(c, "finest", G->L[0].in->scenery ? "the scenery's triangles cut along the grid and welded"
+                                                             : "greedy-insertion TIN per tile, edge vertices by 1-D insertion");
     cJSON_AddStringToObject(c, "coarser", "four children merged, edge-collapsed, outer border kept");
-    cJSON_AddStringToObject(c, "normals", "central differences of the samples");
+    cJSON_AddStringToObject(c, "normals", G->L[0].in->scenery ? "the welded soup's, area-weighted"
+                                                              : "central differences of the samples");
     cJSON_AddStringToObject(c, "resampling", !geo ? "none" : G->L[0].in->raster ? "bilinear by the geotransform"
                                                                           : "bilinear, GDAL's warp transformer");
     char *s = cJSON_PrintUnformatted(root);
@@ -414,7 +491,9 @@ static char *source_json(const terra_cook_desc *d, const ground *G, const plan *
  * box meets the tile's, its ring included), then which tiles the previous archive can give. */
 static terra_status plan_cache(terra_cook_cache *c, const ground *G, const plan *P) {
     terra_status st = terra_cook_cache_begin(c, &P->grid, "");
-    uint32_t *ins = terra_alloc(G->n * sizeof *ins + 1);
+    size_t most = G->n;
+    for (size_t j = 0; j < G->n; j++) most += G->L[j].in->named_count;
+    uint32_t *ins = terra_alloc(most * sizeof *ins + 1);
     if (!ins) return terra_fail(TERRA_E_NOMEM, "cook: out of memory");
     const terra_cook_grid *g = &P->grid;
     for (size_t i = 0; st == TERRA_OK && i < P->finest_count; i++) {
@@ -425,7 +504,9 @@ static terra_status plan_cache(terra_cook_cache *c, const ground *G, const plan 
         size_t k = 0;
         for (size_t j = 0; j < G->n; j++) {
             const double *b = G->L[j].info.lonlat_bounds;
-            if (g->frame == TERRA_FRAME_LOCAL || (b[0] <= e && b[2] >= w && b[1] <= n && b[3] >= s)) ins[k++] = G->L[j].index;
+            if (g->frame == TERRA_FRAME_GEOGRAPHIC && !(b[0] <= e && b[2] >= w && b[1] <= n && b[3] >= s)) continue;
+            ins[k++] = G->L[j].index;
+            for (size_t f = 0; f < G->L[j].in->named_count; f++) ins[k++] = G->L[j].in->named[f];
         }
         st = terra_cook_cache_set_finest(c, P->finest[2 * i], P->finest[2 * i + 1], ins, k);
     }
@@ -457,6 +538,7 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     memset(&P, 0, sizeof P);
     char *src = NULL;
     terra_archive_writer *w = NULL;
+    terra_scenery_cut *cut = NULL;
     size_t ready = 0; /* layers whose lock exists */
     if (!G.L) return terra_fail(TERRA_E_NOMEM, "cook: out of memory");
     bool geo = d->frame == TERRA_COOK_FRAME_GEOGRAPHIC;
@@ -465,7 +547,12 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
         layer *l = &G.L[k];
         l->in = in;
         l->index = (uint32_t)k;
-        if (in->raster) {
+        if (in->scenery) {
+            if (d->input_count > 1)
+                st = terra_fail(TERRA_E_UNSUPPORTED, "cook: %s is a scenery: it cooks alone, not with other inputs",
+                                in->path);
+            continue;
+        } else if (in->raster) {
             if (!in->raster->heights) {
                 st = terra_fail(TERRA_E_INVALID, "cook: input %s has no samples", in->path);
                 continue;
@@ -486,6 +573,8 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
                             l->info.width, l->info.height);
         if (d->frame == TERRA_COOK_FRAME_AUTO && l->info.has_lonlat) geo = true;
     }
+    const terra_scenery *sc = d->inputs[0].scenery;
+    if (sc && geo) st = terra_fail(TERRA_E_UNSUPPORTED, "cook: %s is a scenery: it cooks in the local frame", d->inputs[0].path);
     for (size_t k = 0; geo && st == TERRA_OK && k < G.n; k++) st = check_geographic(&G.L[k]);
     if (st == TERRA_OK && !geo && d->input_count > 1)
         st = terra_fail(TERRA_E_INVALID, "cook: %zu inputs in the local frame: nothing places one against another "
@@ -498,7 +587,8 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
         pthread_mutex_init(&G.L[ready].lock, NULL);
         pthread_cond_init(&G.L[ready].freed, NULL);
     }
-    if ((st = make_plan(d, &G, geo, &P)) != TERRA_OK) goto done;
+    if ((st = sc ? plan_scenery(d, sc, &P, &cut) : make_plan(d, &G, geo, &P)) != TERRA_OK) goto done;
+    if (cut) terra_scenery_cut_get_info(cut, &report->cut);
     for (size_t k = 0; k < G.n; k++) report->samples += (uint64_t)G.L[k].info.width * (uint64_t)G.L[k].info.height;
     if (geo) {
         /* the warper's grid: every plane sample a finest tile reads, its ring included */
@@ -523,7 +613,8 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     const int level = d->compression_level ? d->compression_level : d->compression == TERRA_COMPRESS_GZIP ? 6 : 0;
     terra_archive_write_desc wd = {.frame = P.grid.frame, .compression = d->compression,
                                    .compression_level = level, .tin = true,
-                                   .qmesh_extensions = TERRA_QMESH_HAS_NORMALS, .source_json = src,
+                                   .qmesh_extensions = TERRA_QMESH_HAS_NORMALS | (sc ? TERRA_QMESH_HAS_MATERIAL : 0u),
+                                   .source_json = src,
                                    .name = "terra cook", .tile_size_m = S * P.grid.unit[0]};
     memcpy(wd.bounds, P.bounds, sizeof wd.bounds);
     if (!src) st = terra_fail(TERRA_E_NOMEM, "cook: out of memory");
@@ -531,7 +622,8 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     if (st != TERRA_OK) goto done;
 
     terra_cook_raster_tiles rt = {.grid = &P.grid, .max_error = max_error, .window = ground_window, .window_user = &G};
-    emitter E = {.grid = &P.grid, .w = w, .rep = report, .cache = d->cache, .rt = &rt};
+    emitter E = {.grid = &P.grid, .w = w, .rep = report, .cache = d->cache,
+                 .make = sc ? terra_scenery_cut_tile : terra_cook_raster_finest, .make_user = sc ? (void *)cut : (void *)&rt};
     pthread_mutex_init(&E.lock, NULL);
     terra_cook_pyramid_desc pd = {.grid = &P.grid, .finest = P.finest, .finest_count = P.finest_count,
                                   .max_error = max_error, .make_finest = finest_tile, .finest_user = &E,
@@ -574,6 +666,7 @@ done:
     report->seconds = terra_now_s() - t0;
     cJSON_free(src);
     terra_free(P.finest);
+    terra_scenery_cut_free(cut);
     for (size_t k = 0; k < G.n; k++) {
         if (k < ready) {
             pthread_mutex_destroy(&G.L[k].lock);
