@@ -10,6 +10,7 @@
 #include "check.h"
 #include "terra/archive_io.h"
 #include "terra/cook_check.h"
+#include "terra/scenery.h"
 
 #include <gdal.h>
 #include <math.h>
@@ -226,8 +227,12 @@ static void coarse_key(const ground *g, int ci, tile_spec *ts) {
     ts->c0 = ci * 2 * g->n, ts->y0 = 0, ts->span = 2 * g->n;
 }
 
+/* The metadata's "source" (NULL: none): a scenery's layer table for the material tests. */
+static const char *source_json;
+
 static void write_archive(const ground *g, const char *path, breakage b) {
     terra_archive_write_desc wd = {0};
+    wd.source_json = source_json;
     wd.frame = g->frame;
     wd.compression = TERRA_COMPRESS_GZIP;
     wd.tile_size_m = g->n * g->spacing;
@@ -507,6 +512,22 @@ static void test_scenery_source(void) {
         CHECK(rep.level[1].samples == 2ull * (2 * g.n + 1) * (2 * g.n + 1) - hole);
         CHECK(rep.level[0].measured_error_max <= FINEST_ERROR);
         if (!hole) {
+            /* the layer table: the scenery's passes, another repeat length is named */
+            terra_scenery sc;
+            const terra_scenery_desc sd = {obj, 0};
+            CHECK(terra_scenery_read(&sd, &sc) == TERRA_OK && sc.layer_count == 1, "%s", terra_last_error());
+            char js[512];
+            for (int wrong = 0; wrong < 2 && sc.layer_count >= 1; wrong++) {
+                snprintf(js, sizeof js, "{\"layers\":[{\"name\":\"%s\",\"metres_per_repeat\":%.17g}]}", sc.layers[0].name,
+                         sc.layers[0].metres_per_repeat + wrong * 0.5);
+                source_json = sc.layer_count == 1 ? js : NULL;
+                write_archive(&g, path, INTACT);
+                const terra_status st = terra_cook_check(&d, &rep);
+                if (!wrong) CHECK(st == TERRA_OK && rep.layers == (int)sc.layer_count, "%s", terra_last_error());
+                else CHECK(st == TERRA_E_CORRUPT && says("its tiling differs"), "%s", terra_last_error());
+            }
+            source_json = NULL;
+            terra_scenery_free(&sc);
             write_archive(&g, path, LOW_ERROR);
             CHECK(terra_cook_check(&d, &rep) == TERRA_E_CORRUPT && says("tile 1/0/0 states a geometric error of 0 m") &&
                       says("ground vertex"),

@@ -615,6 +615,10 @@ static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, doubl
         H[i] = lo + m.h[i] / QMAX * (hi - lo);
     }
     if (!st) st = keep_border(ck, tl, &m, X, Y, H);
+    for (uint32_t i = 0; !st && ck->rep->layers && m.materials && i < m.vertex_count; i++)
+        if (m.materials[i] >= ck->rep->layers)
+            st = broken(ck, "tile %s: vertex %u carries material %u, the layer table has %d", name, i, m.materials[i],
+                        ck->rep->layers);
 
     terra_cook_check_level *L = &ck->rep->level[level];
     L->tiles++, L->vertices += m.vertex_count, L->triangles += m.triangle_count;
@@ -942,6 +946,44 @@ static terra_status open_sources(checker *ck) {
     return TERRA_OK;
 }
 
+/* ---- materials --------------------------------------------------------------------------------
+ * A scenery's ground materials ride per vertex (terra-material) with a layer table in the archive's
+ * metadata: "layers" (at the top or in "source"), one object per id with "name" and
+ * "metres_per_repeat". Where the archive has one it must be the scenery's: the same layers in the
+ * same order, each repeat the same length (to 1e-9 relative), so every material tiles as in the
+ * source; every id a tile carries must name a layer. */
+static terra_status check_layers(checker *ck) {
+    if (ck->mesh_count == 0) return TERRA_OK;
+    cJSON *root = cJSON_Parse(terra_archive_get_info(ck->a)->metadata);
+    const cJSON *layers = root ? cJSON_GetObjectItemCaseSensitive(root, "layers") : NULL;
+    const cJSON *source = root ? cJSON_GetObjectItemCaseSensitive(root, "source") : NULL;
+    if (!cJSON_IsArray(layers) && source) layers = cJSON_GetObjectItemCaseSensitive(source, "layers");
+    terra_status st = TERRA_OK;
+    if (cJSON_IsArray(layers)) {
+        const terra_scenery *S = &ck->mesh[0].s;
+        const int n = cJSON_GetArraySize(layers);
+        ck->rep->layers = n;
+        if ((size_t)n != S->layer_count)
+            st = broken(ck, "the metadata's layer table has %d layers, %s has %zu ground materials", n, ck->mesh[0].path,
+                        S->layer_count);
+        for (int i = 0; !st && i < n; i++) {
+            const cJSON *L = cJSON_GetArrayItem(layers, i);
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(L, "name");
+            const cJSON *mpr = cJSON_GetObjectItemCaseSensitive(L, "metres_per_repeat");
+            const double want = S->layers[i].metres_per_repeat, got = cJSON_IsNumber(mpr) ? mpr->valuedouble : NAN;
+            if (!cJSON_IsString(name) || strcmp(name->valuestring, S->layers[i].name) != 0)
+                st = broken(ck, "layer %d of the metadata is '%s', material %d of %s is '%s'", i,
+                            cJSON_IsString(name) ? name->valuestring : "(no name)", i, ck->mesh[0].path, S->layers[i].name);
+            else if (!(fabs(got - want) <= 1e-9 * fmax(1, fabs(want))))
+                st = broken(ck, "layer %d ('%s') repeats every %.9g m in the metadata, every %.9g m in %s: its tiling "
+                                "differs from the source's",
+                            i, S->layers[i].name, got, want, ck->mesh[0].path);
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
 /* ---- the whole check --------------------------------------------------------------------------- */
 
 terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_report *rep) {
@@ -957,6 +999,7 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
         if (st == TERRA_E_CORRUPT) st = broken(&ck, "the tiles' rules: %s", terra_last_error());
     }
     if (!st) st = open_sources(&ck);
+    if (!st) st = check_layers(&ck);
     const uint64_t n = terra_archive_get_info(ck.a)->tile_count;
     if (!st) {
         ck.tiles = terra_calloc(n ? (size_t)n : 1, sizeof *ck.tiles);
