@@ -429,7 +429,7 @@ static void test_without_source(void) {
 
 /* A wall standing on a tile side is laid once, in one tile: the tile on its foot's side has ground
  * at the foot only, and the pair is sound when that ground meets the wall (not when it floats). */
-static void wall_case(float west_ground, const char *path) {
+static void wall_case(float west_ground, bool twice, const char *path) {
     terra_archive_write_desc wd = {0};
     wd.frame = TERRA_FRAME_LOCAL, wd.tile_size_m = 10, wd.tin = true;
     terra_archive_writer *w = NULL;
@@ -441,7 +441,14 @@ static void wall_case(float west_ground, const char *path) {
     terra_qmesh m;
     memset(&m, 0, sizeof m);
     m.vertex_count = 4, m.triangle_count = 2, m.u = u0, m.v = v0, m.h = h0, m.indices = t0;
-    add_qmesh(w, terra_tile_key_make(0, 0, 0, 0), &m, west_ground, west_ground, 0);
+    if (twice) { /* the same wall on the west tile's east side too */
+        uint16_t u2[6] = {0, 32767, 32767, 0, 32767, 32767}, v2[6] = {0, 0, 32767, 32767, 0, 32767};
+        uint16_t h2[6] = {0, 0, 0, 0, 32767, 32767};
+        uint32_t t2[12] = {0, 1, 2, 0, 2, 3, 1, 4, 5, 1, 5, 2};
+        m.vertex_count = 6, m.triangle_count = 4, m.u = u2, m.v = v2, m.h = h2, m.indices = t2;
+        add_qmesh(w, terra_tile_key_make(0, 0, 0, 0), &m, 0, 5, 0);
+    } else
+        add_qmesh(w, terra_tile_key_make(0, 0, 0, 0), &m, west_ground, west_ground, 0);
     /* east tile (1, 0): ground at 5 m and, on its west side, a wall from 0 to 5 m */
     uint16_t u1[6] = {0, 32767, 32767, 0, 0, 0}, v1[6] = {0, 0, 32767, 32767, 0, 32767};
     uint16_t h1[6] = {32767, 32767, 32767, 32767, 0, 0};
@@ -457,13 +464,16 @@ static void test_wall_on_a_side(void) {
     snprintf(path, sizeof path, "cook_check_%ld_wall.terra", (long)getpid());
     terra_cook_check_desc d = {path, NULL, 0, NULL, false};
     terra_cook_check_report rep;
-    wall_case(0, path);
+    wall_case(0, false, path);
     CHECK(terra_cook_check(&d, &rep) == TERRA_OK && rep.level[0].border_pairs == 1, "%s", terra_last_error());
-    wall_case(2.5f, path); /* the west ground meets the wall half way up: still sound */
+    wall_case(2.5f, false, path); /* the west ground meets the wall half way up: still sound */
     CHECK(terra_cook_check(&d, &rep) == TERRA_OK, "%s", terra_last_error());
-    wall_case(7, path); /* above the wall's top: a crack */
+    wall_case(7, false, path); /* above the wall's top: a crack */
     CHECK(terra_cook_check(&d, &rep) == TERRA_E_CORRUPT && says("crack between tiles 0/") && says("0/0/0") &&
               says("0/1/0") && says("a wall stands"),
+          "%s", terra_last_error());
+    wall_case(0, true, path); /* laid in both tiles */
+    CHECK(terra_cook_check(&d, &rep) == TERRA_E_CORRUPT && says("a wall is laid twice at level 0, in tile 0/"),
           "%s", terra_last_error());
     unlink(path);
 }

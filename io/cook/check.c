@@ -79,6 +79,8 @@ typedef struct checker {
     size_t vert_count, vert_cap;
     bedge *edges;
     size_t edge_count, edge_cap;
+    struct wall_tri *walls;
+    size_t wall_count, wall_cap;
     source *src;
     int src_count;
     terra_tile_rules rules; /* what every reader applies (grid archives: the lattice) */
@@ -579,6 +581,79 @@ static terra_status measure_tile_mesh(checker *ck, const tile_data *tl, uint32_t
     return TERRA_OK;
 }
 
+/* ---- walls laid once ---------------------------------------------------------------------------
+ * A wall is a triangle with no area in the plane (its three u, v on one line) and some height. The
+ * same wall twice at one level (in one tile, or in two tiles on either side of the line it stands
+ * on) is a wall laid twice. */
+typedef struct wall_tri {
+    int level;
+    uint32_t tile;
+    double p[9]; /* corners (x, z, h), sorted */
+    double tol_h, tol_v;
+} wall_tri;
+
+static int cmp_corner(const void *pa, const void *pb) {
+    const double *a = pa, *b = pb;
+    for (int k = 0; k < 3; k++)
+        if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+    return 0;
+}
+static int cmp_wall(const void *pa, const void *pb) {
+    const wall_tri *a = pa, *b = pb;
+    if (a->level != b->level) return a->level < b->level ? -1 : 1;
+    for (int k = 0; k < 9; k++)
+        if (a->p[k] != b->p[k]) return a->p[k] < b->p[k] ? -1 : 1;
+    return 0;
+}
+
+static terra_status keep_walls(checker *ck, const tile_data *tl, uint32_t tile, const terra_qmesh *m, const double *X,
+                               const double *Y, const double *H) {
+    for (uint32_t t = 0; t < m->triangle_count; t++) {
+        const uint32_t *ix = &m->indices[3 * t];
+        const int64_t cross = ((int64_t)m->u[ix[1]] - m->u[ix[0]]) * ((int64_t)m->v[ix[2]] - m->v[ix[0]]) -
+                              ((int64_t)m->u[ix[2]] - m->u[ix[0]]) * ((int64_t)m->v[ix[1]] - m->v[ix[0]]);
+        if (cross != 0 || (m->h[ix[0]] == m->h[ix[1]] && m->h[ix[1]] == m->h[ix[2]])) continue;
+        if (!grow((void **)&ck->walls, &ck->wall_cap, ck->wall_count + 1, sizeof *ck->walls))
+            return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+        wall_tri *w = &ck->walls[ck->wall_count++];
+        w->level = tl->level, w->tile = tile;
+        for (int k = 0; k < 3; k++) w->p[3 * k] = X[ix[k]], w->p[3 * k + 1] = Y[ix[k]], w->p[3 * k + 2] = H[ix[k]];
+        qsort(w->p, 3, 3 * sizeof(double), cmp_corner);
+        w->tol_h = fmax(ck->frame == TERRA_FRAME_LOCAL ? 1e-3 : MM_DEGREES, tl->size / QMAX);
+        w->tol_v = fmax(1e-3, tl->step_v);
+    }
+    return TERRA_OK;
+}
+
+static bool same_wall(const wall_tri *a, const wall_tri *b) {
+    const double th = fmax(a->tol_h, b->tol_h), tv = fmax(a->tol_v, b->tol_v);
+    for (int k = 0; k < 3; k++)
+        if (fabs(a->p[3 * k] - b->p[3 * k]) > th || fabs(a->p[3 * k + 1] - b->p[3 * k + 1]) > th ||
+            fabs(a->p[3 * k + 2] - b->p[3 * k + 2]) > tv)
+            return false;
+    return true;
+}
+
+static terra_status check_walls(checker *ck) {
+    qsort(ck->walls, ck->wall_count, sizeof *ck->walls, cmp_wall);
+    for (size_t i = 0; i < ck->wall_count; i++) {
+        /* sorted by the first corner's x: a twin lies within tolerance of it further on */
+        for (size_t j = i + 1; j < ck->wall_count && ck->walls[j].level == ck->walls[i].level &&
+                               ck->walls[j].p[0] <= ck->walls[i].p[0] + fmax(ck->walls[i].tol_h, ck->walls[j].tol_h);
+             j++) {
+            if (!same_wall(&ck->walls[i], &ck->walls[j])) continue;
+            char na[64], nb[64];
+            tile_name(&ck->tiles[ck->walls[i].tile], na, sizeof na);
+            tile_name(&ck->tiles[ck->walls[j].tile], nb, sizeof nb);
+            const double *p = ck->walls[i].p;
+            return broken(ck, "a wall is laid twice at level %d, in tile %s and in tile %s: the vertical triangle (%.9g, "
+                              "%.9g, %.6g m), (%.9g, %.9g, %.6g m), (%.9g, %.9g, %.6g m)",
+                          ck->walls[i].level, na, nb, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
+        }
+    }
+    return TERRA_OK;
+}
+
 /* ---- pass 1: every tile ------------------------------------------------------------------------ */
 
 static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, double **scratch, size_t *scratch_cap,
@@ -615,6 +690,7 @@ static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, doubl
         H[i] = lo + m.h[i] / QMAX * (hi - lo);
     }
     if (!st) st = keep_border(ck, tl, &m, X, Y, H);
+    if (!st) st = keep_walls(ck, tl, (uint32_t)index, &m, X, Y, H);
     for (uint32_t i = 0; !st && ck->rep->layers && m.materials && i < m.vertex_count; i++)
         if (m.materials[i] >= ck->rep->layers)
             st = broken(ck, "tile %s: vertex %u carries material %u, the layer table has %d", name, i, m.materials[i],
@@ -1024,6 +1100,7 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
     terra_free(mark);
     terra_free(seen);
     if (!st) st = check_borders(&ck);
+    if (!st) st = check_walls(&ck);
     for (int i = 0; i < ck.src_count; i++) terra_raster_free(&ck.src[i].r);
     for (int i = 0; i < ck.mesh_count; i++) close_mesh(&ck.mesh[i]);
     terra_free(ck.src);
@@ -1031,6 +1108,7 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
     terra_free(ck.tiles);
     terra_free(ck.verts);
     terra_free(ck.edges);
+    terra_free(ck.walls);
     terra_archive_close(ck.a);
     return st;
 }
