@@ -635,6 +635,7 @@ static bool same_wall(const wall_tri *a, const wall_tri *b) {
 }
 
 static terra_status check_walls(checker *ck) {
+    if (ck->wall_count == 0) return TERRA_OK;
     qsort(ck->walls, ck->wall_count, sizeof *ck->walls, cmp_wall);
     for (size_t i = 0; i < ck->wall_count; i++) {
         /* sorted by the first corner's x: a twin lies within tolerance of it further on */
@@ -1078,8 +1079,11 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
     if (!st) st = check_layers(&ck);
     const uint64_t n = terra_archive_get_info(ck.a)->tile_count;
     if (!st) {
+        /* every array exists from the start: borders and walls index into them even when empty */
         ck.tiles = terra_calloc(n ? (size_t)n : 1, sizeof *ck.tiles);
-        if (!ck.tiles) st = terra_fail(TERRA_E_NOMEM, "terra check: out of memory for %llu tiles", (unsigned long long)n);
+        if (!ck.tiles || !grow((void **)&ck.verts, &ck.vert_cap, 1, sizeof *ck.verts) ||
+            !grow((void **)&ck.edges, &ck.edge_cap, 1, sizeof *ck.edges))
+            st = terra_fail(TERRA_E_NOMEM, "terra check: out of memory for %llu tiles", (unsigned long long)n);
     }
     double *scratch = NULL;
     uint8_t *mark = NULL, *seen = NULL;
