@@ -121,6 +121,7 @@ int cmd_check(int argc, char **argv) {
     if (st && !rep.broken) return cli_error(CMD, "%s", terra_last_error());
     if (!quiet) print_report(&rep, path, allow_q);
     if (st) {
+        if (!quiet) printf("stopped at the first broken promise (the figures above are up to there)\n");
         fprintf(stderr, "terra check: broken promise: %s\n", terra_last_error());
         return EXIT_FAIL;
     }
