@@ -528,7 +528,9 @@ static void test_scenery_source(void) {
             CHECK(terra_scenery_read(&sd, &sc) == TERRA_OK && sc.layer_count == 1, "%s", terra_last_error());
             char js[512];
             for (int wrong = 0; wrong < 2 && sc.layer_count >= 1; wrong++) {
-                snprintf(js, sizeof js, "{\"layers\":[{\"name\":\"%s\",\"metres_per_repeat\":%.17g}]}", sc.layers[0].name,
+                snprintf(js, sizeof js,
+                         "{\"inputs\":[{\"kind\":\"scenery\",\"layers\":[{\"name\":\"%s\",\"metres_per_repeat\":%.17g}]}]}",
+                         sc.layers[0].name,
                          sc.layers[0].metres_per_repeat + wrong * 0.5);
                 source_json = sc.layer_count == 1 ? js : NULL;
                 write_archive(&g, path, INTACT);

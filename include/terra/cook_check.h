@@ -27,8 +27,9 @@
  * takes (x, z plane, y up); every ground vertex (one of a triangle with area in the plane) under a
  * tile's triangles within the stated error of the nearest of the tile's heights there (a wall gives
  * a point two); every tile triangle with area over ground (its centre inside a ground triangle:
- * a hole stays a hole); where the metadata has a layer table ("layers": name, metres_per_repeat),
- * it equals the scenery's materials, and every vertex's material id names a layer.
+ * a hole stays a hole); where the metadata has a layer table (source.inputs[k].layers of the
+ * k-th "scenery" input: name, metres_per_repeat), it equals the scenery's materials, and every
+ * vertex's material id names a layer.
  * A wall (two heights over one point) standing on a tile side is laid in one tile only: the border
  * rule there is that the neighbour's ground meets it (a vertex within the wall's heights).
  *
@@ -72,8 +73,8 @@ typedef struct terra_cook_check_report {
     int min_level, max_level;           /* archive levels present (max < min: no tiles) */
     uint64_t tiles;                     /* tiles checked */
     uint64_t holes;                     /* no-data samples in the sources (none may be covered) */
-    int layers;                         /* layers in the metadata's table, checked against the scenery's
-                                           (0: the archive has none) */
+    int layers;                         /* layers in the metadata's table of the first scenery, checked
+                                           against its materials (0: the archive has none) */
     terra_cook_check_level level[32];   /* by archive level */
     bool broken;                        /* a promise was broken: the error message names it */
 } terra_cook_check_report;

@@ -1025,37 +1025,50 @@ static terra_status open_sources(checker *ck) {
 
 /* ---- materials --------------------------------------------------------------------------------
  * A scenery's ground materials ride per vertex (terra-material) with a layer table in the archive's
- * metadata: "layers" (at the top or in "source"), one object per id with "name" and
- * "metres_per_repeat". Where the archive has one it must be the scenery's: the same layers in the
- * same order, each repeat the same length (to 1e-9 relative), so every material tiles as in the
- * source; every id a tile carries must name a layer. */
+ * metadata: source.inputs[k].layers for the k-th input of kind "scenery", one object per id with
+ * "name" and "metres_per_repeat" (io/cook/cook.c writes it). Matched with the sceneries given, in
+ * order, it must be theirs: the same layers in the same order, each repeat the same length (to
+ * 1e-9 relative), so every material tiles as in the source; every id a tile carries must name a
+ * layer (of the first scenery's table). */
+static terra_status check_one_table(checker *ck, const mesh_source *M, const cJSON *layers) {
+    const terra_scenery *S = &M->s;
+    const int n = cJSON_GetArraySize(layers);
+    if ((size_t)n != S->layer_count)
+        return broken(ck, "the metadata's layer table for %s has %d layers, the scenery has %zu ground materials",
+                      M->path, n, S->layer_count);
+    for (int i = 0; i < n; i++) {
+        const cJSON *L = cJSON_GetArrayItem(layers, i);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(L, "name");
+        const cJSON *mpr = cJSON_GetObjectItemCaseSensitive(L, "metres_per_repeat");
+        const double want = S->layers[i].metres_per_repeat, got = cJSON_IsNumber(mpr) ? mpr->valuedouble : NAN;
+        const char *sname = S->layers[i].name ? S->layers[i].name : "";
+        if (!cJSON_IsString(name) || strcmp(name->valuestring, sname) != 0)
+            return broken(ck, "layer %d of the metadata is '%s', material %d of %s is '%s'", i,
+                          cJSON_IsString(name) ? name->valuestring : "(no name)", i, M->path, sname);
+        if (!(fabs(got - want) <= 1e-9 * fmax(1, fabs(want))))
+            return broken(ck, "layer %d ('%s') repeats every %.9g m in the metadata, every %.9g m in %s: its tiling "
+                              "differs from the source's",
+                          i, sname, got, want, M->path);
+    }
+    return TERRA_OK;
+}
+
 static terra_status check_layers(checker *ck) {
     if (ck->mesh_count == 0) return TERRA_OK;
     cJSON *root = cJSON_Parse(terra_archive_get_info(ck->a)->metadata);
-    const cJSON *layers = root ? cJSON_GetObjectItemCaseSensitive(root, "layers") : NULL;
     const cJSON *source = root ? cJSON_GetObjectItemCaseSensitive(root, "source") : NULL;
-    if (!cJSON_IsArray(layers) && source) layers = cJSON_GetObjectItemCaseSensitive(source, "layers");
+    const cJSON *inputs = source ? cJSON_GetObjectItemCaseSensitive(source, "inputs") : NULL;
     terra_status st = TERRA_OK;
-    if (cJSON_IsArray(layers)) {
-        const terra_scenery *S = &ck->mesh[0].s;
-        const int n = cJSON_GetArraySize(layers);
-        ck->rep->layers = n;
-        if ((size_t)n != S->layer_count)
-            st = broken(ck, "the metadata's layer table has %d layers, %s has %zu ground materials", n, ck->mesh[0].path,
-                        S->layer_count);
-        for (int i = 0; !st && i < n; i++) {
-            const cJSON *L = cJSON_GetArrayItem(layers, i);
-            const cJSON *name = cJSON_GetObjectItemCaseSensitive(L, "name");
-            const cJSON *mpr = cJSON_GetObjectItemCaseSensitive(L, "metres_per_repeat");
-            const double want = S->layers[i].metres_per_repeat, got = cJSON_IsNumber(mpr) ? mpr->valuedouble : NAN;
-            if (!cJSON_IsString(name) || strcmp(name->valuestring, S->layers[i].name) != 0)
-                st = broken(ck, "layer %d of the metadata is '%s', material %d of %s is '%s'", i,
-                            cJSON_IsString(name) ? name->valuestring : "(no name)", i, ck->mesh[0].path, S->layers[i].name);
-            else if (!(fabs(got - want) <= 1e-9 * fmax(1, fabs(want))))
-                st = broken(ck, "layer %d ('%s') repeats every %.9g m in the metadata, every %.9g m in %s: its tiling "
-                                "differs from the source's",
-                            i, S->layers[i].name, got, want, ck->mesh[0].path);
-        }
+    int k = 0;
+    const cJSON *in;
+    cJSON_ArrayForEach(in, inputs) {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(in, "kind");
+        const cJSON *layers = cJSON_GetObjectItemCaseSensitive(in, "layers");
+        if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "scenery") != 0 || !cJSON_IsArray(layers)) continue;
+        if (k == ck->mesh_count) break;
+        if (k == 0) ck->rep->layers = cJSON_GetArraySize(layers);
+        st = check_one_table(ck, &ck->mesh[k++], layers);
+        if (st) break;
     }
     cJSON_Delete(root);
     return st;
