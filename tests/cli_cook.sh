@@ -68,9 +68,8 @@ expect "scenery" 0 "$BIN" cook "$T/ground.obj" --tile-size 128 -q -o "$T/ground.
   || bad "scenery tiles: $(cat "$T/out")"
 expect "scenery verify" 0 "$BIN" info --verify "$T/ground.terra"
 grep -q '"kind":"scenery"' "$T/out" && ok "scenery in the metadata" || bad "scenery in the metadata"
-: >"$T/o/empty.obj"
-failed "0-byte scenery" "$T/o/empty.obj" "$BIN" cook "$T/o/empty.obj" -o "$T/o/x.terra"
-rm -f "$T/o/empty.obj"
+: >"$T/empty.obj"
+failed "0-byte scenery" "$T/empty.obj" "$BIN" cook "$T/empty.obj" -o "$T/o/x.terra"
 printf 'v 0 0 0\nv 1 nan 0\nv 0 0 1\nf 1 2 3\n' >"$T/nan.obj"
 failed "NaN scenery" "$T/nan.obj" "$BIN" cook "$T/nan.obj" -o "$T/o/x.terra"
 
@@ -91,8 +90,8 @@ grep -q "^level 0 tiles 4 " "$T/out" && grep -q "^peak_mb " "$T/out" && grep -q 
 awk '$1 == "level" && $2 == 0 { e = $NF } END { exit !(e > 0 && e <= 10) }' "$T/out" && ok "fuji finest error measured, within the bound" \
   || bad "fuji finest error: $(grep '^level 0' "$T/out")"
 expect "fuji verify" 0 "$BIN" info --verify "$T/fuji.terra"
-expect "fuji check" 0 "$BIN" check "$T/fuji.terra" --source "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -q
 grep -q 'intact' "$T/out" && ok "fuji archive intact" || bad "fuji archive: $(tail -3 "$T/out")"
+expect "fuji check" 0 "$BIN" check "$T/fuji.terra" --source "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -q
 
 # The cache: the same cook again writes nothing; a touched input (content unchanged) still agrees;
 # --no-cache neither reads nor writes it.
