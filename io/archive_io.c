@@ -1,6 +1,7 @@
 /* Compression, archive writing and tile reading with decompression. See terra/archive_io.h. */
 #include "terra/archive_io.h"
 #include "terra/io.h"
+#include "terra/tile_codec.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -24,6 +25,7 @@ bool terra_compression_parse(const char *s, terra_compression *out) {
     if (!strcmp(s, "gzip")) *out = TERRA_COMPRESS_GZIP;
     else if (!strcmp(s, "zstd")) *out = TERRA_COMPRESS_ZSTD;
     else if (!strcmp(s, "none")) *out = TERRA_COMPRESS_NONE;
+    else if (!strcmp(s, "packed")) *out = TERRA_COMPRESS_PACKED;
     else return false;
     return true;
 }
@@ -125,6 +127,7 @@ terra_status terra_compress(terra_compression c, int level, const void *src, siz
         *out_n = r;
         return TERRA_OK;
     }
+    if (c == TERRA_COMPRESS_PACKED) return terra_tile_codec_pack(src, n, level, out, out_n);
     if (c == TERRA_COMPRESS_NONE) {
         uint8_t *buf = terra_alloc(n ? n : 1);
         if (!buf) return terra_fail(TERRA_E_NOMEM, "out of memory");
@@ -157,6 +160,7 @@ terra_status terra_decompress(terra_compression c, const void *src, size_t n, si
         *out_n = r;
         return TERRA_OK;
     }
+    if (c == TERRA_COMPRESS_PACKED) return terra_tile_codec_unpack(src, n, max_out, out, out_n);
     if (c == TERRA_COMPRESS_NONE) {
         if (n > max_out) return terra_fail(TERRA_E_CAPACITY, "tile of %zu bytes over the limit", n);
         return terra_compress(TERRA_COMPRESS_NONE, 0, src, n, out, out_n);
@@ -500,7 +504,7 @@ terra_status terra_archive_writer_create(const char *path, const terra_archive_w
     *out = NULL;
     if (desc->frame != TERRA_FRAME_LOCAL && desc->frame != TERRA_FRAME_GEOGRAPHIC)
         return terra_fail(TERRA_E_INVALID, "archive: unknown frame %d", (int)desc->frame);
-    if (desc->compression > TERRA_COMPRESS_ZSTD)
+    if (desc->compression > TERRA_COMPRESS_PACKED)
         return terra_fail(TERRA_E_INVALID, "archive: unknown compression %d", (int)desc->compression);
     if (desc->source_json) {
         cJSON *j = cJSON_Parse(desc->source_json);
@@ -583,9 +587,13 @@ terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key ke
     if (raw_size > UINT32_MAX) return terra_fail(TERRA_E_CAPACITY, "archive: a tile of %zu bytes is too large", raw_size);
     uint8_t *buf;
     size_t n;
-    terra_status st = terra_compress(w->desc.compression, w->desc.compression_level, raw, raw_size, &buf, &n);
+    terra_compression c = w->desc.compression;
+    terra_status st = terra_compress(c, w->desc.compression_level, raw, raw_size, &buf, &n);
+    /* a tile the codec cannot reproduce byte for byte is stored in zstd, which always can */
+    if (st == TERRA_E_UNSUPPORTED && c == TERRA_COMPRESS_PACKED)
+        st = terra_compress(c = TERRA_COMPRESS_ZSTD, 19, raw, raw_size, &buf, &n);
     if (st) return st;
-    st = terra_archive_writer_add_stored(w, key, buf, n, (uint32_t)raw_size, w->desc.compression, info);
+    st = terra_archive_writer_add_stored(w, key, buf, n, (uint32_t)raw_size, c, info);
     terra_free(buf);
     return st;
 }

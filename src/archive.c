@@ -174,6 +174,7 @@ const char *terra_compression_name(terra_compression c) {
     case TERRA_COMPRESS_NONE: return "none";
     case TERRA_COMPRESS_GZIP: return "gzip";
     case TERRA_COMPRESS_ZSTD: return "zstd";
+    case TERRA_COMPRESS_PACKED: return "packed";
     }
     return "unknown";
 }
@@ -233,10 +234,10 @@ terra_status terra_archive_open(const char *path, const terra_archive_open_desc 
         goto fail;
     }
     uint32_t version = rd32(h + 8);
-    if (version != TERRA_ARCHIVE_VERSION) {
+    if (version < TERRA_ARCHIVE_VERSION_MIN || version > TERRA_ARCHIVE_VERSION) {
         st = terra_fail(TERRA_E_VERSION,
-                        "%s: archive format version %u, this terra reads version %u; cook (bake) the archive again",
-                        path, version, TERRA_ARCHIVE_VERSION);
+                        "%s: archive format version %u, this terra reads versions %u to %u; cook (bake) the archive again",
+                        path, version, TERRA_ARCHIVE_VERSION_MIN, TERRA_ARCHIVE_VERSION);
         goto fail;
     }
     if (actual < TERRA_ARCHIVE_HEADER_SIZE || read_at(a, 0, h, sizeof h) != TERRA_OK) {
@@ -313,7 +314,7 @@ const char *terra_archive_path(const terra_archive *a) { return a->path; }
 
 static terra_status check_entry(const terra_archive *a, const uint8_t *raw, const terra_archive_entry *e, uint64_t i) {
     char what[160] = "";
-    if (e->compression > TERRA_COMPRESS_ZSTD || raw[26] || raw[27] || e->offset < a->info.data_offset ||
+    if (e->compression > (a->info.version >= 2 ? TERRA_COMPRESS_PACKED : TERRA_COMPRESS_ZSTD) || raw[26] || raw[27] || e->offset < a->info.data_offset ||
         e->offset > a->info.file_size || e->size > a->info.file_size - e->offset)
         snprintf(what, sizeof what, "offset %llu size %u outside the payloads", (unsigned long long)e->offset, e->size);
     else if (e->raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE)

@@ -22,7 +22,10 @@
 extern "C" {
 #endif
 
-#define TERRA_ARCHIVE_VERSION 1
+/* Version 2 added packed tiles (TERRA_COMPRESS_PACKED); a version 1 archive holding one is damaged.
+ * Writers write version 2; readers read both. */
+#define TERRA_ARCHIVE_VERSION 2
+#define TERRA_ARCHIVE_VERSION_MIN 1
 #define TERRA_ARCHIVE_MAGIC "TERRAARC"
 #define TERRA_ARCHIVE_HEADER_SIZE 64
 #define TERRA_ARCHIVE_ENTRY_SIZE 48
@@ -36,7 +39,10 @@ extern "C" {
 typedef enum terra_compression {
     TERRA_COMPRESS_NONE = 0,
     TERRA_COMPRESS_GZIP = 1, /* RFC 1952: a server can send it as Content-Encoding: gzip */
-    TERRA_COMPRESS_ZSTD = 2
+    TERRA_COMPRESS_ZSTD = 2,
+    /* terra's tile codec (terra/tile_codec.h): readers hand out the quantized-mesh it unpacks to.
+     * Only in archives of format version 2. */
+    TERRA_COMPRESS_PACKED = 3
 } terra_compression;
 
 /* The frame of an archive's tiles (header flags, bits 0..1). */

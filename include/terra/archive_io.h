@@ -15,15 +15,17 @@ extern "C" {
 /* ---- compression ---------------------------------------------------------------------------- */
 
 /* Compresses n bytes into a new buffer (*out, freed with terra_free). level 0 = terra's default
- * (gzip 9, zstd 9). TERRA_COMPRESS_NONE copies. */
+ * (gzip 9, zstd 9, packed: zstd 19 inside). TERRA_COMPRESS_NONE copies. TERRA_COMPRESS_PACKED takes a
+ * quantized-mesh tile (terra_tile_codec_pack: TERRA_E_UNSUPPORTED for a tile it cannot reproduce;
+ * terra_archive_writer_add then stores that tile in zstd). */
 terra_status terra_compress(terra_compression c, int level, const void *src, size_t n, uint8_t **out, size_t *out_n);
-/* Decompresses into a new buffer, refusing output larger than max_out (a guard against
+/* Decompresses (a packed tile: unpacks to its quantized-mesh bytes) into a new buffer, refusing output larger than max_out (a guard against
  * decompression bombs: nothing past max_out is produced) with TERRA_E_CAPACITY. TERRA_E_CORRUPT on
  * damaged input. */
 terra_status terra_decompress(terra_compression c, const void *src, size_t n, size_t max_out, uint8_t **out,
                               size_t *out_n);
 bool terra_is_gzip(const void *data, size_t n);
-/* Parses "gzip", "zstd" or "none". */
+/* Parses "gzip", "zstd", "packed" or "none". */
 bool terra_compression_parse(const char *s, terra_compression *out);
 
 /* Decodes a quantized-mesh tile that may be gzipped (as tile servers and files often hold them). */
