@@ -434,7 +434,8 @@ static terra_status unpack_body(rbuf *r, size_t max_out, uint8_t **out, size_t *
         !(flags = rb_take(r, 1)) || (*flags & ~(FLAG_EDGES_PREDICTED | FLAG_TURNS)))
         return CORRUPT("header or counts");
     const size_t bpi = vc > 65536 ? 4 : 2;
-    if (TERRA_QMESH_HEADER_SIZE + 4 + 6 * (size_t)vc + 3 + 4 + 3 * (size_t)tc * bpi + 16 > max_out)
+    /* the least the quantized-mesh tile takes (no padding, no edges, no extensions) */
+    if (TERRA_QMESH_HEADER_SIZE + 4 + 6 * (size_t)vc + 4 + 3 * (size_t)tc * bpi + 16 > max_out)
         return terra_fail(TERRA_E_CAPACITY, "tile codec: %u vertices and %u triangles need more than %zu bytes", vc, tc,
                           max_out);
     /* every per-vertex plane is in the body: 6 bytes a vertex at least */
