@@ -236,7 +236,8 @@ terra_status terra_archive_open(const char *path, const terra_archive_open_desc 
     uint32_t version = rd32(h + 8);
     if (version < TERRA_ARCHIVE_VERSION_MIN || version > TERRA_ARCHIVE_VERSION) {
         st = terra_fail(TERRA_E_VERSION,
-                        "%s: archive format version %u, this terra reads versions %u to %u; cook (bake) the archive again",
+                        "%s: archive format version %u, this terra reads version %u up to version %u; cook (bake) "
+                        "the archive again",
                         path, version, TERRA_ARCHIVE_VERSION_MIN, TERRA_ARCHIVE_VERSION);
         goto fail;
     }
