@@ -85,6 +85,15 @@ typedef terra_status (*terra_cook_finest_fn)(void *user, int32_t tx, int32_t ty,
  * measure). Returns the number of triangles written. */
 typedef size_t (*terra_cook_simplify_fn)(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
                                          size_t triangle_count, double target_error, uint32_t *out_tri);
+/* The ground's own edge collapse (user unused): a vertex goes into a neighbour only if no triangle
+ * folds over in the plane (x, y of pos; z up), cheapest first by a bound on the vertical distance
+ * from the input surface (exact over each collapse's star: the removed vertex and old/new edge
+ * crossings, plus the bound the replaced triangles carried; target_error: metres, vertical), never
+ * a border vertex or a corner of a triangle with no area in the plane (a wall). Deterministic. On
+ * ground, meshoptimizer's simplifier (terra_cook_simplify_meshopt) folds triangles in the plane on
+ * steep slopes (it guards normals in three dimensions), and the pyramid must then refuse the try. */
+size_t terra_cook_simplify_plane(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
+                                 size_t triangle_count, double target_error, uint32_t *out_tri);
 
 /* A finished tile: its mesh (only valid during the call), the stated error (measured), the
  * longest edge (metres). Called once per tile, on any thread. */
@@ -111,7 +120,8 @@ typedef struct terra_cook_pyramid_desc {
     void *emit_user;
     terra_pool *pool;               /* NULL: one of `threads` workers for the call */
     int threads;                    /* 0 = 2 */
-    /* Progress: tiles done of the total so far (may be NULL). */
+    /* Progress: tiles done of the total (every tile of every depth), called on the calling thread
+     * (may be NULL). */
     void (*progress)(void *user, uint64_t done, uint64_t total);
     void *progress_user;
 } terra_cook_pyramid_desc;
@@ -126,7 +136,8 @@ typedef struct terra_cook_pyramid_stats {
     size_t peak_bytes;              /* the most mesh memory the pyramid held at once */
 } terra_cook_pyramid_stats;
 
-/* Builds every tile from the finest up to grid->depth, emitting each once. Memory stays bounded:
+/* Builds every tile from the finest up to grid->depth, emitting each once (a tile with no triangle,
+ * all holes, is not emitted). Memory stays bounded:
  * a tile's children are dropped once it is built (the finest meshes its error is measured against
  * are kept only while an ancestor still needs them). */
 terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *desc, terra_cook_pyramid_stats *stats);
@@ -137,6 +148,11 @@ terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *desc, terra_cook_
  * in the plane (walls) are skipped. */
 double terra_cook_vertical_distance(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
                                     size_t *uncovered);
+/* The same, stopping at the first distance found over `limit` (returned: some distance > limit,
+ * not the largest): enough to refuse a mesh that cannot fit. Both return +INFINITY when out of
+ * memory. */
+double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
+                                           double limit, size_t *uncovered);
 
 /* ---- encoding -------------------------------------------------------------------------------- */
 

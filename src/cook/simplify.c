@@ -1,0 +1,289 @@
+/* Edge collapse for ground: a terra_cook_simplify_fn that knows the mesh is a height field over
+ * the plane (terra/cook.h, terra_cook_simplify_plane).
+ *
+ * A general simplifier (meshoptimizer's) guards against normals turning over in three dimensions;
+ * on steep ground a collapse can fold triangles over in the plane while their normals turn by less
+ * than that, and a folded tile is no height field. Here a vertex v goes into a neighbour u only if
+ * every triangle of the new fan turns counter-clockwise in the plane. The cost of a collapse bounds
+ * the vertical distance from the new surface to the one the call started with: over v's star both
+ * surfaces are linear on the overlay of old and new triangles, so their largest difference is
+ * exact at v and at the crossings of old edges (v to its neighbours) with new ones (u to its
+ * neighbours); each triangle carries the bound of what it replaced, and a new fan gets that exact
+ * difference plus the largest bound of the star. Collapses are taken cheapest first (a heap, ties by
+ * vertex index: deterministic) until the next would exceed the target. Vertices on a border (an edge of one triangle: the tile's outer border, hole rims) and
+ * corners of triangles with no area in the plane (walls) never move or go. */
+#include "terra/cook.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+/* A point counts as inside a triangle this far (in barycentric weight) past an edge. */
+#define INSIDE_SLACK 1e-9
+
+typedef struct incidence {
+    uint32_t *t;
+    uint32_t n, cap;
+} incidence;
+
+typedef struct candidate {
+    double err;
+    uint32_t v, u, stamp;
+} candidate;
+
+typedef struct simp {
+    const float *pos;
+    uint32_t *tri;
+    size_t tn;
+    incidence *inc;          /* per vertex: its live triangles */
+    uint8_t *locked, *gone, *dead;
+    double *bound;           /* per triangle: how far it may lie from the surface the call started with */
+    uint32_t *stamp;         /* per vertex: bumped whenever its star changes */
+    uint32_t *mark, epoch;   /* per vertex: seen in this round */
+    candidate *heap;
+    size_t heap_n, heap_cap;
+    double target;           /* collapses past it are never taken: not worth weighing exactly */
+    bool nomem;
+} simp;
+
+static double orient(const float *a, const float *b, const float *c) {
+    return ((double)b[0] - a[0]) * ((double)c[1] - a[1]) - ((double)b[1] - a[1]) * ((double)c[0] - a[0]);
+}
+
+static const float *P(const simp *s, uint32_t v) { return s->pos + 3 * (size_t)v; }
+
+static bool push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t x) {
+    if (*n == *cap) {
+        uint32_t c = *cap ? 2 * *cap : 8;
+        uint32_t *q = terra_realloc(*a, (size_t)c * sizeof(uint32_t));
+        if (!q) return false;
+        *a = q, *cap = c;
+    }
+    (*a)[(*n)++] = x;
+    return true;
+}
+
+static bool candidate_less(const candidate *a, const candidate *b) {
+    if (a->err != b->err) return a->err < b->err;
+    return a->v != b->v ? a->v < b->v : a->u < b->u;
+}
+
+static void heap_push(simp *s, candidate c) {
+    if (s->heap_n == s->heap_cap) {
+        size_t cap = s->heap_cap ? 2 * s->heap_cap : 1024;
+        candidate *h = terra_realloc(s->heap, cap * sizeof(candidate));
+        if (!h) {
+            s->nomem = true;
+            return;
+        }
+        s->heap = h, s->heap_cap = cap;
+    }
+    size_t i = s->heap_n++;
+    while (i > 0 && candidate_less(&c, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = c;
+}
+
+static candidate heap_pop(simp *s) {
+    candidate top = s->heap[0], last = s->heap[--s->heap_n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->heap_n) break;
+        if (c + 1 < s->heap_n && candidate_less(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!candidate_less(&s->heap[c], &last)) break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (s->heap_n) s->heap[i] = last;
+    return top;
+}
+
+static bool has(const simp *s, uint32_t t, uint32_t x) {
+    return s->tri[3 * t] == x || s->tri[3 * t + 1] == x || s->tri[3 * t + 2] == x;
+}
+
+/* The corner of triangle t that follows x (counter-clockwise). */
+static uint32_t after(const simp *s, uint32_t t, uint32_t x) {
+    const uint32_t *c = s->tri + 3 * (size_t)t;
+    return c[0] == x ? c[1] : c[1] == x ? c[2] : c[0];
+}
+
+/* The bound a collapse of v into u leaves on its fan, or INFINITY where a triangle would fold or the
+ * bound would pass cap (no use weighing further). */
+static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap) {
+    const incidence *in = &s->inc[v];
+    const float *V = P(s, v), *U = P(s, u);
+    double inherited = 0, local = INFINITY;
+    bool inside = false;
+    for (uint32_t i = 0; i < in->n; i++) {
+        uint32_t t = in->t[i];
+        inherited = fmax(inherited, s->bound[t]);
+        if (inherited > cap) return INFINITY;
+        if (has(s, t, u)) continue;
+        /* The new triangle (u, a, b) where t was (v, a, b). */
+        uint32_t a = after(s, t, v), b = after(s, t, a);
+        const float *A = P(s, a), *B = P(s, b);
+        double area = orient(U, A, B);
+        if (!(area > 0)) return INFINITY;
+        /* v against the new fan, in the one (or first) new triangle that holds it. */
+        double lu = orient(A, B, V) / area, la = orient(B, U, V) / area, lb = orient(U, A, V) / area;
+        if (!inside && lu >= -INSIDE_SLACK && la >= -INSIDE_SLACK && lb >= -INSIDE_SLACK) {
+            local = fabs(lu * U[2] + la * A[2] + lb * B[2] - V[2]);
+            inside = true;
+        }
+    }
+    if (!inside || local + inherited > cap) return INFINITY;
+    /* Old edges v-w against new edges u-x, where they cross. */
+    for (uint32_t i = 0; i < in->n; i++) {
+        uint32_t w = after(s, in->t[i], v);
+        if (w == u) continue;
+        const float *W = P(s, w);
+        for (uint32_t j = 0; j < in->n; j++) {
+            uint32_t x = after(s, in->t[j], v);
+            if (x == u || x == w) continue;
+            const float *X = P(s, x);
+            double o1 = orient(U, X, V), o2 = orient(U, X, W);
+            if (!((o1 < 0 && o2 > 0) || (o1 > 0 && o2 < 0))) continue;
+            double o3 = orient(V, W, U), o4 = orient(V, W, X);
+            if (!((o3 < 0 && o4 > 0) || (o3 > 0 && o4 < 0))) continue;
+            double t = o1 / (o1 - o2), q = o3 / (o3 - o4);
+            double old_h = V[2] + t * ((double)W[2] - V[2]), new_h = U[2] + q * ((double)X[2] - U[2]);
+            local = fmax(local, fabs(new_h - old_h));
+            if (local + inherited > cap) return INFINITY;
+        }
+    }
+    return local + inherited;
+}
+
+/* v's cheapest collapse into a neighbour, onto the heap. */
+static void consider(simp *s, uint32_t v) {
+    if (s->locked[v] || s->gone[v]) return;
+    candidate best = {INFINITY, v, NONE, s->stamp[v]};
+    const incidence *in = &s->inc[v];
+    /* v is interior: each neighbour follows it in exactly one of its triangles. */
+    for (uint32_t i = 0; i < in->n; i++) {
+        uint32_t u = after(s, in->t[i], v);
+        double e = collapse_cost(s, v, u, fmin(best.err, s->target));
+        if (e < best.err || (e == best.err && u < best.u)) best.err = e, best.u = u;
+    }
+    if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
+}
+
+static void drop_incidence(simp *s, uint32_t x, uint32_t t) {
+    incidence *in = &s->inc[x];
+    for (uint32_t i = 0; i < in->n; i++)
+        if (in->t[i] == t) {
+            in->t[i] = in->t[--in->n];
+            return;
+        }
+}
+
+static void collapse(simp *s, uint32_t v, uint32_t u, double cost) {
+    incidence *in = &s->inc[v];
+    for (uint32_t i = 0; i < in->n; i++) {
+        uint32_t t = in->t[i];
+        if (has(s, t, u)) {
+            s->dead[t] = 1;
+            for (int k = 0; k < 3; k++)
+                if (s->tri[3 * t + k] != v) drop_incidence(s, s->tri[3 * t + k], t);
+        } else {
+            for (int k = 0; k < 3; k++)
+                if (s->tri[3 * t + k] == v) s->tri[3 * t + k] = u;
+            s->bound[t] = cost;
+            if (!push_u32(&s->inc[u].t, &s->inc[u].n, &s->inc[u].cap, t)) s->nomem = true;
+        }
+    }
+    in->n = 0;
+    s->gone[v] = 1;
+    /* Every vertex around u has a new star: its queued collapse is stale; weigh it again, once. */
+    const incidence *iu = &s->inc[u];
+    s->epoch++;
+    for (uint32_t i = 0; i < iu->n; i++)
+        for (int k = 0; k < 3; k++) {
+            uint32_t w = s->tri[3 * iu->t[i] + k];
+            if (s->mark[w] == s->epoch) continue;
+            s->mark[w] = s->epoch;
+            s->stamp[w]++;
+            consider(s, w);
+        }
+}
+
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Border vertices (an edge with no twin, or used twice the same way) and wall corners. */
+static bool lock_vertices(simp *s) {
+    size_t ne = 3 * s->tn;
+    uint64_t *e = terra_alloc(ne * sizeof(uint64_t) + 8);
+    if (!e) return false;
+    for (size_t t = 0; t < s->tn; t++) {
+        if (!(orient(P(s, s->tri[3 * t]), P(s, s->tri[3 * t + 1]), P(s, s->tri[3 * t + 2])) > 0))
+            for (int k = 0; k < 3; k++) s->locked[s->tri[3 * t + k]] = 1;
+        for (int k = 0; k < 3; k++) e[3 * t + k] = (uint64_t)s->tri[3 * t + k] << 32 | s->tri[3 * t + (k + 1) % 3];
+    }
+    qsort(e, ne, sizeof(uint64_t), u64_cmp);
+    for (size_t i = 0; i < ne; i++) {
+        uint64_t twin = e[i] << 32 | e[i] >> 32;
+        bool twice = (i > 0 && e[i - 1] == e[i]) || (i + 1 < ne && e[i + 1] == e[i]);
+        if (twice || !bsearch(&twin, e, ne, sizeof(uint64_t), u64_cmp))
+            s->locked[e[i] >> 32] = s->locked[e[i] & 0xffffffffu] = 1;
+    }
+    terra_free(e);
+    return true;
+}
+
+size_t terra_cook_simplify_plane(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
+                                 size_t triangle_count, double target_error, uint32_t *out_tri) {
+    (void)user;
+    simp s;
+    memset(&s, 0, sizeof s);
+    s.pos = pos, s.tn = triangle_count, s.target = target_error;
+    s.tri = terra_alloc(3 * triangle_count * sizeof(uint32_t) + 4);
+    s.inc = terra_calloc((size_t)vertex_count + 1, sizeof(incidence));
+    s.locked = terra_calloc((size_t)vertex_count + 1, 1);
+    s.gone = terra_calloc((size_t)vertex_count + 1, 1);
+    s.dead = terra_calloc(triangle_count + 1, 1);
+    s.bound = terra_calloc(triangle_count + 1, sizeof(double));
+    s.stamp = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
+    s.mark = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
+    size_t out = 0;
+    bool ok = s.tri && s.inc && s.locked && s.gone && s.dead && s.bound && s.stamp && s.mark;
+    if (ok) {
+        memcpy(s.tri, tri, 3 * triangle_count * sizeof(uint32_t));
+        for (size_t t = 0; t < 3 * triangle_count && ok; t++)
+            ok = push_u32(&s.inc[tri[t]].t, &s.inc[tri[t]].n, &s.inc[tri[t]].cap, (uint32_t)(t / 3));
+        ok = ok && lock_vertices(&s);
+    }
+    if (ok) {
+        for (uint32_t v = 0; v < vertex_count; v++) consider(&s, v);
+        while (s.heap_n && !s.nomem) {
+            candidate c = heap_pop(&s);
+            if (c.err > target_error) break;
+            if (s.gone[c.v] || c.stamp != s.stamp[c.v]) continue;
+            collapse(&s, c.v, c.u, c.err);
+        }
+        ok = !s.nomem;
+    }
+    /* Out of memory: the triangles as they came (never wrong, only not simplified). */
+    for (size_t t = 0; t < triangle_count; t++)
+        if (!ok || !s.dead[t]) {
+            memcpy(out_tri + 3 * out, ok ? s.tri + 3 * t : tri + 3 * t, 3 * sizeof(uint32_t));
+            out++;
+        }
+    for (uint32_t v = 0; s.inc && v < vertex_count; v++) terra_free(s.inc[v].t);
+    terra_free(s.inc);
+    terra_free(s.tri);
+    terra_free(s.locked);
+    terra_free(s.gone);
+    terra_free(s.dead);
+    terra_free(s.bound);
+    terra_free(s.stamp);
+    terra_free(s.mark);
+    terra_free(s.heap);
+    return out;
+}
