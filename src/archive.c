@@ -315,7 +315,9 @@ const char *terra_archive_path(const terra_archive *a) { return a->path; }
 
 static terra_status check_entry(const terra_archive *a, const uint8_t *raw, const terra_archive_entry *e, uint64_t i) {
     char what[160] = "";
-    if (e->compression > (a->info.version >= 2 ? TERRA_COMPRESS_PACKED : TERRA_COMPRESS_ZSTD) || raw[26] || raw[27] || e->offset < a->info.data_offset ||
+    /* packed tiles came with version 2 */
+    const unsigned newest = a->info.version >= 2 ? TERRA_COMPRESS_PACKED : TERRA_COMPRESS_ZSTD;
+    if (e->compression > newest || raw[26] || raw[27] || e->offset < a->info.data_offset ||
         e->offset > a->info.file_size || e->size > a->info.file_size - e->offset)
         snprintf(what, sizeof what, "offset %llu size %u outside the payloads", (unsigned long long)e->offset, e->size);
     else if (e->raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE)
