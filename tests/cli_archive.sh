@@ -37,10 +37,10 @@ grep -q "leftovers   1 temporary file (1000 B)" "$work/info.txt" || fail "info l
 "$T" info "$work/one.terra" | grep -q leftovers && fail "leftovers reported after the cleanup"
 
 # ---- refusals: another version, damage, garbage ----
-cp "$work/local.terra" "$work/v2.terra"
-printf '\x02' | dd of="$work/v2.terra" bs=1 seek=8 conv=notrunc status=none
-if "$T" info "$work/v2.terra" 2>"$work/err.txt"; then fail "version 2 accepted"; fi
-grep -q "version 2" "$work/err.txt" && grep -q "version 1" "$work/err.txt" && grep -q "again" "$work/err.txt" \
+cp "$work/local.terra" "$work/v3.terra"
+printf '\x03' | dd of="$work/v3.terra" bs=1 seek=8 conv=notrunc status=none
+if "$T" info "$work/v3.terra" 2>"$work/err.txt"; then fail "version 3 accepted"; fi
+grep -q "version 3" "$work/err.txt" && grep -q "version 1" "$work/err.txt" && grep -q "again" "$work/err.txt" \
   || fail "version message: $(cat "$work/err.txt")"
 cp "$work/local.terra" "$work/bad.terra"
 size=$(stat -c %s "$work/bad.terra")

@@ -133,7 +133,7 @@ static double crossings(const terra_cook_mesh *c, const buckets *b, const double
     double worst = 0;
     int y0 = cell_y(b, fmin(a[1], bb[1])), y1 = cell_y(b, fmax(a[1], bb[1]));
     for (int y = y0; y <= y1; y++) {
-        /* The part of the edge inside this row of cells, widened by a cell against rounding. */
+        /* The part of the edge inside this row of cells, widened a little against rounding. */
         double xlo = fmin(a[0], bb[0]), xhi = fmax(a[0], bb[0]);
         if (bb[1] != a[1]) {
             double r0 = b->y0 + y / b->sy, r1 = b->y0 + (y + 1) / b->sy;
@@ -145,9 +145,8 @@ static double crossings(const terra_cook_mesh *c, const buckets *b, const double
                 xhi = fmin(xhi, fmax(xa, xb));
             }
         }
-        int x0 = cell_x(b, xlo), x1 = cell_x(b, xhi);
-        x0 = x0 > 0 ? x0 - 1 : 0;
-        x1 = x1 < b->nx - 1 ? x1 + 1 : x1;
+        double slack = 1e-9 / b->sx;
+        int x0 = cell_x(b, xlo - slack), x1 = cell_x(b, xhi + slack);
         for (int x = x0; x <= x1; x++) {
             size_t cell = (size_t)y * (size_t)b->nx + (size_t)x;
             for (uint32_t i = b->start[cell]; i < b->start[cell + 1]; i++) {
@@ -171,6 +170,11 @@ static double crossings(const terra_cook_mesh *c, const buckets *b, const double
 
 double terra_cook_vertical_distance(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
                                     size_t *uncovered) {
+    return terra_cook_vertical_distance_within(coarse, fine, n, INFINITY, uncovered);
+}
+
+double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
+                                           double limit, size_t *uncovered) {
     if (uncovered) *uncovered = 0;
     buckets b;
     if (!buckets_build(coarse, &b)) {
@@ -180,7 +184,7 @@ double terra_cook_vertical_distance(const terra_cook_mesh *coarse, const terra_c
     bool any = b.start[(size_t)b.nx * (size_t)b.ny] > 0;
     double worst = 0;
     size_t missed = 0;
-    for (int f = 0; f < n; f++) {
+    for (int f = 0; f < n && !(worst > limit); f++) {
         const terra_cook_mesh *m = fine[f];
         /* Only vertices the triangles use: an unused one may carry no height (NaN). */
         uint8_t *used = terra_calloc((size_t)m->vertex_count + 1, 1);
@@ -199,7 +203,7 @@ double terra_cook_vertical_distance(const terra_cook_mesh *coarse, const terra_c
         }
         terra_free(used);
         if (!any) continue;
-        for (uint32_t t = 0; t < m->triangle_count; t++)
+        for (uint32_t t = 0; t < m->triangle_count && !(worst > limit); t++)
             for (int k = 0; k < 3; k++) {
                 uint32_t ia = m->tri[3 * (size_t)t + k], ib = m->tri[3 * (size_t)t + (k + 1) % 3];
                 const double *A = m->xy + 2 * (size_t)ia, *B = m->xy + 2 * (size_t)ib;
