@@ -45,6 +45,13 @@ fuzz_one() { # TARGET MAX_LEN SEED_DIR...
 fuzz_one fuzz_qmesh 200000 "$corpus/qmesh_seed"
 fuzz_one fuzz_archive 65536 "$corpus/archive_seed"
 fuzz_one fuzz_archive_source 65536 "$corpus/source_seed" "$corpus/archive_seed"
+# The packed tile decoder: a mode byte (odd: a packed tile; even: a codec body) and the rest
+# (fuzz/fuzz_tile_codec.c); seeds are real tiles behind each mode byte.
+mkdir -p "$corpus/codec_seed"; i=0
+for f in "$corpus"/qmesh_seed/*; do [ -f "$f" ] || continue; [ $i -lt 12 ] || break
+  { printf '\x00'; cat "$f"; } >"$corpus/codec_seed/body_$i"; { printf '\x01'; cat "$f"; } >"$corpus/codec_seed/tile_$i"
+  i=$((i + 1)); done
+fuzz_one fuzz_tile_codec 65536 "$corpus/codec_seed"
 # terra serve's requests: a limit byte, METHOD\nTARGET\nACCEPT-ENCODING (fuzz/fuzz_serve_request.c)
 mkdir -p "$corpus/serve_seed"; i=0
 for req in 'GET\n/layer.json?v=1.0.0\ngzip, deflate, br' 'GET\n/12/2048/1023.terrain?v=1.0.0&extensions=octvertexnormals-watermask\ngzip;q=0' \

@@ -111,6 +111,8 @@ expect "cache and no-cache" 2 "$BIN" cook "$T/fuji.png" --cache "$T/c" --no-cach
 # St Helens 10 m (16-bit, decimetres): 64 finest tiles; quiet.
 expect "st helens" 0 "$BIN" cook "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -e 5 --levels 2 -q -o "$T/sth.terra"
 [ "$(field tiles)" = 80 ] && [ "$(field levels)" = 2 ] && ok "st helens tiles" || bad "st helens tiles: $(cat "$T/out")"
+awk '$1 == "level" { t[$2] = $8 } END { exit !(t[1] < 0.9 * t[0]) }' "$T/out" && ok "st helens level 1 simplified" \
+  || bad "st helens level 1: $(grep '^level' "$T/out")"
 expect "st helens verify" 0 "$BIN" info --verify "$T/sth.terra"
 expect "st helens check" 0 "$BIN" check "$T/sth.terra" --source "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -q
 
@@ -120,6 +122,11 @@ expect "hgt" 0 "$BIN" cook "$DATA/N44W072.hgt" -e 10 -q -o "$T/hgt.terra"
 [ "$(field frame)" = geographic ] && [ "$(field zoom_finest)" = 10 ] && [ "$(field levels)" = 11 ] && ok "hgt geographic" \
   || bad "hgt geographic: $(cat "$T/out")"
 grep -q "^level 10 tiles 42 " "$T/out" && grep -q "^level 0 tiles 1 " "$T/out" && ok "hgt tiles" || bad "hgt tiles: $(grep '^level' "$T/out")"
+# Each coarser level is really simplified (its bound doubles): fewer than 9/10 of the triangles of the
+# level below wherever that level has over 10 000 (a simplifier whose every try was refused kept
+# the children whole, and the root tiles held the whole cell).
+awk '$1 == "level" { t[$2] = $8 } END { for (z in t) if ((z + 1) in t && t[z + 1] > 10000 && t[z] > 0.9 * t[z + 1]) exit 1 }' \
+  "$T/out" && ok "hgt coarser levels simplified" || bad "hgt coarser levels: $(grep '^level' "$T/out")"
 expect "hgt verify" 0 "$BIN" info --verify "$T/hgt.terra"
 grep -q "geographic" "$T/out" && ok "hgt archive frame" || bad "hgt archive frame"
 # The same raster cooked in the local frame by request.

@@ -82,18 +82,21 @@ typedef terra_status (*terra_cook_finest_fn)(void *user, int32_t tx, int32_t ty,
  * over positions pos, 3 floats a vertex, metres) and writes the kept ones to out_tri (capacity
  * 3 * triangle_count); vertices on a border of the mesh (an edge used by one triangle) never move
  * or go. Collapses until the next one would exceed target_error (metres, the simplifier's own
- * measure). Returns the number of triangles written. */
-typedef size_t (*terra_cook_simplify_fn)(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
-                                         size_t triangle_count, double target_error, uint32_t *out_tri);
-/* The ground's own edge collapse (user unused): a vertex goes into a neighbour only if no triangle
- * folds over in the plane (x, y of pos; z up), cheapest first by a bound on the vertical distance
+ * measure). xy: the same vertices' plane positions (2 doubles a vertex), on which the pyramid
+ * judges whether a triangle turned over or lost its area: pos rounds to floats, so lattice points
+ * in a line can look like a thin triangle there. Returns the number of triangles written. */
+typedef size_t (*terra_cook_simplify_fn)(void *user, const double *xy, const float *pos, uint32_t vertex_count,
+                                         const uint32_t *tri, size_t triangle_count, double target_error,
+                                         uint32_t *out_tri);
+/* The ground's own edge collapse (user unused): a vertex goes into a neighbour only if every triangle
+ * of its new fan keeps an area in the plane (judged on xy, exactly as the pyramid does; z up), cheapest first by a bound on the vertical distance
  * from the input surface (exact over each collapse's star: the removed vertex and old/new edge
  * crossings, plus the bound the replaced triangles carried; target_error: metres, vertical), never
  * a border vertex or a corner of a triangle with no area in the plane (a wall). Deterministic. On
  * ground, meshoptimizer's simplifier (terra_cook_simplify_meshopt) folds triangles in the plane on
  * steep slopes (it guards normals in three dimensions), and the pyramid must then refuse the try. */
-size_t terra_cook_simplify_plane(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
-                                 size_t triangle_count, double target_error, uint32_t *out_tri);
+size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
+                                 const uint32_t *tri, size_t triangle_count, double target_error, uint32_t *out_tri);
 
 /* A finished tile: its mesh (only valid during the call), the stated error (measured), the
  * longest edge (metres). Called once per tile, on any thread. */

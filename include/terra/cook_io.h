@@ -14,9 +14,11 @@
 extern "C" {
 #endif
 
-/* meshoptimizer's simplifier with the border locked, as a terra_cook_simplify_fn (user unused). */
-size_t terra_cook_simplify_meshopt(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
-                                   size_t triangle_count, double target_error, uint32_t *out_tri);
+/* meshoptimizer's simplifier with the border locked, as a terra_cook_simplify_fn (user and xy
+ * unused). */
+size_t terra_cook_simplify_meshopt(void *user, const double *xy, const float *pos, uint32_t vertex_count,
+                                   const uint32_t *tri, size_t triangle_count, double target_error,
+                                   uint32_t *out_tri);
 
 /* ---- samples on the plane --------------------------------------------------------------------
  * A raster's heights as the cook sees them: one sample at every whole point (x, y) of the plane

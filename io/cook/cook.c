@@ -627,7 +627,7 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     pthread_mutex_init(&E.lock, NULL);
     terra_cook_pyramid_desc pd = {.grid = &P.grid, .finest = P.finest, .finest_count = P.finest_count,
                                   .max_error = max_error, .make_finest = finest_tile, .finest_user = &E,
-                                  .simplify = terra_cook_simplify_meshopt, .emit = emit_tile, .emit_user = &E,
+                                  .simplify = terra_cook_simplify_plane, .emit = emit_tile, .emit_user = &E,
                                   .threads = d->threads, .progress = d->progress, .progress_user = d->progress_user};
     terra_cook_pyramid_stats ps;
     memset(&ps, 0, sizeof ps);

@@ -18,6 +18,7 @@ static double orient(const double *a, const double *b, const double *p) {
 /* A point counts as inside a triangle this far (in barycentric weight) past an edge: rounding of
  * inexact plane coordinates must not leave a point on a shared edge in neither triangle. */
 #define INSIDE_SLACK 1e-9
+#define NONE UINT32_MAX
 
 typedef struct buckets {
     double x0, y0, sx, sy;   /* lower corner, cells per plane unit */
@@ -38,6 +39,28 @@ static int cell_y(const buckets *b, double y) {
 static double tri_area2(const terra_cook_mesh *m, uint32_t t) {
     const uint32_t *v = m->tri + 3 * (size_t)t;
     return orient(m->xy + 2 * (size_t)v[0], m->xy + 2 * (size_t)v[1], m->xy + 2 * (size_t)v[2]);
+}
+
+/* The cells of row y that triangle v overlaps, widened a millionth of a cell against rounding:
+ * the x range of the triangle clipped to the row's band (a long thin triangle lies in few of its
+ * bounding box's cells, and the rims of holes make many of them). */
+static void row_span(const buckets *b, const terra_cook_mesh *c, const uint32_t *v, int y, int *xa, int *xb) {
+    const double slack = 1e-6 / b->sy, ylo = b->y0 + y / b->sy - slack, yhi = b->y0 + (y + 1) / b->sy + slack;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int k = 0; k < 3; k++) {
+        const double *P = c->xy + 2 * (size_t)v[k], *Q = c->xy + 2 * (size_t)v[(k + 1) % 3];
+        double p0 = fmax(fmin(P[1], Q[1]), ylo), p1 = fmin(fmax(P[1], Q[1]), yhi);
+        if (p0 > p1) continue; /* the edge misses the band */
+        if (P[1] == Q[1]) {
+            lo = fmin(lo, fmin(P[0], Q[0])), hi = fmax(hi, fmax(P[0], Q[0]));
+            continue;
+        }
+        double x0 = P[0] + (p0 - P[1]) / (Q[1] - P[1]) * (Q[0] - P[0]);
+        double x1 = P[0] + (p1 - P[1]) / (Q[1] - P[1]) * (Q[0] - P[0]);
+        lo = fmin(lo, fmin(x0, x1)), hi = fmax(hi, fmax(x0, x1));
+    }
+    const double sx = 1e-6 / b->sx;
+    *xa = cell_x(b, lo - sx), *xb = cell_x(b, hi + sx);
 }
 
 /* Buckets of the coarse triangles with area in the plane, about two to a cell. false: no memory. */
@@ -78,14 +101,17 @@ static bool buckets_build(const terra_cook_mesh *c, buckets *b) {
                     tlo[a] = fmin(tlo[a], c->xy[2 * (size_t)v[k] + a]);
                     thi[a] = fmax(thi[a], c->xy[2 * (size_t)v[k] + a]);
                 }
-            for (int y = cell_y(b, tlo[1]); y <= cell_y(b, thi[1]); y++)
-                for (int x = cell_x(b, tlo[0]); x <= cell_x(b, thi[0]); x++) {
+            for (int y = cell_y(b, tlo[1]); y <= cell_y(b, thi[1]); y++) {
+                int xa, xb;
+                row_span(b, c, v, y, &xa, &xb);
+                for (int x = xa; x <= xb; x++) {
                     size_t cell = (size_t)y * (size_t)b->nx + (size_t)x;
                     if (pass == 0)
                         b->start[cell + 1]++;
                     else
                         b->items[b->start[cell]++] = t;
                 }
+            }
         }
         if (pass == 0) {
             for (size_t i = 0; i < cells; i++) b->start[i + 1] += b->start[i];
@@ -107,8 +133,11 @@ static void buckets_free(buckets *b) {
 
 /* The smallest |coarse(p) - z| over the coarse triangles that hold p (one, or several where p lies on
  * their shared edges: the smallest keeps a point on top of a wall against the wall's top side);
- * false if none holds it. */
-static bool distance_at(const terra_cook_mesh *c, const buckets *b, const double *p, double z, double *out) {
+ * false if none holds it. *strictly: the coarse triangle p lies well inside (past the slack from
+ * every edge), else NONE. */
+static bool distance_at(const terra_cook_mesh *c, const buckets *b, const double *p, double z, double *out,
+                        uint32_t *strictly) {
+    *strictly = NONE;
     size_t cell = (size_t)cell_y(b, p[1]) * (size_t)b->nx + (size_t)cell_x(b, p[0]);
     bool found = false;
     double best = INFINITY;
@@ -118,6 +147,7 @@ static bool distance_at(const terra_cook_mesh *c, const buckets *b, const double
         double area = orient(A, B, C);
         double la = orient(B, C, p) / area, lb = orient(C, A, p) / area, lc = orient(A, B, p) / area;
         if (la < -INSIDE_SLACK || lb < -INSIDE_SLACK || lc < -INSIDE_SLACK) continue;
+        if (la > INSIDE_SLACK && lb > INSIDE_SLACK && lc > INSIDE_SLACK) *strictly = b->items[i];
         double h = la * c->z[v[0]] + lb * c->z[v[1]] + lc * c->z[v[2]];
         best = fmin(best, fabs(h - z));
         found = true;
@@ -186,30 +216,37 @@ double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const 
     size_t missed = 0;
     for (int f = 0; f < n && !(worst > limit); f++) {
         const terra_cook_mesh *m = fine[f];
-        /* Only vertices the triangles use: an unused one may carry no height (NaN). */
+        /* Only vertices the triangles use (an unused one may carry no height, NaN): where each
+         * lies strictly inside one coarse triangle, an edge between two such vertices of the same
+         * triangle crosses nothing (the triangle is convex) and is not walked. */
+        uint32_t *inside = terra_alloc(((size_t)m->vertex_count + 1) * sizeof(uint32_t));
         uint8_t *used = terra_calloc((size_t)m->vertex_count + 1, 1);
-        if (!used) {
+        if (!used || !inside) {
+            terra_free(used);
+            terra_free(inside);
             worst = INFINITY;
             break;
         }
         for (size_t i = 0; i < 3 * (size_t)m->triangle_count; i++) used[m->tri[i]] = 1;
         for (uint32_t i = 0; i < m->vertex_count; i++) {
             double d;
+            inside[i] = NONE;
             if (!used[i]) continue;
-            if (any && distance_at(coarse, &b, m->xy + 2 * (size_t)i, m->z[i], &d))
+            if (any && distance_at(coarse, &b, m->xy + 2 * (size_t)i, m->z[i], &d, &inside[i]))
                 worst = fmax(worst, d);
             else
                 missed++;
         }
         terra_free(used);
-        if (!any) continue;
-        for (uint32_t t = 0; t < m->triangle_count && !(worst > limit); t++)
+        for (uint32_t t = 0; any && t < m->triangle_count && !(worst > limit); t++)
             for (int k = 0; k < 3; k++) {
                 uint32_t ia = m->tri[3 * (size_t)t + k], ib = m->tri[3 * (size_t)t + (k + 1) % 3];
+                if (inside[ia] != NONE && inside[ia] == inside[ib]) continue;
                 const double *A = m->xy + 2 * (size_t)ia, *B = m->xy + 2 * (size_t)ib;
                 if (A[0] == B[0] && A[1] == B[1]) continue; /* a wall's vertical edge */
                 worst = fmax(worst, crossings(coarse, &b, A, B, m->z[ia], m->z[ib]));
             }
+        terra_free(inside);
     }
     buckets_free(&b);
     if (uncovered) *uncovered = missed;

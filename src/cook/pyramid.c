@@ -7,10 +7,11 @@
  * on its children and the finest meshes under it, never on the order, so any number of workers
  * gives the same tiles.
  *
- * The simplifier's own error is not the vertical distance that is stated: each try is measured
- * (terra_cook_vertical_distance against the finest meshes under the tile) and the target is
- * bisected for the fewest triangles whose measured error fits the bound. The children merged and
- * not simplified always fit (each child fits a bound half as large), so there is always an answer.
+ * The simplifier's cost bounds the vertical distance from the children merged, so its first target
+ * is what the children's stated errors leave of the bound; what is stated is measured
+ * (terra_cook_vertical_distance against the finest meshes under the tile), and where the measure
+ * leaves room one more try aims higher. The children merged and not simplified always fit (each
+ * child fits a bound half as large), so there is always an answer.
  * Every try is checked: the same border edges as the merged children (the outer border and hole
  * rims unchanged, so neighbours at any depths still share their border) and no triangle turned over
  * in the plane. */
@@ -336,42 +337,39 @@ static terra_status simplify_tile(pyramid *P, const node *n, tile_work *w, size_
     for (size_t t = 0; t < tn; t++) w->merged_flat += tri_area2(m, m->tri + 3 * t) == 0;
     w->border_count = border_edges(m->tri, tn, w->border, w->scratch);
 
-    /* The first target: what the children leave of the bound (the simplifier's target bounds the
-     * distance from them); then up while tries fit, down while they do not, bisecting. A target
-     * past what the finest meshes leave of the bound cannot fit. */
-    const double bound = ldexp(d->max_error, n->depth), budget = bound - n->finest_error;
+    /* The simplifier's cost bounds the distance from the merged children, so a target of what
+     * the children leave of the bound fits by the triangle inequality; the measure (against the
+     * finest meshes) is usually well under it, so one more try aims where the measure says the
+     * bound would be reached. A try that does not fit (the simplifier rounds metres to floats)
+     * asks for half as much. */
+    const double bound = ldexp(d->max_error, n->depth);
     double children = 0;
     for (int i = 0; i < 4; i++)
         if (n->child[i] >= 0) children = fmax(children, P->nodes[n->child[i]].error);
     size_t best = tn;
-    double err = NAN;
-    double lo = 0, hi = budget, target = fmin(bound - children, budget);
-    if (!(target > 0)) target = budget / 2;
-    for (int i = 0; i < SIMPLIFY_TRIES && budget > 0; i++) {
-        size_t got = d->simplify(d->simplify_user, w->pos, m->vertex_count, m->tri, tn, target, w->tri);
-        bool fits = false;
+    double err = children; /* the children merged as they are: their own stated errors */
+    double target = bound - children;
+    bool fitted = false;
+    for (int i = 0; i < SIMPLIFY_TRIES && target > 0; i++) {
+        size_t got = d->simplify(d->simplify_user, m->xy, w->pos, m->vertex_count, m->tri, tn, target, w->tri);
+        if (got >= best) break; /* no gain from here */
         double stated = INFINITY;
-        if (got < best && keeps_border(w, w->tri, got)) {
-            terra_status st = measure(n, w, w->tri, got, budget, &stated);
+        if (keeps_border(w, w->tri, got)) {
+            terra_status st = measure(n, w, w->tri, got, bound - n->finest_error, &stated);
             if (st != TERRA_OK) return st;
-            fits = stated <= bound;
         }
-        if (fits) {
-            best = got, err = stated;
+        if (stated <= bound) {
+            best = got, err = stated, fitted = true;
             memcpy(w->best, w->tri, 3 * got * sizeof(uint32_t));
+            /* Once more, further up, where the measure leaves room. */
+            if (i > 0 || !(stated - children < 0.8 * (bound - children))) break;
+            target *= 0.95 * (bound - children) / fmax(stated - children, 0.05 * (bound - children));
+        } else {
+            if (fitted) break;
+            target *= 0.5;
         }
-        /* No fewer triangles than a fitting answer already has: look further up. */
-        if (fits || got >= best) lo = target;
-        else hi = target;
-        if (hi - lo <= 0.05 * hi) break;
-        target = lo == target ? fmin(hi, 1.5 * target) : 0.5 * (lo + hi);
     }
-    if (isnan(err)) {
-        /* Nothing simplified fitted: the children as they are. */
-        terra_status st = measure(n, w, m->tri, tn, INFINITY, &err);
-        if (st != TERRA_OK) return st;
-        memcpy(w->best, m->tri, 3 * tn * sizeof(uint32_t));
-    }
+    if (!fitted) memcpy(w->best, m->tri, 3 * tn * sizeof(uint32_t));
     *best_count = best;
     *best_error = err;
     return TERRA_OK;

@@ -32,6 +32,7 @@ typedef struct candidate {
 } candidate;
 
 typedef struct simp {
+    const double *xy;        /* plane positions: the judge of area */
     const float *pos;
     uint32_t *tri;
     size_t tn;
@@ -51,6 +52,12 @@ static double orient(const float *a, const float *b, const float *c) {
 }
 
 static const float *P(const simp *s, uint32_t v) { return s->pos + 3 * (size_t)v; }
+
+/* Twice the signed area of (a, b, c) in the plane, computed as the pyramid computes it. */
+static double plane_area2(const simp *s, uint32_t a, uint32_t b, uint32_t c) {
+    const double *A = s->xy + 2 * (size_t)a, *B = s->xy + 2 * (size_t)b, *C = s->xy + 2 * (size_t)c;
+    return (B[0] - A[0]) * (C[1] - A[1]) - (B[1] - A[1]) * (C[0] - A[0]);
+}
 
 static bool push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t x) {
     if (*n == *cap) {
@@ -126,8 +133,9 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap) {
         /* The new triangle (u, a, b) where t was (v, a, b). */
         uint32_t a = after(s, t, v), b = after(s, t, a);
         const float *A = P(s, a), *B = P(s, b);
+        if (!(plane_area2(s, u, a, b) > 0)) return INFINITY;
         double area = orient(U, A, B);
-        if (!(area > 0)) return INFINITY;
+        if (!(area > 0)) return INFINITY; /* metres in floats: too thin to weigh */
         /* v against the new fan, in the one (or first) new triangle that holds it. */
         double lu = orient(A, B, V) / area, la = orient(B, U, V) / area, lb = orient(U, A, V) / area;
         if (!inside && lu >= -INSIDE_SLACK && la >= -INSIDE_SLACK && lb >= -INSIDE_SLACK) {
@@ -222,7 +230,7 @@ static bool lock_vertices(simp *s) {
     uint64_t *e = terra_alloc(ne * sizeof(uint64_t) + 8);
     if (!e) return false;
     for (size_t t = 0; t < s->tn; t++) {
-        if (!(orient(P(s, s->tri[3 * t]), P(s, s->tri[3 * t + 1]), P(s, s->tri[3 * t + 2])) > 0))
+        if (!(plane_area2(s, s->tri[3 * t], s->tri[3 * t + 1], s->tri[3 * t + 2]) > 0))
             for (int k = 0; k < 3; k++) s->locked[s->tri[3 * t + k]] = 1;
         for (int k = 0; k < 3; k++) e[3 * t + k] = (uint64_t)s->tri[3 * t + k] << 32 | s->tri[3 * t + (k + 1) % 3];
     }
@@ -237,12 +245,12 @@ static bool lock_vertices(simp *s) {
     return true;
 }
 
-size_t terra_cook_simplify_plane(void *user, const float *pos, uint32_t vertex_count, const uint32_t *tri,
-                                 size_t triangle_count, double target_error, uint32_t *out_tri) {
+size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
+                                 const uint32_t *tri, size_t triangle_count, double target_error, uint32_t *out_tri) {
     (void)user;
     simp s;
     memset(&s, 0, sizeof s);
-    s.pos = pos, s.tn = triangle_count, s.target = target_error;
+    s.xy = xy, s.pos = pos, s.tn = triangle_count, s.target = target_error;
     s.tri = terra_alloc(3 * triangle_count * sizeof(uint32_t) + 4);
     s.inc = terra_calloc((size_t)vertex_count + 1, sizeof(incidence));
     s.locked = terra_calloc((size_t)vertex_count + 1, 1);
