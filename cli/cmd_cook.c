@@ -40,7 +40,9 @@ static void help(FILE *f) {
             "                            a power of two)\n"
             "      --frame F             auto (default), local or geographic\n"
             "      --threads N           worker threads (default 2)\n"
-            "      --compression C       gzip (default), zstd or none\n"
+            "      --compression C       packed (default: quantized-mesh packed losslessly, about half of\n"
+            "                            gzip; export and serve hand out plain quantized-mesh), gzip,\n"
+            "                            zstd or none\n"
             "      --cache DIR           where the cook cache lives (default OUT.cache): a cook whose\n"
             "                            inputs (size and content hash) and options all agree with the\n"
             "                            last one writes nothing; changed inputs recook only their tiles\n"
@@ -141,7 +143,7 @@ int cmd_cook(int argc, char **argv) {
     double max_error = 1.0, zscale = 0, spacing = 0;
     int levels = 0, tile = 0, threads = 2, band = 0;
     terra_cook_frame frame = TERRA_COOK_FRAME_AUTO;
-    terra_compression comp = TERRA_COMPRESS_GZIP;
+    terra_compression comp = TERRA_COMPRESS_PACKED;
     terra_raster_encoding enc = TERRA_RASTER_PLAIN;
     static const char *enc_names[] = {"plain", "terrain-rgb", "terrarium"};
     optind = 1;
@@ -171,7 +173,7 @@ int cmd_cook(int argc, char **argv) {
             break;
         case OPT_COMP:
             if (!terra_compression_parse(optarg, &comp))
-                return cli_usage_error(CMD, "--compression: '%s' is not gzip, zstd or none", optarg);
+                return cli_usage_error(CMD, "--compression: '%s' is not packed, gzip, zstd or none", optarg);
             break;
         case OPT_CACHE: cache = optarg; break;
         case OPT_NOCACHE: no_cache = true; break;

@@ -93,6 +93,28 @@ expect "fuji verify" 0 "$BIN" info --verify "$T/fuji.terra"
 grep -q 'intact' "$T/out" && ok "fuji archive intact" || bad "fuji archive: $(tail -3 "$T/out")"
 expect "fuji check" 0 "$BIN" check "$T/fuji.terra" --source "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -q
 
+# Packed (the default) against gzip: the same ground in far fewer bytes; terra check holds every
+# promise on the packed archive and export hands out plain quantized-mesh.
+expect "fuji gzip" 0 "$BIN" cook "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -e 10 --compression gzip --no-cache -q -o "$T/fuji_gz.terra"
+gz=$(field bytes)
+expect "fuji packed" 0 "$BIN" cook "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -e 10 --no-cache -q -o "$T/fuji_pk.terra"
+pk=$(field bytes)
+awk -v a="$pk" -v b="$gz" 'BEGIN { exit !(a > 0 && a < 0.75 * b) }' && ok "packed: $pk B against gzip's $gz B" \
+  || bad "packed $pk B, gzip $gz B"
+expect "packed info" 0 "$BIN" info "$T/fuji_pk.terra"
+grep -q "^compression packed" "$T/out" && grep -q "version 2" "$T/out" && ok "packed archive says so" || bad "packed info: $(head -4 "$T/out")"
+expect "packed verify" 0 "$BIN" info --verify "$T/fuji_pk.terra"
+expect "packed check" 0 "$BIN" check "$T/fuji_pk.terra" --source "$DATA/fuji.png" --encoding terrain-rgb --spacing 62 -q
+expect "packed export" 0 "$BIN" export "$T/fuji_pk.terra" "$T/fuji_pk_tree"
+n=$(find "$T/fuji_pk_tree" -name '*.terrain' | wc -l)
+[ "$n" = 5 ] && ok "packed export: 5 tiles" || bad "packed export: $n tiles"
+# What export wrote is quantized-mesh: the 88-byte header, then a vertex count whose u, v and
+# height arrays (6 bytes a vertex) fit in the file; a packed tile (codec byte, zstd frame) would not.
+f=$(find "$T/fuji_pk_tree" -name '*.terrain' | head -1)
+vc=$(od -An -tu4 -j 88 -N 4 "$f" | tr -d ' ')
+[ "$vc" -gt 0 ] && [ "$(stat -c %s "$f")" -gt $((92 + 6 * vc)) ] && ok "exported tile is plain ($vc vertices)" \
+  || bad "exported tile $f: vertex count '$vc'"
+
 # The cache: the same cook again writes nothing; a touched input (content unchanged) still agrees;
 # --no-cache neither reads nor writes it.
 sum1=$(md5sum <"$T/fuji.terra")

@@ -97,7 +97,8 @@ typedef struct terra_cook_desc {
                                        (geographic: a power of two) */
     terra_cook_frame frame;
     int threads;                    /* 0 = 2 */
-    terra_compression compression;  /* 0 (none) is allowed; the CLI's default is gzip */
+    terra_compression compression;  /* 0 (none) is allowed; the CLI's default is packed (tiles are
+                                       then put in the packed codec's order) */
     int compression_level;          /* 0 = the default (gzip 6, zstd 9) */
     const char *options_json;       /* how the inputs were read (encoding, z-scale, ...), JSON, or NULL:
                                        recorded in the metadata */

@@ -1,6 +1,7 @@
 /* terra cook, the whole job (terra/cook_io.h): rasters in, the plane chosen, the finest tiles made
  * from sample windows, the pyramid built (terra_cook_pyramid), every tile encoded and written. */
 #include "terra/cook_io.h"
+#include "terra/tile_codec.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -311,11 +312,33 @@ static terra_status plan_scenery(const terra_cook_desc *d, const terra_scenery *
 
 /* ---- writing tiles ------------------------------------------------------------------------------ */
 
+/* A tile's bytes again with its triangles and vertices in the order the packed codec packs smallest
+ * (terra_tile_codec_order: the same surface). */
+static terra_status codec_order(uint8_t **raw, size_t *n) {
+    terra_qmesh q;
+    terra_status st = terra_qmesh_decode(*raw, *n, NULL, &q);
+    if (st != TERRA_OK) return st;
+    st = terra_tile_codec_order(&q);
+    size_t cap = st == TERRA_OK ? terra_qmesh_encoded_size(&q) : 0, got = 0;
+    uint8_t *buf = cap ? terra_alloc(cap) : NULL;
+    if (st == TERRA_OK && !buf) st = terra_fail(TERRA_E_NOMEM, "cook: out of memory ordering a tile");
+    if (st == TERRA_OK) st = terra_qmesh_encode(&q, buf, cap, &got);
+    if (st == TERRA_OK) {
+        terra_free(*raw);
+        *raw = buf, *n = got;
+    } else {
+        terra_free(buf);
+    }
+    terra_qmesh_free(&q);
+    return st;
+}
+
 typedef struct emitter {
     const terra_cook_grid *grid;
     terra_archive_writer *w;
     terra_cook_report *rep;
     terra_cook_cache *cache;
+    bool packed;                   /* tiles go into the archive packed: put them in the codec's order */
     terra_cook_finest_fn make;     /* the sources' finest tiles: a raster's, or a scenery's cut */
     void *make_user;
     pthread_mutex_t lock;
@@ -383,6 +406,10 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
         uint8_t *raw;
         size_t n;
         if ((st = terra_cook_encode(E->grid, t, &raw, &n)) != TERRA_OK) return st;
+        if (E->packed && (st = codec_order(&raw, &n)) != TERRA_OK) {
+            terra_free(raw);
+            return st;
+        }
         st = quantization_error(E->grid, t, raw, n, &quant);
         /* rounded up into the float the index holds: never under what was measured */
         float stated = (float)(t->geometric_error + quant);
@@ -622,7 +649,7 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     if (st != TERRA_OK) goto done;
 
     terra_cook_raster_tiles rt = {.grid = &P.grid, .max_error = max_error, .window = ground_window, .window_user = &G};
-    emitter E = {.grid = &P.grid, .w = w, .rep = report, .cache = d->cache,
+    emitter E = {.grid = &P.grid, .w = w, .rep = report, .cache = d->cache, .packed = d->compression == TERRA_COMPRESS_PACKED,
                  .make = sc ? terra_scenery_cut_tile : terra_cook_raster_finest, .make_user = sc ? (void *)cut : (void *)&rt};
     pthread_mutex_init(&E.lock, NULL);
     terra_cook_pyramid_desc pd = {.grid = &P.grid, .finest = P.finest, .finest_count = P.finest_count,
