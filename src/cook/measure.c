@@ -19,6 +19,7 @@ static double orient(const double *a, const double *b, const double *p) {
  * inexact plane coordinates must not leave a point on a shared edge in neither triangle. */
 #define INSIDE_SLACK 1e-9
 #define NONE UINT32_MAX
+#define UNUSED (UINT32_MAX - 1) /* a vertex no fine triangle uses */
 
 typedef struct buckets {
     double x0, y0, sx, sy;   /* lower corner, cells per plane unit */
@@ -220,24 +221,20 @@ double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const 
          * lies strictly inside one coarse triangle, an edge between two such vertices of the same
          * triangle crosses nothing (the triangle is convex) and is not walked. */
         uint32_t *inside = terra_alloc(((size_t)m->vertex_count + 1) * sizeof(uint32_t));
-        uint8_t *used = terra_calloc((size_t)m->vertex_count + 1, 1);
-        if (!used || !inside) {
-            terra_free(used);
-            terra_free(inside);
+        if (!inside) {
             worst = INFINITY;
             break;
         }
-        for (size_t i = 0; i < 3 * (size_t)m->triangle_count; i++) used[m->tri[i]] = 1;
+        for (uint32_t i = 0; i < m->vertex_count; i++) inside[i] = UNUSED;
+        for (size_t i = 0; i < 3 * (size_t)m->triangle_count; i++) inside[m->tri[i]] = NONE;
         for (uint32_t i = 0; i < m->vertex_count; i++) {
             double d;
-            inside[i] = NONE;
-            if (!used[i]) continue;
+            if (inside[i] == UNUSED) continue;
             if (any && distance_at(coarse, &b, m->xy + 2 * (size_t)i, m->z[i], &d, &inside[i]))
                 worst = fmax(worst, d);
             else
                 missed++;
         }
-        terra_free(used);
         for (uint32_t t = 0; any && t < m->triangle_count && !(worst > limit); t++)
             for (int k = 0; k < 3; k++) {
                 uint32_t ia = m->tri[3 * (size_t)t + k], ib = m->tri[3 * (size_t)t + (k + 1) % 3];
