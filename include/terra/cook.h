@@ -78,25 +78,37 @@ void terra_cook_mesh_free(terra_cook_mesh *m);
 typedef terra_status (*terra_cook_finest_fn)(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out,
                                              double *error);
 
+/* Heights of the plane's samples over a window: heights[j * width + i] at plane point (x0 + i, y0 + j),
+ * NaN where there is no ground. */
+typedef struct terra_cook_samples {
+    const float *heights;
+    int64_t x0, y0;
+    int width, height;
+} terra_cook_samples;
+
 /* Edge collapse with locked borders: simplifies the triangles `tri` (3 * triangle_count indices
  * over positions pos, 3 floats a vertex, metres) and writes the kept ones to out_tri (capacity
  * 3 * triangle_count); vertices on a border of the mesh (an edge used by one triangle) never move
  * or go. Collapses until the next one would exceed target_error (metres, the simplifier's own
  * measure). xy: the same vertices' plane positions (2 doubles a vertex), on which the pyramid
  * judges whether a triangle turned over or lost its area: pos rounds to floats, so lattice points
- * in a line can look like a thin triangle there. Returns the number of triangles written. */
+ * in a line can look like a thin triangle there. samples: the source under the tile where there is
+ * one (the error is then measured against it; may be NULL). Returns the number of triangles
+ * written. */
 typedef size_t (*terra_cook_simplify_fn)(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                          const uint32_t *tri, size_t triangle_count, double target_error,
-                                         uint32_t *out_tri);
+                                         const terra_cook_samples *samples, uint32_t *out_tri);
 /* The ground's own edge collapse (user unused): a vertex goes into a neighbour only if every triangle
- * of its new fan keeps an area in the plane (judged on xy, exactly as the pyramid does; z up), cheapest first by a bound on the vertical distance
- * from the input surface (exact over each collapse's star: the removed vertex and old/new edge
- * crossings, plus the bound the replaced triangles carried; target_error: metres, vertical), never
- * a border vertex or a corner of a triangle with no area in the plane (a wall). Deterministic. On
+ * of its new fan keeps an area in the plane (judged on xy, exactly as the pyramid does; z up),
+ * cheapest first by the largest vertical distance of the new fan from the samples under it (with
+ * samples: exact against them), or else from every input vertex under it and from the surface it
+ * replaces at old/new edge crossings (target_error: metres, vertical), never a border vertex or a
+ * corner of a triangle with no area in the plane (a wall). Deterministic. On
  * ground, meshoptimizer's simplifier (terra_cook_simplify_meshopt) folds triangles in the plane on
  * steep slopes (it guards normals in three dimensions), and the pyramid must then refuse the try. */
 size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
-                                 const uint32_t *tri, size_t triangle_count, double target_error, uint32_t *out_tri);
+                                 const uint32_t *tri, size_t triangle_count, double target_error,
+                                 const terra_cook_samples *samples, uint32_t *out_tri);
 
 /* A finished tile: its mesh (only valid during the call), the stated error (measured), the
  * longest edge (metres). Called once per tile, on any thread. */
@@ -107,8 +119,23 @@ typedef struct terra_cook_tile {
     double geometric_error;
     double longest_edge;
     double min_height, max_height;
+    const int32_t *finest;          /* tx, ty pairs of the finest tiles under it (itself at depth 0) */
+    size_t finest_count;
 } terra_cook_tile;
 typedef terra_status (*terra_cook_emit_fn)(void *user, const terra_cook_tile *tile);
+
+/* Fills out[j * w + i] with the height of plane sample (x0 + i, y0 + j), i < w, j < h: metres, NaN
+ * for no-data and outside the data. Called from the pyramid's workers, several at once, for
+ * overlapping windows: a sample must come back the same every time (neighbouring tiles then agree
+ * on their shared edge without seeing each other). */
+typedef terra_status (*terra_cook_window_fn)(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w,
+                                             int h, float *out);
+
+/* The largest vertical distance from `mesh` to the source over the finest tiles listed (tx, ty
+ * pairs): every source point under a triangle, or up to `slack` plane units outside one, against
+ * the triangle's plane; once the distance passes `limit`, some distance past it may come back. */
+typedef terra_status (*terra_cook_distance_fn)(void *user, const terra_cook_mesh *mesh, const int32_t *finest,
+                                               size_t finest_count, double slack, double limit, double *out);
 
 typedef struct terra_cook_pyramid_desc {
     const terra_cook_grid *grid;
@@ -121,6 +148,15 @@ typedef struct terra_cook_pyramid_desc {
     void *simplify_user;
     terra_cook_emit_fn emit;
     void *emit_user;
+    /* How coarser tiles are measured: against the source (a raster's samples), or where NULL,
+     * against the finest meshes, plus the largest error the finest state. */
+    terra_cook_distance_fn distance;
+    void *distance_user;
+    /* The source's samples under a coarser tile, for the simplifier (may be NULL: none; tiles
+     * wider than window_max samples get none either). */
+    terra_cook_window_fn window;
+    void *window_user;
+    int64_t window_max;
     terra_pool *pool;               /* NULL: one of `threads` workers for the call */
     int threads;                    /* 0 = 2 */
     /* Progress: tiles done of the total (every tile of every depth), called on the calling thread

@@ -14,23 +14,18 @@
 extern "C" {
 #endif
 
-/* meshoptimizer's simplifier with the border locked, as a terra_cook_simplify_fn (user and xy
- * unused). */
+/* meshoptimizer's simplifier with the border locked, as a terra_cook_simplify_fn (user, xy and
+ * samples unused). */
 size_t terra_cook_simplify_meshopt(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                    const uint32_t *tri, size_t triangle_count, double target_error,
-                                   uint32_t *out_tri);
+                                   const terra_cook_samples *samples, uint32_t *out_tri);
 
 /* ---- samples on the plane --------------------------------------------------------------------
  * A raster's heights as the cook sees them: one sample at every whole point (x, y) of the plane
  * (local frame: x = the raster's column, y = its row, so the plane's y runs down the image, which is
  * scenery +z; geographic frame: the point's longitude and latitude, terra/cook.h). */
 
-/* Fills out[j * w + i] with the height of plane sample (x0 + i, y0 + j), i < w, j < h: metres, NaN
- * for no-data and outside the data. Called from the pyramid's workers, several at once, for
- * overlapping windows: a sample must come back the same every time (neighbouring tiles then agree
- * on their shared edge without seeing each other). */
-typedef terra_status (*terra_cook_window_fn)(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w,
-                                             int h, float *out);
+/* The window provider's type: terra_cook_window_fn (terra/cook.h). */
 
 /* A raster read whole as a window provider (user: the terra_cook_raster_window). Local frame: the
  * samples themselves. Geographic frame: an EPSG:4326 raster (degrees, no rotation) resampled at
@@ -58,6 +53,11 @@ typedef struct terra_cook_raster_tiles {
 } terra_cook_raster_tiles;
 /* A terra_cook_finest_fn: user is a const terra_cook_raster_tiles. */
 terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error);
+/* A terra_cook_distance_fn over the same samples (user: a const terra_cook_raster_tiles): each
+ * finest tile's (S + 1)^2 samples read once and every triangle over them scanned row by row;
+ * no-data samples are skipped (holes have no ground to compare). */
+terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest,
+                                        size_t finest_count, double slack, double limit, double *out);
 
 /* ---- the whole job --------------------------------------------------------------------------- */
 

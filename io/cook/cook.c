@@ -341,6 +341,7 @@ typedef struct emitter {
     bool packed;                   /* tiles go into the archive packed: put them in the codec's order */
     terra_cook_finest_fn make;     /* the sources' finest tiles: a raster's, or a scenery's cut */
     void *make_user;
+    const terra_cook_raster_tiles *samples; /* rasters: the samples stated errors are measured on */
     pthread_mutex_t lock;
 } emitter;
 
@@ -363,12 +364,14 @@ static terra_status finest_tile(void *user, int32_t tx, int32_t ty, terra_cook_m
     return TERRA_OK;
 }
 
-/* How far the tile as a client decodes it (u, v and heights on 16-bit steps) lies from the tile's
- * mesh: the largest vertical distance between the two surfaces, both ways round (their difference
- * peaks at a vertex of either or a crossing of their edges). Added to the stated error, which then
- * holds for the decoded tile. */
-static terra_status quantization_error(const terra_cook_grid *g, const terra_cook_tile *t, const uint8_t *raw,
-                                       size_t n, double *out) {
+/* The stated error of the tile as a client decodes it (u, v and heights on 16-bit steps). Rasters:
+ * its distance to the samples, those within what quantization moves a vertex outside a triangle
+ * counted under it. Meshes: the mesh's error plus the largest vertical distance between the decoded
+ * and the unquantized surfaces, both ways round (their difference peaks at a vertex of either or a
+ * crossing of their edges). */
+static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, const uint8_t *raw, size_t n,
+                                  double *out) {
+    const terra_cook_grid *g = E->grid;
     terra_qmesh q;
     terra_status st = terra_qmesh_decode(raw, n, NULL, &q);
     if (st != TERRA_OK) return st;
@@ -386,12 +389,21 @@ static terra_status quantization_error(const terra_cook_grid *g, const terra_coo
         memcpy(m.tri, q.indices, 3 * (size_t)q.triangle_count * sizeof *m.tri);
         m.vertex_count = q.vertex_count, m.triangle_count = q.triangle_count;
         const terra_cook_mesh *dec = &m, *mine = t->mesh;
-        *out = fmax(terra_cook_vertical_distance(&m, &mine, 1, NULL), terra_cook_vertical_distance(t->mesh, &dec, 1, NULL));
+        if (E->samples)
+            st = terra_cook_raster_distance((void *)E->samples, &m, t->finest, t->finest_count,
+                                            0.5 * fmax(r[2] - r[0], r[3] - r[1]) / 32767.0, INFINITY, out);
+        else
+            *out = t->geometric_error + fmax(terra_cook_vertical_distance(&m, &mine, 1, NULL),
+                                             terra_cook_vertical_distance(t->mesh, &dec, 1, NULL));
     }
     terra_cook_mesh_free(&m);
     terra_qmesh_free(&q);
     return st;
 }
+
+/* The widest coarser tile (samples a side) whose samples the simplifier holds: 16 M floats, 64 MiB
+ * a worker; wider tiles are simplified against their vertices and measured window by window. */
+#define COARSE_WINDOW_MAX 4097
 
 static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     emitter *E = user;
@@ -399,7 +411,7 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     const terra_tile_key key = terra_cook_key(E->grid, t->depth, t->tx, t->ty);
     const bool reuse = E->cache && terra_cook_cache_reusable(E->cache, key);
     terra_status st;
-    double quant = 0;
+    double quant = 0, stated_d = 0;
     if (reuse) {
         st = terra_cook_cache_copy_tile(E->cache, key, E->w);
     } else {
@@ -410,10 +422,11 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
             terra_free(raw);
             return st;
         }
-        st = quantization_error(E->grid, t, raw, n, &quant);
+        st = decoded_error(E, t, raw, n, &stated_d);
+        quant = fmax(0, stated_d - t->geometric_error);
         /* rounded up into the float the index holds: never under what was measured */
-        float stated = (float)(t->geometric_error + quant);
-        if ((double)stated < t->geometric_error + quant) stated = nextafterf(stated, INFINITY);
+        float stated = (float)stated_d;
+        if ((double)stated < stated_d) stated = nextafterf(stated, INFINITY);
         terra_archive_tile_info info = {stated, (float)t->longest_edge, (float)t->min_height, (float)t->max_height};
         if (st == TERRA_OK) st = terra_archive_writer_add(E->w, key, raw, n, &info);
         terra_free(raw);
@@ -650,11 +663,14 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
 
     terra_cook_raster_tiles rt = {.grid = &P.grid, .max_error = max_error, .window = ground_window, .window_user = &G};
     emitter E = {.grid = &P.grid, .w = w, .rep = report, .cache = d->cache, .packed = d->compression == TERRA_COMPRESS_PACKED,
-                 .make = sc ? terra_scenery_cut_tile : terra_cook_raster_finest, .make_user = sc ? (void *)cut : (void *)&rt};
+                 .make = sc ? terra_scenery_cut_tile : terra_cook_raster_finest, .make_user = sc ? (void *)cut : (void *)&rt,
+                 .samples = sc ? NULL : &rt};
     pthread_mutex_init(&E.lock, NULL);
     terra_cook_pyramid_desc pd = {.grid = &P.grid, .finest = P.finest, .finest_count = P.finest_count,
                                   .max_error = max_error, .make_finest = finest_tile, .finest_user = &E,
                                   .simplify = terra_cook_simplify_plane, .emit = emit_tile, .emit_user = &E,
+                                  .distance = sc ? NULL : terra_cook_raster_distance, .distance_user = &rt,
+                                  .window = sc ? NULL : ground_window, .window_user = &G, .window_max = COARSE_WINDOW_MAX,
                                   .threads = d->threads, .progress = d->progress, .progress_user = d->progress_user};
     terra_cook_pyramid_stats ps;
     memset(&ps, 0, sizeof ps);

@@ -272,8 +272,10 @@ static size_t border_edges(const uint32_t *tri, size_t tn, uint64_t *out, uint64
 typedef struct tile_work {
     terra_cook_mesh merged, cand;
     const terra_cook_mesh **finest;
+    int32_t *leaves;         /* tx, ty of each finest tile under the tile */
     int finest_count;
-    float *pos;
+    float *pos, *heights;    /* heights: the source's samples under the tile, or NULL */
+    terra_cook_samples samples;
     uint32_t *tri, *best, *map;
     uint64_t *border, *edges, *scratch;
     size_t border_count, merged_flat;
@@ -281,7 +283,10 @@ typedef struct tile_work {
 
 static void collect_finest(pyramid *P, const node *n, tile_work *w) {
     if (n->depth == 0) {
-        if (n->mesh.triangle_count) w->finest[w->finest_count++] = &n->mesh;
+        if (n->mesh.triangle_count) {
+            w->leaves[2 * w->finest_count] = n->tx, w->leaves[2 * w->finest_count + 1] = n->ty;
+            w->finest[w->finest_count++] = &n->mesh;
+        }
         return;
     }
     for (int i = 0; i < 4; i++)
@@ -304,13 +309,15 @@ static bool keeps_border(tile_work *w, const uint32_t *tri, size_t tn) {
     return nb == w->border_count && memcmp(w->edges, w->border, nb * sizeof(uint64_t)) == 0;
 }
 
-/* The stated error of the mesh the triangles make (w->cand), or once the distance passes `limit`,
- * some error past it. */
-static terra_status measure(const node *n, tile_work *w, const uint32_t *tri, size_t tn, double limit,
+/* The stated error of the mesh the triangles make (w->cand), or once it passes `limit`, some error
+ * past it: its distance to the source, or to the finest meshes plus what they state. */
+static terra_status measure(pyramid *P, const node *n, tile_work *w, const uint32_t *tri, size_t tn, double limit,
                             double *stated) {
     terra_status st = compact(&w->merged, tri, tn, &w->cand, w->map);
     if (st != TERRA_OK) return st;
-    double dist = terra_cook_vertical_distance_within(&w->cand, w->finest, w->finest_count, limit, NULL);
+    if (P->d->distance)
+        return P->d->distance(P->d->distance_user, &w->cand, w->leaves, (size_t)w->finest_count, 0, limit, stated);
+    double dist = terra_cook_vertical_distance_within(&w->cand, w->finest, w->finest_count, limit - n->finest_error, NULL);
     if (isinf(dist))
         return terra_fail(TERRA_E_NOMEM, "cook pyramid: tile %d/%d,%d: out of memory measuring", n->depth, (int)n->tx,
                           (int)n->ty);
@@ -338,37 +345,57 @@ static terra_status simplify_tile(pyramid *P, const node *n, tile_work *w, size_
     for (size_t t = 0; t < tn; t++) w->merged_flat += tri_area2(m, m->tri + 3 * t) == 0;
     w->border_count = border_edges(m->tri, tn, w->border, w->scratch);
 
-    /* The simplifier's cost bounds the distance from the merged children, so a target of what
-     * the children leave of the bound fits by the triangle inequality; the measure (against the
-     * finest meshes) is usually well under it, so one more try aims where the measure says the
-     * bound would be reached. A try that does not fit (the simplifier rounds metres to floats)
-     * asks for half as much. */
+    /* The simplifier's cost is the error at the vertices merged (on ground from samples, samples
+     * themselves), so its target starts at the bound; what is stated is measured, and the target
+     * moves by the ratio of bound to measure: down after a miss, up after a fit well inside, halfway
+     * between once there are both. */
     const double bound = ldexp(d->max_error, n->depth);
     double children = 0;
     for (int i = 0; i < 4; i++)
         if (n->child[i] >= 0) children = fmax(children, P->nodes[n->child[i]].error);
     size_t best = tn;
     double err = children; /* the children merged as they are: their own stated errors */
-    double target = bound - children;
+    double target = bound - (d->distance ? 0 : n->finest_error), fit = 0, miss = INFINITY;
+    /* (rounding: the measure may weigh a triangle's corners in another order than the simplifier) */
+    if (d->distance) target *= 1 - 1e-9;
     bool fitted = false;
+    const terra_cook_samples *samples = w->heights ? &w->samples : NULL;
+    if (d->window && !samples) {
+        /* the tile's samples, where it is not too wide for them */
+        const int64_t side = (int64_t)(rect[2] - rect[0]) + 1;
+        if (side <= d->window_max && side * side <= (int64_t)(SIZE_MAX / sizeof(float))) {
+            w->heights = terra_alloc((size_t)(side * side) * sizeof(float));
+            if (!w->heights)
+                return terra_fail(TERRA_E_NOMEM, "cook pyramid: tile %d/%d,%d: out of memory for %lld^2 samples",
+                                  n->depth, (int)n->tx, (int)n->ty, (long long)side);
+            terra_status st = d->window(d->window_user, d->grid, (int64_t)rect[0], (int64_t)rect[1], (int)side,
+                                        (int)side, w->heights);
+            if (st != TERRA_OK) return st;
+            w->samples = (terra_cook_samples){w->heights, (int64_t)rect[0], (int64_t)rect[1], (int)side, (int)side};
+            samples = &w->samples;
+        }
+    }
     for (int i = 0; i < SIMPLIFY_TRIES && target > 0; i++) {
-        size_t got = d->simplify(d->simplify_user, m->xy, w->pos, m->vertex_count, m->tri, tn, target, w->tri);
-        if (got >= best) break; /* no gain from here */
+        size_t got = d->simplify(d->simplify_user, m->xy, w->pos, m->vertex_count, m->tri, tn, target, samples, w->tri);
         double stated = INFINITY;
-        if (keeps_border(w, w->tri, got)) {
-            terra_status st = measure(n, w, w->tri, got, bound - n->finest_error, &stated);
+        if (got < best && keeps_border(w, w->tri, got)) {
+            terra_status st = measure(P, n, w, w->tri, got, bound, &stated);
             if (st != TERRA_OK) return st;
         }
         if (stated <= bound) {
-            best = got, err = stated, fitted = true;
-            memcpy(w->best, w->tri, 3 * got * sizeof(uint32_t));
-            /* Once more, further up, where the measure leaves room. */
-            if (i > 0 || !(stated - children < 0.8 * (bound - children))) break;
-            target *= 0.95 * (bound - children) / fmax(stated - children, 0.05 * (bound - children));
+            if (got < best) {
+                best = got, err = stated, fitted = true;
+                memcpy(w->best, w->tri, 3 * got * sizeof(uint32_t));
+            }
+            fit = target;
+            /* against the samples the simplifier's cost is the error: nothing more fits */
+            if (samples || stated > 0.97 * bound) break;
         } else {
-            if (fitted) break;
-            target *= 0.5;
+            miss = target;
         }
+        target = isfinite(miss) ? (fitted ? 0.5 * (fit + miss) : 0.9 * target * bound / stated)
+                                : target * fmin(2, 0.98 * bound / fmax(stated, 1e-9));
+        if (!isfinite(target)) target = 0.5 * miss;
     }
     if (!fitted) memcpy(w->best, m->tri, 3 * tn * sizeof(uint32_t));
     *best_count = best;
@@ -377,12 +404,13 @@ static terra_status simplify_tile(pyramid *P, const node *n, tile_work *w, size_
 }
 
 /* Longest edge (metres, in three dimensions) and height range of a tile, then the emit call. */
-static terra_status emit(pyramid *P, const node *n, double error) {
+static terra_status emit(pyramid *P, const node *n, double error, const int32_t *finest, size_t finest_count) {
     const terra_cook_mesh *m = &n->mesh;
     double rect[4], s[2];
     terra_cook_tile_rect(P->d->grid, n->depth, n->tx, n->ty, rect);
     metres_per_unit(P->d->grid, rect, s);
-    terra_cook_tile t = {.depth = n->depth, .tx = n->tx, .ty = n->ty, .mesh = m, .geometric_error = error};
+    terra_cook_tile t = {.depth = n->depth, .tx = n->tx, .ty = n->ty, .mesh = m, .geometric_error = error,
+                         .finest = finest, .finest_count = finest_count};
     t.min_height = INFINITY, t.max_height = -INFINITY;
     for (uint32_t v = 0; v < m->vertex_count; v++) {
         t.min_height = fmin(t.min_height, m->z[v]);
@@ -424,14 +452,17 @@ static terra_status build_finest(pyramid *P, node *n) {
     if (st != TERRA_OK) return st;
     account(P, &n->mesh, false);
     n->finest_error = n->error = error;
-    return n->mesh.triangle_count ? emit(P, n, error) : TERRA_OK;
+    const int32_t self[2] = {n->tx, n->ty};
+    return n->mesh.triangle_count ? emit(P, n, error, self, 1) : TERRA_OK;
 }
 
 static void free_work(tile_work *w) {
     terra_cook_mesh_free(&w->merged);
     terra_cook_mesh_free(&w->cand);
     terra_free(w->finest);
+    terra_free(w->leaves);
     terra_free(w->pos);
+    terra_free(w->heights);
     terra_free(w->tri);
     terra_free(w->best);
     terra_free(w->map);
@@ -450,6 +481,7 @@ static terra_status build_coarse(pyramid *P, node *n) {
     const size_t nv = w.merged.vertex_count, tn = w.merged.triangle_count;
     if (st == TERRA_OK && tn) {
         w.finest = terra_alloc(P->leaves * sizeof(*w.finest));
+        w.leaves = terra_alloc(2 * P->leaves * sizeof(*w.leaves));
         w.pos = terra_alloc(3 * nv * sizeof(float));
         w.tri = terra_alloc(3 * tn * sizeof(uint32_t));
         w.best = terra_alloc(3 * tn * sizeof(uint32_t));
@@ -457,7 +489,7 @@ static terra_status build_coarse(pyramid *P, node *n) {
         w.border = terra_alloc(3 * tn * sizeof(uint64_t));
         w.edges = terra_alloc(3 * tn * sizeof(uint64_t));
         w.scratch = terra_alloc(3 * tn * sizeof(uint64_t));
-        if (!w.finest || !w.pos || !w.tri || !w.best || !w.map || !w.border || !w.edges || !w.scratch)
+        if (!w.finest || !w.leaves || !w.pos || !w.tri || !w.best || !w.map || !w.border || !w.edges || !w.scratch)
             st = terra_fail(TERRA_E_NOMEM, "cook pyramid: tile %d/%d,%d: out of memory", n->depth, (int)n->tx,
                             (int)n->ty);
     }
@@ -468,14 +500,16 @@ static terra_status build_coarse(pyramid *P, node *n) {
         st = simplify_tile(P, n, &w, &count, &error);
     }
     if (st == TERRA_OK && tn) st = compact(&w.merged, w.best, count, &n->mesh, w.map);
+    if (st == TERRA_OK) {
+        n->error = error;
+        account(P, &n->mesh, false);
+        /* The children are done with (the finest stay for the measures further up). */
+        for (int i = 0; i < 4; i++)
+            if (n->child[i] >= 0 && n->depth > 1) drop(P, &P->nodes[n->child[i]].mesh);
+        if (n->mesh.triangle_count) st = emit(P, n, error, w.leaves, (size_t)w.finest_count);
+    }
     free_work(&w);
-    if (st != TERRA_OK) return st;
-    n->error = error;
-    account(P, &n->mesh, false);
-    /* The children are done with (the finest stay for the measures further up). */
-    for (int i = 0; i < 4; i++)
-        if (n->child[i] >= 0 && n->depth > 1) drop(P, &P->nodes[n->child[i]].mesh);
-    return n->mesh.triangle_count ? emit(P, n, error) : TERRA_OK;
+    return st;
 }
 
 /* At the top depth nothing needs the finest meshes under a tile once it is built. */

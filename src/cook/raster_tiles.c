@@ -9,6 +9,7 @@
 #include "terra/cook_io.h"
 #include "terra/tin.h"
 #include "../tin_edge.h"
+#include "scan.h"
 
 #include <math.h>
 #include <string.h>
@@ -154,5 +155,94 @@ done:
     terra_free(seeds);
     terra_free(ring);
     terra_free(in);
+    return st;
+}
+
+/* ---- distance to the samples ------------------------------------------------------------------- */
+
+/* Where (tx, ty) sits in the list of finest tiles, through an open-addressed table of `mask` + 1
+ * slots (-1: not listed). */
+static int64_t leaf_slot(const int32_t *finest, const int64_t *table, size_t mask, int32_t tx, int32_t ty, bool *found) {
+    uint64_t h = ((uint64_t)(uint32_t)tx * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)ty * 0xC2B2AE3D27D4EB4Full);
+    for (size_t i = (size_t)(h >> 17) & mask;; i = (i + 1) & mask) {
+        int64_t e = table[i];
+        if (e < 0 || (finest[2 * e] == tx && finest[2 * e + 1] == ty)) {
+            *found = e >= 0;
+            return (int64_t)i;
+        }
+    }
+}
+
+terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest, size_t n,
+                                        double slack, double limit, double *out) {
+    const terra_cook_raster_tiles *rt = user;
+    const double S = rt->grid->tile_units;
+    const int W = (int)S + 1;
+    *out = 0;
+    if (!n || !mesh->triangle_count) return TERRA_OK;
+    size_t slots = 16;
+    while (slots < 2 * n) slots *= 2;
+    const size_t tn = mesh->triangle_count;
+    int64_t *table = terra_alloc(slots * sizeof *table);
+    size_t *start = terra_calloc(n + 1, sizeof *start);
+    float *win = terra_alloc((size_t)W * (size_t)W * sizeof *win);
+    uint32_t *list = NULL;
+    terra_status st = table && start && win ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+    /* Each triangle goes to every listed finest tile whose window ((S + 1)^2 samples, the far edges
+     * included) its box meets: counted, then placed. */
+    for (int pass = 0; st == TERRA_OK && pass < 2; pass++) {
+        if (pass == 0) {
+            memset(table, 0xff, slots * sizeof *table);
+            for (size_t i = 0; i < n; i++) {
+                bool found;
+                int64_t s = leaf_slot(finest, table, slots - 1, finest[2 * i], finest[2 * i + 1], &found);
+                if (!found) table[s] = (int64_t)i;
+            }
+        }
+        for (size_t t = 0; t < tn; t++) {
+            const uint32_t *c = mesh->tri + 3 * t;
+            double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+            for (int k = 0; k < 3; k++)
+                for (int j = 0; j < 2; j++) {
+                    const double p = mesh->xy[2 * (size_t)c[k] + j];
+                    lo[j] = fmin(lo[j], p - slack), hi[j] = fmax(hi[j], p + slack);
+                }
+            const int64_t i0 = (int64_t)ceil(lo[0] / S - 1), i1 = (int64_t)floor(hi[0] / S);
+            const int64_t j0 = (int64_t)ceil(lo[1] / S - 1), j1 = (int64_t)floor(hi[1] / S);
+            for (int64_t j = j0; j <= j1; j++)
+                for (int64_t i = i0; i <= i1; i++) {
+                    bool found;
+                    int64_t s = leaf_slot(finest, table, slots - 1, (int32_t)i, (int32_t)j, &found);
+                    if (!found) continue;
+                    size_t leaf = (size_t)table[s];
+                    if (pass == 0) start[leaf + 1]++;
+                    else list[start[leaf]++] = (uint32_t)t;
+                }
+        }
+        if (pass == 0) {
+            for (size_t i = 0; i < n; i++) start[i + 1] += start[i];
+            if (!(list = terra_alloc(start[n] * sizeof *list + 1)))
+                st = terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+        }
+    }
+    /* start[i] is now where leaf i's list ends (and leaf i - 1's began). */
+    double worst = 0;
+    for (size_t i = 0; st == TERRA_OK && i < n && worst <= limit; i++) {
+        const size_t b = i ? start[i - 1] : 0, e = start[i];
+        if (b == e) continue;
+        const int64_t x0 = (int64_t)finest[2 * i] * (int64_t)S, y0 = (int64_t)finest[2 * i + 1] * (int64_t)S;
+        if ((st = rt->window(rt->window_user, rt->grid, x0, y0, W, W, win)) != TERRA_OK) break;
+        for (size_t k = b; k < e; k++) {
+            const uint32_t *c = mesh->tri + 3 * (size_t)list[k];
+            const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
+            worst = cook_scan_triangle(mesh->xy + 2 * (size_t)c[0], mesh->xy + 2 * (size_t)c[1],
+                                       mesh->xy + 2 * (size_t)c[2], z, win, x0, y0, W, W, slack, worst, limit);
+        }
+    }
+    *out = worst;
+    terra_free(table);
+    terra_free(start);
+    terra_free(win);
+    terra_free(list);
     return st;
 }

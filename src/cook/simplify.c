@@ -4,15 +4,17 @@
  * A general simplifier (meshoptimizer's) guards against normals turning over in three dimensions;
  * on steep ground a collapse can fold triangles over in the plane while their normals turn by less
  * than that, and a folded tile is no height field. Here a vertex v goes into a neighbour u only if
- * every triangle of the new fan turns counter-clockwise in the plane. The cost of a collapse bounds
- * the vertical distance from the new surface to the one the call started with: over v's star both
- * surfaces are linear on the overlay of old and new triangles, so their largest difference is
- * exact at v and at the crossings of old edges (v to its neighbours) with new ones (u to its
- * neighbours); each triangle carries the bound of what it replaced, and a new fan gets that exact
- * difference plus the largest bound of the star. Collapses are taken cheapest first (a heap, ties by
- * vertex index: deterministic) until the next would exceed the target. Vertices on a border (an edge of one triangle: the tile's outer border, hole rims) and
- * corners of triangles with no area in the plane (walls) never move or go. */
+ * every triangle of the new fan turns counter-clockwise in the plane. The cost of a collapse is the
+ * largest vertical distance of the new fan from every vertex the call started with that lies under
+ * it (each triangle keeps the vertices removed inside it: on ground from samples these are samples,
+ * so the cost is the error against them, not a sum of steps), and from the star it replaces at the
+ * crossings of old edges (v to its neighbours) with new ones (u to its neighbours). Collapses are
+ * taken cheapest first (a heap, ties by vertex index: deterministic) until the next would exceed
+ * the target; a lower target stops earlier on the same sequence. Vertices on a border (an edge of
+ * one triangle: the tile's outer border, hole rims) and corners of triangles with no area in the
+ * plane (walls) never move or go. */
 #include "terra/cook.h"
+#include "scan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +40,9 @@ typedef struct simp {
     size_t tn;
     incidence *inc;          /* per vertex: its live triangles */
     uint8_t *locked, *gone, *dead;
-    double *bound;           /* per triangle: how far it may lie from the surface the call started with */
+    const terra_cook_samples *samples; /* the source under the tile, or NULL */
+    uint32_t *head, *next;   /* without samples: per triangle the first removed vertex under it, per
+                                vertex the next */
     uint32_t *stamp;         /* per vertex: bumped whenever its star changes */
     uint32_t *mark, epoch;   /* per vertex: seen in this round */
     candidate *heap;
@@ -118,17 +122,41 @@ static uint32_t after(const simp *s, uint32_t t, uint32_t x) {
     return c[0] == x ? c[1] : c[1] == x ? c[2] : c[0];
 }
 
-/* The bound a collapse of v into u leaves on its fan, or INFINITY where a triangle would fold or the
- * bound would pass cap (no use weighing further). */
-static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap) {
+/* Where point p lies in the fan that collapsing v into u makes: the new triangle (u, a, b) of v's
+ * triangle that holds it (the one it is deepest in where rounding puts it in none), and the fan's
+ * height there minus p's. */
+static uint32_t locate(const simp *s, uint32_t v, uint32_t u, const float *p, double *diff) {
+    const incidence *in = &s->inc[v];
+    const float *U = P(s, u);
+    uint32_t best = NONE;
+    double depth = -INFINITY;
+    for (uint32_t i = 0; i < in->n; i++) {
+        uint32_t t = in->t[i];
+        if (has(s, t, u)) continue;
+        uint32_t a = after(s, t, v), b = after(s, t, a);
+        const float *A = P(s, a), *B = P(s, b);
+        double area = orient(U, A, B);
+        double lu = orient(A, B, p) / area, la = orient(B, U, p) / area, lb = orient(U, A, p) / area;
+        double m = fmin(lu, fmin(la, lb));
+        if (m > depth) {
+            depth = m, best = t;
+            *diff = lu * U[2] + la * A[2] + lb * B[2] - p[2];
+            if (m >= -INSIDE_SLACK) break;
+        }
+    }
+    return best;
+}
+
+/* The cost of collapsing v into u, or INFINITY where a triangle would fold or the cost would pass
+ * cap (no use weighing further). first_only: only v's own distance from the new fan, which the cost
+ * is never under (cheap: no sample or crossing weighed). */
+static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, bool first_only) {
     const incidence *in = &s->inc[v];
     const float *V = P(s, v), *U = P(s, u);
-    double inherited = 0, local = INFINITY;
+    double local = INFINITY;
     bool inside = false;
     for (uint32_t i = 0; i < in->n; i++) {
         uint32_t t = in->t[i];
-        inherited = fmax(inherited, s->bound[t]);
-        if (inherited > cap) return INFINITY;
         if (has(s, t, u)) continue;
         /* The new triangle (u, a, b) where t was (v, a, b). */
         uint32_t a = after(s, t, v), b = after(s, t, a);
@@ -143,7 +171,29 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap) {
             inside = true;
         }
     }
-    if (!inside || local + inherited > cap) return INFINITY;
+    if (!inside || local > cap) return INFINITY;
+    if (first_only) return local;
+    const terra_cook_samples *sm = s->samples;
+    if (sm) { /* the samples under the new fan against it */
+        for (uint32_t i = 0; i < in->n; i++) {
+            uint32_t t = in->t[i];
+            if (has(s, t, u)) continue;
+            uint32_t a = after(s, t, v), b = after(s, t, a);
+            const float z[3] = {U[2], P(s, a)[2], P(s, b)[2]};
+            local = cook_scan_triangle(s->xy + 2 * (size_t)u, s->xy + 2 * (size_t)a, s->xy + 2 * (size_t)b, z,
+                                       sm->heights, sm->x0, sm->y0, sm->width, sm->height, 0, local, cap);
+            if (local > cap) return INFINITY;
+        }
+        return local;
+    }
+    /* The vertices removed under the star, against the fan. */
+    for (uint32_t i = 0; i < in->n; i++)
+        for (uint32_t p = s->head[in->t[i]]; p != NONE; p = s->next[p]) {
+            double diff = 0;
+            locate(s, v, u, P(s, p), &diff);
+            local = fmax(local, fabs(diff));
+            if (local > cap) return INFINITY;
+        }
     /* Old edges v-w against new edges u-x, where they cross. */
     for (uint32_t i = 0; i < in->n; i++) {
         uint32_t w = after(s, in->t[i], v);
@@ -160,10 +210,10 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap) {
             double t = o1 / (o1 - o2), q = o3 / (o3 - o4);
             double old_h = V[2] + t * ((double)W[2] - V[2]), new_h = U[2] + q * ((double)X[2] - U[2]);
             local = fmax(local, fabs(new_h - old_h));
-            if (local + inherited > cap) return INFINITY;
+            if (local > cap) return INFINITY;
         }
     }
-    return local + inherited;
+    return local;
 }
 
 /* v's cheapest collapse into a neighbour, onto the heap. */
@@ -171,10 +221,25 @@ static void consider(simp *s, uint32_t v) {
     if (s->locked[v] || s->gone[v]) return;
     candidate best = {INFINITY, v, NONE, s->stamp[v]};
     const incidence *in = &s->inc[v];
-    /* v is interior: each neighbour follows it in exactly one of its triangles. */
-    for (uint32_t i = 0; i < in->n; i++) {
+    /* v is interior: each neighbour follows it in exactly one of its triangles. They are weighed in
+     * the order of v's own distance from their fans, which no cost is under: once that passes the
+     * best so far, none of the rest can beat it. */
+    uint32_t order[64];
+    double first[64];
+    uint32_t n = in->n <= 64 ? 0 : in->n;
+    for (uint32_t i = 0; i < in->n && in->n <= 64; i++) {
         uint32_t u = after(s, in->t[i], v);
-        double e = collapse_cost(s, v, u, fmin(best.err, s->target));
+        double f = collapse_cost(s, v, u, s->target, true);
+        if (isinf(f)) continue;
+        uint32_t k = n++;
+        for (; k > 0 && (first[k - 1] > f || (first[k - 1] == f && order[k - 1] > u)); k--)
+            first[k] = first[k - 1], order[k] = order[k - 1];
+        first[k] = f, order[k] = u;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t u = in->n <= 64 ? order[i] : after(s, in->t[i], v);
+        if (in->n <= 64 && first[i] > fmin(best.err, s->target)) break;
+        double e = collapse_cost(s, v, u, fmin(best.err, s->target), false);
         if (e < best.err || (e == best.err && u < best.u)) best.err = e, best.u = u;
     }
     if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
@@ -189,8 +254,26 @@ static void drop_incidence(simp *s, uint32_t x, uint32_t t) {
         }
 }
 
-static void collapse(simp *s, uint32_t v, uint32_t u, double cost) {
+static void collapse(simp *s, uint32_t v, uint32_t u) {
     incidence *in = &s->inc[v];
+    /* The removed vertices under the star, v among them, go to the new fan triangle that holds
+     * them (located before the star changes). */
+    uint32_t moving = v;
+    s->next[v] = NONE;
+    for (uint32_t i = 0; i < in->n && !s->samples; i++) {
+        uint32_t t = in->t[i];
+        for (uint32_t p = s->head[t], q; p != NONE; p = q) {
+            q = s->next[p];
+            s->next[p] = moving, moving = p;
+        }
+        s->head[t] = NONE;
+    }
+    for (uint32_t p = s->samples ? NONE : moving, q; p != NONE; p = q) {
+        q = s->next[p];
+        double diff;
+        uint32_t t = locate(s, v, u, P(s, p), &diff);
+        if (t != NONE) s->next[p] = s->head[t], s->head[t] = p;
+    }
     for (uint32_t i = 0; i < in->n; i++) {
         uint32_t t = in->t[i];
         if (has(s, t, u)) {
@@ -200,7 +283,6 @@ static void collapse(simp *s, uint32_t v, uint32_t u, double cost) {
         } else {
             for (int k = 0; k < 3; k++)
                 if (s->tri[3 * t + k] == v) s->tri[3 * t + k] = u;
-            s->bound[t] = cost;
             if (!push_u32(&s->inc[u].t, &s->inc[u].n, &s->inc[u].cap, t)) s->nomem = true;
         }
     }
@@ -246,23 +328,26 @@ static bool lock_vertices(simp *s) {
 }
 
 size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
-                                 const uint32_t *tri, size_t triangle_count, double target_error, uint32_t *out_tri) {
+                                 const uint32_t *tri, size_t triangle_count, double target_error,
+                                 const terra_cook_samples *samples, uint32_t *out_tri) {
     (void)user;
     simp s;
     memset(&s, 0, sizeof s);
-    s.xy = xy, s.pos = pos, s.tn = triangle_count, s.target = target_error;
+    s.xy = xy, s.pos = pos, s.tn = triangle_count, s.target = target_error, s.samples = samples;
     s.tri = terra_alloc(3 * triangle_count * sizeof(uint32_t) + 4);
     s.inc = terra_calloc((size_t)vertex_count + 1, sizeof(incidence));
     s.locked = terra_calloc((size_t)vertex_count + 1, 1);
     s.gone = terra_calloc((size_t)vertex_count + 1, 1);
     s.dead = terra_calloc(triangle_count + 1, 1);
-    s.bound = terra_calloc(triangle_count + 1, sizeof(double));
+    s.head = terra_alloc((triangle_count + 1) * sizeof(uint32_t));
+    s.next = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
     s.stamp = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
     s.mark = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
     size_t out = 0;
-    bool ok = s.tri && s.inc && s.locked && s.gone && s.dead && s.bound && s.stamp && s.mark;
+    bool ok = s.tri && s.inc && s.locked && s.gone && s.dead && s.head && s.next && s.stamp && s.mark;
     if (ok) {
         memcpy(s.tri, tri, 3 * triangle_count * sizeof(uint32_t));
+        memset(s.head, 0xff, triangle_count * sizeof(uint32_t));
         for (size_t t = 0; t < 3 * triangle_count && ok; t++)
             ok = push_u32(&s.inc[tri[t]].t, &s.inc[tri[t]].n, &s.inc[tri[t]].cap, (uint32_t)(t / 3));
         ok = ok && lock_vertices(&s);
@@ -273,7 +358,7 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
             candidate c = heap_pop(&s);
             if (c.err > target_error) break;
             if (s.gone[c.v] || c.stamp != s.stamp[c.v]) continue;
-            collapse(&s, c.v, c.u, c.err);
+            collapse(&s, c.v, c.u);
         }
         ok = !s.nomem;
     }
@@ -289,7 +374,8 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
     terra_free(s.locked);
     terra_free(s.gone);
     terra_free(s.dead);
-    terra_free(s.bound);
+    terra_free(s.head);
+    terra_free(s.next);
     terra_free(s.stamp);
     terra_free(s.mark);
     terra_free(s.heap);

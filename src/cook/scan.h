@@ -1,0 +1,82 @@
+/* One triangle against the samples under it: shared by the cook's measure and its simplifier. */
+#ifndef TERRA_COOK_SCAN_H
+#define TERRA_COOK_SCAN_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+static inline double cook_min3(double a, double b, double c) {
+    double m = a < b ? a : b;
+    return m < c ? m : c;
+}
+static inline double cook_max3(double a, double b, double c) {
+    double m = a > b ? a : b;
+    return m > c ? m : c;
+}
+
+/* The samples of the window (plane point (x0, y0) first, W by H, rows of W) under triangle (a, b,
+ * c) in plane units, each within `slack` outside it counted, against the triangle's plane: the
+ * largest difference and `worst`, or once that passes cap, some value past it. No-data samples
+ * are skipped; a triangle with no area covers none. */
+static inline double cook_scan_triangle(const double *a, const double *b, const double *c, const float z[3],
+                                        const float *win, int64_t x0, int64_t y0, int W, int H, double slack,
+                                        double worst, double cap) {
+    double area2 = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
+    float za[3] = {z[0], z[1], z[2]};
+    if (area2 < 0) { /* turned clockwise (a frame's convention): the same triangle the other way */
+        const double *t = b;
+        b = c, c = t, za[1] = z[2], za[2] = z[1], area2 = -area2;
+    }
+    if (!(area2 > 0)) return worst; /* a wall covers no sample */
+    const double gx = (((double)za[1] - za[0]) * (c[1] - a[1]) - ((double)za[2] - za[0]) * (b[1] - a[1])) / area2;
+    const double gy = ((b[0] - a[0]) * ((double)za[2] - za[0]) - (c[0] - a[0]) * ((double)za[1] - za[0])) / area2;
+    /* each edge p -> q as n . (x, y) + k >= 0 inside, n a unit normal: points within slack outside
+     * give n . (x, y) + k >= -slack */
+    const double *v[3] = {a, b, c};
+    double n[3][3];
+    for (int e = 0; e < 3; e++) {
+        const double *p = v[e], *q = v[(e + 1) % 3];
+        const double dx = q[0] - p[0], dy = q[1] - p[1], len = sqrt(dx * dx + dy * dy);
+        n[e][0] = -dy / len, n[e][1] = dx / len;
+        n[e][2] = -(n[e][0] * p[0] + n[e][1] * p[1]) + slack + 1e-9;
+    }
+    const double ylo = cook_min3(a[1], b[1], c[1]) - slack, yhi = cook_max3(a[1], b[1], c[1]) + slack;
+    const double xlo = cook_min3(a[0], b[0], c[0]) - slack, xhi = cook_max3(a[0], b[0], c[0]) + slack;
+    int64_t r0 = (int64_t)ceil(ylo - 1e-9), r1 = (int64_t)floor(yhi + 1e-9);
+    if (r0 < y0) r0 = y0;
+    if (r1 > y0 + H - 1) r1 = y0 + H - 1;
+    double m = worst;
+    for (int64_t r = r0; r <= r1; r++) {
+        double lo = xlo, hi = xhi;
+        bool empty = false;
+        for (int e = 0; e < 3 && !empty; e++) {
+            const double k = n[e][1] * (double)r + n[e][2];
+            if (n[e][0] > 0) {
+                const double x = -k / n[e][0];
+                lo = x > lo ? x : lo;
+            } else if (n[e][0] < 0) {
+                const double x = -k / n[e][0];
+                hi = x < hi ? x : hi;
+            }
+            else empty = k < 0;
+        }
+        if (empty) continue;
+        int64_t c0 = (int64_t)ceil(lo - 1e-9), c1 = (int64_t)floor(hi + 1e-9);
+        if (c0 < x0) c0 = x0;
+        if (c1 > x0 + W - 1) c1 = x0 + W - 1;
+        const float *row = win + (size_t)(r - y0) * (size_t)W - x0;
+        const double base = za[0] + gy * ((double)r - a[1]) - gx * a[0];
+        for (int64_t x = c0; x <= c1; x++) {
+            const float h = row[x];
+            if (h != h) continue;
+            const double d = fabs(base + gx * (double)x - h);
+            m = d > m ? d : m;
+        }
+        if (m > cap) break;
+    }
+    return m;
+}
+
+#endif
