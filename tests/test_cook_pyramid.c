@@ -25,6 +25,8 @@ typedef struct source {
     terra_tin_tiles tiles;
     int S;          /* plane units (samples) per finest tile */
     int ox, oy;     /* the raster's first tile in the grid (may be negative) */
+    bool samples;   /* coarser tiles simplified and measured against the samples (as the cook does
+                       for rasters), not against the finest meshes */
 } source;
 
 /* Plane position of raster sample (col, row): x east, y north. */
@@ -124,6 +126,18 @@ static void sink_free(sink *k) {
     pthread_mutex_destroy(&k->lock);
 }
 
+/* The raster's heights at plane points (a terra_cook_window_fn), NaN off the raster. */
+static terra_status source_window(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w, int h, float *out) {
+    (void)g;
+    const source *s = user;
+    for (int j = 0; j < h; j++)
+        for (int i = 0; i < w; i++) {
+            int64_t c = raster_col(s, (double)(x0 + i)), r = raster_row(s, (double)(y0 + j));
+            out[(size_t)j * w + i] = c >= 0 && c < s->w && r >= 0 && r < s->h ? s->heights[r * s->w + c] : NAN;
+        }
+    return TERRA_OK;
+}
+
 /* Builds the pyramid over a source's tiles with `threads` workers into k (sorted). */
 static terra_status run_pyramid(source *s, const terra_cook_grid *g, double max_error, terra_cook_simplify_fn simplify,
                                 int threads, sink *k, terra_cook_pyramid_stats *stats) {
@@ -141,6 +155,11 @@ static terra_status run_pyramid(source *s, const terra_cook_grid *g, double max_
                                  .make_finest = make_finest, .finest_user = s,
                                  .simplify = simplify, .emit = emit, .emit_user = k,
                                  .threads = threads, .progress = progress, .progress_user = k};
+    terra_cook_raster_tiles rt = {.grid = g, .max_error = max_error, .window = source_window, .window_user = s};
+    if (s->samples) {
+        d.distance = terra_cook_raster_distance, d.distance_user = &rt;
+        d.window = source_window, d.window_user = s, d.window_max = 1 << 20;
+    }
     terra_status st = terra_cook_pyramid(&d, stats);
     free(finest);
     qsort(k->r, k->n, sizeof(rec), rec_cmp);
@@ -397,8 +416,9 @@ static int depth_for(const source *s) {
 
 /* Meshes a raster into finest tiles, cooks the pyramid with 1 and 2 threads and checks it all. */
 static void cook_raster(const float *heights, int w, int h, int tile_size, double max_error, int ox, int oy,
-                        int extra_depth, terra_cook_simplify_fn simplify, bool strict, const char *what, bool report) {
-    source s = {.w = w, .h = h, .heights = heights, .S = tile_size - 1, .ox = ox, .oy = oy};
+                        int extra_depth, terra_cook_simplify_fn simplify, bool samples, bool strict, const char *what,
+                        bool report) {
+    source s = {.w = w, .h = h, .heights = heights, .S = tile_size - 1, .ox = ox, .oy = oy, .samples = samples};
     terra_tin_tiles_desc td = {.width = w, .height = h, .heights = heights, .tile_size = tile_size,
                                .levels = &max_error, .level_count = 1, .threads = 2};
     terra_status st = terra_tin_tiles_build(&td, &s.tiles);
@@ -624,11 +644,14 @@ static void test_random_terrain(void) {
                 if (!any) z[(size_t)y0 * w + x0] = 0;
             }
         char what[128];
-        snprintf(what, sizeof what, "random %d: %dx%d tiles of %d, %d holes, error %.2f, offset %d,%d", round, w, h, ts,
-                 holes, max_error, ox, oy);
-        /* Every fourth round through meshoptimizer, whose folded tries the pyramid must refuse. */
+        /* Every fourth round through meshoptimizer, whose folded tries the pyramid must refuse; every
+         * other against the samples, as the cook does rasters. */
+        const bool samples = round % 2 == 0;
+        snprintf(what, sizeof what, "random %d: %dx%d tiles of %d, %d holes, error %.2f, offset %d,%d%s", round, w, h,
+                 ts, holes, max_error, ox, oy, samples ? ", samples" : "");
         cook_raster(z, w, h, ts, max_error, ox, oy, extra,
-                    round % 4 == 3 ? terra_cook_simplify_meshopt : terra_cook_simplify_plane, holes == 0, what, false);
+                    round % 4 == 3 ? terra_cook_simplify_meshopt : terra_cook_simplify_plane, samples, holes == 0, what,
+                    false);
         free(z);
     }
 }
@@ -645,8 +668,10 @@ static void test_fuji(void) {
     terra_status st = terra_raster_read_isolated(&rd, NULL, &r);
     CHECK(st == TERRA_OK, "fuji: %s", terra_last_error());
     if (st != TERRA_OK) return;
-    cook_raster(r.heights, r.width, r.height, 65, 5, 0, 0, 0, terra_cook_simplify_plane, r.nodata_count == 0, "fuji",
-                true);
+    cook_raster(r.heights, r.width, r.height, 65, 5, 0, 0, 0, terra_cook_simplify_plane, false, r.nodata_count == 0,
+                "fuji", true);
+    cook_raster(r.heights, r.width, r.height, 65, 5, 0, 0, 0, terra_cook_simplify_plane, true, r.nodata_count == 0,
+                "fuji, against the samples", true);
     terra_raster_free(&r);
 }
 
