@@ -8,9 +8,9 @@
  *    edge-collapsed until its level's error; every vertex and edge on its outer border is kept,
  *    so two neighbours at any two levels share their border exactly: nothing to stitch;
  *  - a hole stays a hole (no triangle is added), a wall (two heights over one line) is laid once;
- *  - every tile's stated geometric error is measured (the largest vertical distance from the
- *    finest mesh to the tile, plus the finest mesh's own measured error against the source), and
- *    its longest edge too.
+ *  - every tile's stated geometric error is measured (rasters: the largest vertical distance from
+ *    the tile to the samples under it; meshes: from the finest mesh, plus the finest mesh's own
+ *    measured error against the source), and its longest edge too.
  *
  * The plane. Positions are (x, y) in plane units and z in metres. A tile at depth d (0 = the
  * finest) and column, row (tx, ty) covers [tx * S * 2^d, (tx + 1) * S * 2^d] in x and the same in y,

@@ -120,8 +120,8 @@ typedef struct terra_cook_report {
     struct {
         uint64_t tiles, vertices, triangles, bytes; /* bytes stored */
         double max_error;           /* the largest geometric error of the meshes, as the pyramid measured */
-        double max_quantization;    /* the most 16-bit quantization moved a tile's surface; each tile's
-                                       stated error in the index is the two added */
+        double max_quantization;    /* the most a tile's stated error in the index (measured on the
+                                       tile as decoded, 16-bit steps and all) passes max_error */
     } level[32];                    /* by depth (0 = finest) */
     uint64_t bytes;                 /* stored payload bytes, all levels */
     uint64_t tiles_reused;          /* copied from the previous archive (the cook cache) */

@@ -7,11 +7,13 @@
  * on its children and the finest meshes under it, never on the order, so any number of workers
  * gives the same tiles.
  *
- * The simplifier's cost bounds the vertical distance from the children merged, so its first target
- * is what the children's stated errors leave of the bound; what is stated is measured
- * (terra_cook_vertical_distance against the finest meshes under the tile), and where the measure
- * leaves room one more try aims higher. The children merged and not simplified always fit (each
- * child fits a bound half as large), so there is always an answer.
+ * Measures: with a raster's samples (desc.distance and desc.window) the simplifier weighs each
+ * collapse against the samples under the tile, so one run at the depth's bound is the answer, and
+ * the stated error is the distance to the samples. Otherwise (sceneries, tiles too wide to hold
+ * their samples) its cost is the distance from the input vertices, what is stated is measured
+ * (against the samples, or the finest meshes under the tile plus their own error), and the target
+ * moves by the ratio of bound to measure over a few tries. The children merged and not simplified
+ * always fit (each child fits a bound half as large), so there is always an answer.
  * Every try is checked: the same border edges as the merged children (the outer border and hole
  * rims unchanged, so neighbours at any depths still share their border) and no triangle turned over
  * in the plane. */
