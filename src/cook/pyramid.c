@@ -36,6 +36,7 @@ typedef struct node {
     int pending;             /* children not built yet */
     terra_cook_mesh mesh;    /* the built tile: kept until its parent is built (finest: until the
                                 top of its subtree is) */
+    bool ground;             /* finest: it has triangles (kept once its mesh is dropped) */
     double finest_error;     /* the largest finest error under this tile */
     double error;            /* stated */
 } node;
@@ -285,7 +286,7 @@ typedef struct tile_work {
 
 static void collect_finest(pyramid *P, const node *n, tile_work *w) {
     if (n->depth == 0) {
-        if (n->mesh.triangle_count) {
+        if (n->ground) {
             w->leaves[2 * w->finest_count] = n->tx, w->leaves[2 * w->finest_count + 1] = n->ty;
             w->finest[w->finest_count++] = &n->mesh;
         }
@@ -347,8 +348,8 @@ static terra_status simplify_tile(pyramid *P, const node *n, tile_work *w, size_
     for (size_t t = 0; t < tn; t++) w->merged_flat += tri_area2(m, m->tri + 3 * t) == 0;
     w->border_count = border_edges(m->tri, tn, w->border, w->scratch);
 
-    /* The simplifier's cost is the error at the vertices merged (on ground from samples, samples
-     * themselves), so its target starts at the bound; what is stated is measured, and the target
+    /* The simplifier's cost is the error against the samples (one run at the bound), or at the
+     * vertices merged, so its target starts at the bound; what is stated is measured, and the target
      * moves by the ratio of bound to measure: down after a miss, up after a fit well inside, halfway
      * between once there are both. */
     const double bound = ldexp(d->max_error, n->depth);
@@ -361,8 +362,8 @@ static terra_status simplify_tile(pyramid *P, const node *n, tile_work *w, size_
     /* (rounding: the measure may weigh a triangle's corners in another order than the simplifier) */
     if (d->distance) target *= 1 - 1e-9;
     bool fitted = false;
-    const terra_cook_samples *samples = w->heights ? &w->samples : NULL;
-    if (d->window && !samples) {
+    const terra_cook_samples *samples = NULL;
+    if (d->window) {
         /* the tile's samples, where it is not too wide for them */
         const int64_t side = (int64_t)(rect[2] - rect[0]) + 1;
         if (side <= d->window_max && side * side <= (int64_t)(SIZE_MAX / sizeof(float))) {
@@ -454,6 +455,7 @@ static terra_status build_finest(pyramid *P, node *n) {
     if (st != TERRA_OK) return st;
     account(P, &n->mesh, false);
     n->finest_error = n->error = error;
+    n->ground = n->mesh.triangle_count > 0;
     const int32_t self[2] = {n->tx, n->ty};
     return n->mesh.triangle_count ? emit(P, n, error, self, 1) : TERRA_OK;
 }
@@ -505,9 +507,10 @@ static terra_status build_coarse(pyramid *P, node *n) {
     if (st == TERRA_OK) {
         n->error = error;
         account(P, &n->mesh, false);
-        /* The children are done with (the finest stay for the measures further up). */
+        /* The children are done with (the finest stay for the measures further up, unless those
+         * are against the source). */
         for (int i = 0; i < 4; i++)
-            if (n->child[i] >= 0 && n->depth > 1) drop(P, &P->nodes[n->child[i]].mesh);
+            if (n->child[i] >= 0 && (n->depth > 1 || P->d->distance)) drop(P, &P->nodes[n->child[i]].mesh);
         if (n->mesh.triangle_count) st = emit(P, n, error, w.leaves, (size_t)w.finest_count);
     }
     free_work(&w);
@@ -544,7 +547,7 @@ static void worker(terra_job *job) {
         node *n = &P->nodes[i];
         terra_status st = n->depth == 0 ? build_finest(P, n) : build_coarse(P, n);
         if (st == TERRA_OK && n->parent < 0) {
-            drop_finest(P, n);
+            if (!P->d->distance || n->depth == 0) drop_finest(P, n);
             if (n->depth > 0) drop(P, &n->mesh);
         }
         pthread_mutex_lock(&P->lock);

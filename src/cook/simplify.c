@@ -5,9 +5,10 @@
  * on steep ground a collapse can fold triangles over in the plane while their normals turn by less
  * than that, and a folded tile is no height field. Here a vertex v goes into a neighbour u only if
  * every triangle of the new fan turns counter-clockwise in the plane. The cost of a collapse is the
- * largest vertical distance of the new fan from every vertex the call started with that lies under
- * it (each triangle keeps the vertices removed inside it: on ground from samples these are samples,
- * so the cost is the error against them, not a sum of steps), and from the star it replaces at the
+ * largest vertical distance of the new fan from the source's samples under it, where the caller has
+ * them (each new triangle scanned over them: the cost is the error itself, never a sum of steps).
+ * Without samples it is the distance from every vertex the call started with that lies under the
+ * fan (each triangle keeps the vertices removed inside it) and from the star it replaces at the
  * crossings of old edges (v to its neighbours) with new ones (u to its neighbours). Collapses are
  * taken cheapest first (a heap, ties by vertex index: deterministic) until the next would exceed
  * the target; a lower target stops earlier on the same sequence. Vertices on a border (an edge of
