@@ -2,6 +2,7 @@
  * from sample windows, the pyramid built (terra_cook_pyramid), every tile encoded and written. */
 #include "terra/cook_io.h"
 #include "terra/tile_codec.h"
+#include "../../src/cook/scan.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -181,6 +182,116 @@ static terra_status ground_window(void *user, const terra_cook_grid *g, int64_t 
     return st;
 }
 
+/* ---- stated errors against the source's own samples ------------------------------------------ */
+
+/* In the geographic frame the plane's samples are the warper's resampling; the promise (terra
+ * check) is over the source's own samples. The pyramid builds each level within its bound on the
+ * plane's samples, but the error a tile states (as decoded) is measured on the source's own when
+ * there is a single input on a degree grid: each finest tile's rectangle taken to the source's
+ * columns and rows (one sample wider), that window read, and every triangle reaching it scanned
+ * there. Anything else (the local frame, where plane samples are the source's, or several inputs)
+ * is measured on the plane's samples. Between the source's samples the plane's bilinear samples
+ * bend, so a stated error may pass the level's bound (N44W072 at -e 10: 27.7 m at the finest). */
+typedef struct source_measure {
+    const ground *G;
+    const terra_cook_grid *grid;
+    const terra_cook_raster_tiles *plane;
+    bool own;                      /* measure on the source's samples */
+    double inv[6];                 /* lon, lat -> source column, row (sample centres) */
+} source_measure;
+
+static void source_measure_init(source_measure *M, const ground *G, const terra_cook_grid *g,
+                                const terra_cook_raster_tiles *plane) {
+    memset(M, 0, sizeof *M);
+    M->G = G, M->grid = g, M->plane = plane;
+    if (g->frame != TERRA_FRAME_GEOGRAPHIC || G->n != 1) return;
+    const layer *l = &G->L[0];
+    const double *t = l->info.geo;
+    if (!l->info.has_lonlat || !(l->in->raster || l->info.geographic) || t[2] != 0 || t[4] != 0 || !(t[1] > 0) ||
+        !(t[5] < 0))
+        return;
+    /* column = (lon - t0) / t1 - 0.5, row = (lat - t3) / t5 - 0.5 */
+    M->inv[1] = 1 / t[1], M->inv[0] = -t[0] / t[1] - 0.5;
+    M->inv[5] = 1 / t[5], M->inv[3] = -t[3] / t[5] - 0.5;
+    M->own = true;
+}
+
+static terra_status source_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest, size_t n,
+                                    double slack, double limit, double *out) {
+    const source_measure *M = user;
+    if (!M->own) return terra_cook_raster_distance((void *)M->plane, mesh, finest, n, slack, limit, out);
+    const terra_cook_grid *g = M->grid;
+    layer *l = &M->G->L[0];
+    const int W = l->info.width, H = l->info.height;
+    const double S = g->tile_units;
+    /* plane unit -> source column / row, and slack in source samples */
+    const double kc = g->unit[0] * M->inv[1], kr = g->unit[1] * M->inv[5];
+    const double oc = M->inv[0] + g->origin[0] * M->inv[1], orr = M->inv[3] + g->origin[1] * M->inv[5];
+    const double sslack = slack * fmax(fabs(kc), fabs(kr));
+    double *cr = terra_alloc(2 * (size_t)mesh->vertex_count * sizeof *cr + 1);
+    double *box = terra_alloc(4 * (size_t)mesh->triangle_count * sizeof *box + 1);
+    float *win = NULL;
+    size_t cap = 0;
+    terra_status st = cr && box ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+    for (uint32_t v = 0; st == TERRA_OK && v < mesh->vertex_count; v++) {
+        cr[2 * v] = oc + kc * mesh->xy[2 * (size_t)v];
+        cr[2 * v + 1] = orr + kr * mesh->xy[2 * (size_t)v + 1];
+    }
+    for (uint32_t t = 0; st == TERRA_OK && t < mesh->triangle_count; t++) {
+        const uint32_t *c = mesh->tri + 3 * (size_t)t;
+        double *b = box + 4 * (size_t)t;
+        b[0] = b[1] = INFINITY, b[2] = b[3] = -INFINITY;
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < 2; j++) {
+                b[j] = fmin(b[j], cr[2 * (size_t)c[k] + j] - sslack);
+                b[2 + j] = fmax(b[2 + j], cr[2 * (size_t)c[k] + j] + sslack);
+            }
+    }
+    double worst = 0;
+    for (size_t i = 0; st == TERRA_OK && i < n && worst <= limit; i++) {
+        /* the finest tile's rectangle in source samples, one wider */
+        const double x0 = finest[2 * i] * S, y0 = finest[2 * i + 1] * S;
+        const double ca = oc + kc * x0, cb = oc + kc * (x0 + S), ra = orr + kr * y0, rb = orr + kr * (y0 + S);
+        const double lo[2] = {fmin(ca, cb) - sslack, fmin(ra, rb) - sslack}, hi[2] = {fmax(ca, cb) + sslack, fmax(ra, rb) + sslack};
+        const int64_t c0 = (int64_t)fmax(0, floor(lo[0]) - 1), c1 = (int64_t)fmin(W - 1, ceil(hi[0]) + 1);
+        const int64_t r0 = (int64_t)fmax(0, floor(lo[1]) - 1), r1 = (int64_t)fmin(H - 1, ceil(hi[1]) + 1);
+        if (c0 > c1 || r0 > r1) continue;
+        const int ww = (int)(c1 - c0 + 1), wh = (int)(r1 - r0 + 1);
+        if ((size_t)ww * (size_t)wh > cap) {
+            cap = (size_t)ww * (size_t)wh;
+            terra_free(win);
+            if (!(win = terra_alloc(cap * sizeof *win))) {
+                st = terra_fail(TERRA_E_NOMEM, "cook: out of memory for a window of %dx%d samples", ww, wh);
+                break;
+            }
+        }
+        if (l->in->raster) {
+            const terra_raster *r = l->in->raster;
+            for (int j = 0; j < wh; j++)
+                memcpy(win + (size_t)j * ww, r->heights + (size_t)(r0 + j) * (size_t)r->width + (size_t)c0,
+                       (size_t)ww * sizeof *win);
+        } else {
+            const int k = acquire(l);
+            st = terra_raster_read_window(l->in->sources[k], (int)c0, (int)r0, ww, wh, win);
+            release(l, k);
+            if (st != TERRA_OK) break;
+        }
+        for (uint32_t t = 0; t < mesh->triangle_count; t++) {
+            const double *b = box + 4 * (size_t)t;
+            if (b[0] > (double)c1 || b[2] < (double)c0 || b[1] > (double)r1 || b[3] < (double)r0) continue;
+            const uint32_t *c = mesh->tri + 3 * (size_t)t;
+            const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
+            worst = cook_scan_triangle(cr + 2 * (size_t)c[0], cr + 2 * (size_t)c[1], cr + 2 * (size_t)c[2], z, win, c0,
+                                       r0, ww, wh, sslack, worst, limit);
+        }
+    }
+    *out = worst;
+    terra_free(cr);
+    terra_free(box);
+    terra_free(win);
+    return st;
+}
+
 /* ---- the plane --------------------------------------------------------------------------------- */
 
 /* The finer sample step of a geographic input, degrees. */
@@ -341,7 +452,7 @@ typedef struct emitter {
     bool packed;                   /* tiles go into the archive packed: put them in the codec's order */
     terra_cook_finest_fn make;     /* the sources' finest tiles: a raster's, or a scenery's cut */
     void *make_user;
-    const terra_cook_raster_tiles *samples; /* rasters: the samples stated errors are measured on */
+    source_measure *samples;       /* rasters: what stated errors are measured on */
     pthread_mutex_t lock;
 } emitter;
 
@@ -390,8 +501,8 @@ static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, co
         m.vertex_count = q.vertex_count, m.triangle_count = q.triangle_count;
         const terra_cook_mesh *dec = &m, *mine = t->mesh;
         if (E->samples)
-            st = terra_cook_raster_distance((void *)E->samples, &m, t->finest, t->finest_count,
-                                            0.5 * fmax(r[2] - r[0], r[3] - r[1]) / 32767.0, INFINITY, out);
+            st = source_distance(E->samples, &m, t->finest, t->finest_count,
+                                 0.5 * fmax(r[2] - r[0], r[3] - r[1]) / 32767.0, INFINITY, out);
         else
             *out = t->geometric_error + fmax(terra_cook_vertical_distance(&m, &mine, 1, NULL),
                                              terra_cook_vertical_distance(t->mesh, &dec, 1, NULL));
@@ -662,9 +773,11 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     if (st != TERRA_OK) goto done;
 
     terra_cook_raster_tiles rt = {.grid = &P.grid, .max_error = max_error, .window = ground_window, .window_user = &G};
+    source_measure sm;
+    source_measure_init(&sm, &G, &P.grid, &rt);
     emitter E = {.grid = &P.grid, .w = w, .rep = report, .cache = d->cache, .packed = d->compression == TERRA_COMPRESS_PACKED,
                  .make = sc ? terra_scenery_cut_tile : terra_cook_raster_finest, .make_user = sc ? (void *)cut : (void *)&rt,
-                 .samples = sc ? NULL : &rt};
+                 .samples = sc ? NULL : &sm};
     pthread_mutex_init(&E.lock, NULL);
     terra_cook_pyramid_desc pd = {.grid = &P.grid, .finest = P.finest, .finest_count = P.finest_count,
                                   .max_error = max_error, .make_finest = finest_tile, .finest_user = &E,

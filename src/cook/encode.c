@@ -20,6 +20,16 @@ static uint16_t quant(double v, double lo, double hi) {
     return (uint16_t)(q <= 0 ? 0 : q >= 32767 ? 32767 : lround(q));
 }
 
+/* A plane coordinate 0..w in the tile on 0..32767: the sides exactly, anything between them kept
+ * off the sides (a vertex within half a step of a wide tile's side would otherwise decode onto it
+ * and look like a border vertex the edge lists do not name). */
+static uint16_t quant_side(double v, double w) {
+    if (!(v > 0)) return 0;
+    if (!(v < w)) return 32767;
+    uint16_t q = quant(v, 0, w);
+    return q < 1 ? 1 : q > 32766 ? 32766 : q;
+}
+
 /* Edge entries sort by (position along the side << 32 | vertex). */
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -64,8 +74,8 @@ terra_status terra_cook_encode(const terra_cook_grid *g, const terra_cook_tile *
     const double w = rect[2] - rect[0], hgt = rect[3] - rect[1];
     for (uint32_t i = 0; i < vc; i++) {
         const double x = M->xy[2 * i], y = M->xy[2 * i + 1];
-        u[i] = quant(x - rect[0], 0, w);
-        v[i] = quant(y - rect[1], 0, hgt);
+        u[i] = quant_side(x - rect[0], w);
+        v[i] = quant_side(y - rect[1], hgt);
         h[i] = quant(M->z[i], lo, hi);
         const double z = lo + (hi - lo) * h[i] / 32767.0; /* what a reader decodes */
         double *p = pos + 3 * i;
