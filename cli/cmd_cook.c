@@ -60,6 +60,10 @@ static void help(FILE *f) {
             "Exit 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 
+/* The most samples a local-frame raster may have to be read whole (256 MiB of floats); larger ones
+ * are read a window at a time, as georeferenced ones always are. */
+#define LOCAL_WHOLE_MAX ((uint64_t)64 << 20)
+
 /* True for the scene formats read through assimp (terra_scenery_read) rather than as rasters. */
 static bool is_scenery(const char *path) {
     static const char *ext[] = {".obj", ".ply", ".gltf", ".glb", ".fbx", ".dae", ".stl", ".3ds", ".off"};
@@ -209,7 +213,8 @@ int cmd_cook(int argc, char **argv) {
         return cli_usage_error(CMD, "--levels is for the local frame (geographic tiles go down to the roots)");
 
     /* Each input's header first: a raster placed on the globe is read in windows, warped by GDAL
-     * (one source per thread, each a terra-raster child of its own); any other is read whole. */
+     * (one source per thread, each a terra-raster child of its own), and so is one too large to hold
+     * (LOCAL_WHOLE_MAX); any other is read whole. */
     terra_raster *rasters = calloc((size_t)nin, sizeof *rasters);
     terra_cook_input *inputs = calloc((size_t)nin, sizeof *inputs);
     terra_raster_source **sources = calloc((size_t)nin * (size_t)threads, sizeof *sources);
@@ -274,9 +279,14 @@ int cmd_cook(int argc, char **argv) {
         terra_raster_source **s = sources + (size_t)i * (size_t)threads;
         terra_raster_desc rd = {.path = inputs[i].path, .encoding = enc, .band = band, .z_scale = zscale,
                                 .spacing_m = spacing};
-        for (int k = 1; geo && rc == EXIT_OK && k < threads; k++)
+        /* in the local frame too, a raster too large to hold as floats is read in windows */
+        const terra_raster_info *info = terra_raster_source_info(s[0]);
+        const char *cap = getenv("TERRA_COOK_WHOLE_MAX"); /* for tests: a smaller cap */
+        const uint64_t whole_max = cap ? strtoull(cap, NULL, 10) : LOCAL_WHOLE_MAX;
+        const bool windows = geo || (uint64_t)info->width * (uint64_t)info->height > whole_max;
+        for (int k = 1; windows && rc == EXIT_OK && k < threads; k++)
             if (terra_raster_open(&rd, NULL, &s[k]) != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
-        if (geo) continue;
+        if (windows) continue;
         terra_raster_close(s[0]);
         s[0] = NULL;
         if (terra_raster_read_isolated(&rd, NULL, &rasters[i]) != TERRA_OK) {

@@ -137,6 +137,14 @@ awk '$1 == "level" { t[$2] = $8 } END { exit !(t[1] < 0.9 * t[0]) }' "$T/out" &&
   || bad "st helens level 1: $(grep '^level' "$T/out")"
 expect "st helens verify" 0 "$BIN" info --verify "$T/sth.terra"
 expect "st helens check" 0 "$BIN" check "$T/sth.terra" --source "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -q
+# The same raster read a window at a time (as one too large to hold is; TERRA_COOK_WHOLE_MAX lowers
+# the size that is read whole): the same tiles, level by level.
+expect "st helens whole" 0 "$BIN" cook "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -e 5 --levels 2 -q --no-cache -o "$T/sthw.terra"
+grep '^level' "$T/out" >"$T/sth_whole.levels"
+TERRA_COOK_WHOLE_MAX=0 expect "st helens windows" 0 "$BIN" cook "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -e 5 --levels 2 -q --no-cache -o "$T/sthw.terra"
+grep '^level' "$T/out" | cmp -s - "$T/sth_whole.levels" && ok "st helens windows = whole" \
+  || bad "st helens windows: $(grep '^level' "$T/out") against $(cat "$T/sth_whole.levels")"
+expect "st helens windows check" 0 "$BIN" check "$T/sthw.terra" --source "$DATA/sthelens_10m.png" --spacing 10 --z-scale 0.1 -q
 
 # N44W072.hgt: georeferenced, so geographic: zoom 10 is the first whose 256-sample tiles are finer
 # than its 3 arc-seconds; the levels go down to zoom 0.
