@@ -229,32 +229,26 @@ static terra_status source_distance(void *user, const terra_cook_mesh *mesh, con
     const double oc = M->inv[0] + g->origin[0] * M->inv[1], orr = M->inv[3] + g->origin[1] * M->inv[5];
     const double sslack = slack * fmax(fabs(kc), fabs(kr));
     double *cr = terra_alloc(2 * (size_t)mesh->vertex_count * sizeof *cr + 1);
-    double *box = terra_alloc(4 * (size_t)mesh->triangle_count * sizeof *box + 1);
+    size_t *start = NULL;
+    uint32_t *list = NULL;
     float *win = NULL;
     size_t cap = 0;
-    terra_status st = cr && box ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+    terra_status st = cr ? terra_cook_leaf_triangles(mesh, S, finest, n, slack, &start, &list)
+                         : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
     for (uint32_t v = 0; st == TERRA_OK && v < mesh->vertex_count; v++) {
         cr[2 * v] = oc + kc * mesh->xy[2 * (size_t)v];
         cr[2 * v + 1] = orr + kr * mesh->xy[2 * (size_t)v + 1];
     }
-    for (uint32_t t = 0; st == TERRA_OK && t < mesh->triangle_count; t++) {
-        const uint32_t *c = mesh->tri + 3 * (size_t)t;
-        double *b = box + 4 * (size_t)t;
-        b[0] = b[1] = INFINITY, b[2] = b[3] = -INFINITY;
-        for (int k = 0; k < 3; k++)
-            for (int j = 0; j < 2; j++) {
-                b[j] = fmin(b[j], cr[2 * (size_t)c[k] + j] - sslack);
-                b[2 + j] = fmax(b[2 + j], cr[2 * (size_t)c[k] + j] + sslack);
-            }
-    }
     double worst = 0;
     for (size_t i = 0; st == TERRA_OK && i < n && worst <= limit; i++) {
+        if (start[i] == start[i + 1]) continue;
         /* the finest tile's rectangle in source samples, one wider */
         const double x0 = finest[2 * i] * S, y0 = finest[2 * i + 1] * S;
         const double ca = oc + kc * x0, cb = oc + kc * (x0 + S), ra = orr + kr * y0, rb = orr + kr * (y0 + S);
-        const double lo[2] = {fmin(ca, cb) - sslack, fmin(ra, rb) - sslack}, hi[2] = {fmax(ca, cb) + sslack, fmax(ra, rb) + sslack};
-        const int64_t c0 = (int64_t)fmax(0, floor(lo[0]) - 1), c1 = (int64_t)fmin(W - 1, ceil(hi[0]) + 1);
-        const int64_t r0 = (int64_t)fmax(0, floor(lo[1]) - 1), r1 = (int64_t)fmin(H - 1, ceil(hi[1]) + 1);
+        const int64_t c0 = (int64_t)fmax(0, floor(fmin(ca, cb) - sslack) - 1);
+        const int64_t c1 = (int64_t)fmin(W - 1, ceil(fmax(ca, cb) + sslack) + 1);
+        const int64_t r0 = (int64_t)fmax(0, floor(fmin(ra, rb) - sslack) - 1);
+        const int64_t r1 = (int64_t)fmin(H - 1, ceil(fmax(ra, rb) + sslack) + 1);
         if (c0 > c1 || r0 > r1) continue;
         const int ww = (int)(c1 - c0 + 1), wh = (int)(r1 - r0 + 1);
         if ((size_t)ww * (size_t)wh > cap) {
@@ -276,10 +270,8 @@ static terra_status source_distance(void *user, const terra_cook_mesh *mesh, con
             release(l, k);
             if (st != TERRA_OK) break;
         }
-        for (uint32_t t = 0; t < mesh->triangle_count; t++) {
-            const double *b = box + 4 * (size_t)t;
-            if (b[0] > (double)c1 || b[2] < (double)c0 || b[1] > (double)r1 || b[3] < (double)r0) continue;
-            const uint32_t *c = mesh->tri + 3 * (size_t)t;
+        for (size_t k = start[i]; k < start[i + 1]; k++) {
+            const uint32_t *c = mesh->tri + 3 * (size_t)list[k];
             const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
             worst = cook_scan_triangle(cr + 2 * (size_t)c[0], cr + 2 * (size_t)c[1], cr + 2 * (size_t)c[2], z, win, c0,
                                        r0, ww, wh, sslack, worst, limit);
@@ -287,7 +279,8 @@ static terra_status source_distance(void *user, const terra_cook_mesh *mesh, con
     }
     *out = worst;
     terra_free(cr);
-    terra_free(box);
+    terra_free(start);
+    terra_free(list);
     terra_free(win);
     return st;
 }
@@ -423,24 +416,20 @@ static terra_status plan_scenery(const terra_cook_desc *d, const terra_scenery *
 
 /* ---- writing tiles ------------------------------------------------------------------------------ */
 
-/* A tile's bytes again with its triangles and vertices in the order the packed codec packs smallest
- * (terra_tile_codec_order: the same surface). */
-static terra_status codec_order(uint8_t **raw, size_t *n) {
-    terra_qmesh q;
-    terra_status st = terra_qmesh_decode(*raw, *n, NULL, &q);
-    if (st != TERRA_OK) return st;
-    st = terra_tile_codec_order(&q);
-    size_t cap = st == TERRA_OK ? terra_qmesh_encoded_size(&q) : 0, got = 0;
+/* The decoded tile q put in the order the packed codec packs smallest (terra_tile_codec_order: the
+ * same surface), and its bytes again in that order. */
+static terra_status codec_order(terra_qmesh *q, uint8_t **raw, size_t *n) {
+    terra_status st = terra_tile_codec_order(q);
+    size_t cap = st == TERRA_OK ? terra_qmesh_encoded_size(q) : 0, got = 0;
     uint8_t *buf = cap ? terra_alloc(cap) : NULL;
     if (st == TERRA_OK && !buf) st = terra_fail(TERRA_E_NOMEM, "cook: out of memory ordering a tile");
-    if (st == TERRA_OK) st = terra_qmesh_encode(&q, buf, cap, &got);
+    if (st == TERRA_OK) st = terra_qmesh_encode(q, buf, cap, &got);
     if (st == TERRA_OK) {
         terra_free(*raw);
         *raw = buf, *n = got;
     } else {
         terra_free(buf);
     }
-    terra_qmesh_free(&q);
     return st;
 }
 
@@ -480,25 +469,20 @@ static terra_status finest_tile(void *user, int32_t tx, int32_t ty, terra_cook_m
  * counted under it. Meshes: the mesh's error plus the largest vertical distance between the decoded
  * and the unquantized surfaces, both ways round (their difference peaks at a vertex of either or a
  * crossing of their edges). */
-static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, const uint8_t *raw, size_t n,
-                                  double *out) {
-    const terra_cook_grid *g = E->grid;
-    terra_qmesh q;
-    terra_status st = terra_qmesh_decode(raw, n, NULL, &q);
-    if (st != TERRA_OK) return st;
+static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, const terra_qmesh *q, double *out) {
     double r[4];
-    terra_cook_tile_rect(g, t->depth, t->tx, t->ty, r);
+    terra_cook_tile_rect(E->grid, t->depth, t->tx, t->ty, r);
     terra_cook_mesh m = {0};
-    st = terra_cook_mesh_reserve(&m, q.vertex_count, q.triangle_count, false, false);
+    terra_status st = terra_cook_mesh_reserve(&m, q->vertex_count, q->triangle_count, false, false);
     if (st == TERRA_OK) {
-        const double lo = q.header.min_height, step = ((double)q.header.max_height - lo) / 32767.0;
-        for (uint32_t i = 0; i < q.vertex_count; i++) {
-            m.xy[2 * i] = r[0] + (r[2] - r[0]) * q.u[i] / 32767.0;
-            m.xy[2 * i + 1] = r[1] + (r[3] - r[1]) * q.v[i] / 32767.0;
-            m.z[i] = (float)(lo + step * q.h[i]);
+        const double lo = q->header.min_height, step = ((double)q->header.max_height - lo) / 32767.0;
+        for (uint32_t i = 0; i < q->vertex_count; i++) {
+            m.xy[2 * i] = r[0] + (r[2] - r[0]) * q->u[i] / 32767.0;
+            m.xy[2 * i + 1] = r[1] + (r[3] - r[1]) * q->v[i] / 32767.0;
+            m.z[i] = (float)(lo + step * q->h[i]);
         }
-        memcpy(m.tri, q.indices, 3 * (size_t)q.triangle_count * sizeof *m.tri);
-        m.vertex_count = q.vertex_count, m.triangle_count = q.triangle_count;
+        memcpy(m.tri, q->indices, 3 * (size_t)q->triangle_count * sizeof *m.tri);
+        m.vertex_count = q->vertex_count, m.triangle_count = q->triangle_count;
         const terra_cook_mesh *dec = &m, *mine = t->mesh;
         if (E->samples)
             st = source_distance(E->samples, &m, t->finest, t->finest_count,
@@ -508,7 +492,6 @@ static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, co
                                              terra_cook_vertical_distance(t->mesh, &dec, 1, NULL));
     }
     terra_cook_mesh_free(&m);
-    terra_qmesh_free(&q);
     return st;
 }
 
@@ -529,11 +512,15 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
         uint8_t *raw;
         size_t n;
         if ((st = terra_cook_encode(E->grid, t, &raw, &n)) != TERRA_OK) return st;
-        if (E->packed && (st = codec_order(&raw, &n)) != TERRA_OK) {
+        /* decoded once: reordered for the packed codec, then measured as a client decodes it */
+        terra_qmesh q;
+        if ((st = terra_qmesh_decode(raw, n, NULL, &q)) != TERRA_OK) {
             terra_free(raw);
             return st;
         }
-        st = decoded_error(E, t, raw, n, &stated_d);
+        if (E->packed) st = codec_order(&q, &raw, &n);
+        if (st == TERRA_OK) st = decoded_error(E, t, &q, &stated_d);
+        terra_qmesh_free(&q);
         quant = fmax(0, stated_d - t->geometric_error);
         /* rounded up into the float the index holds: never under what was measured */
         float stated = (float)stated_d;

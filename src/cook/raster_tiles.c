@@ -173,32 +173,25 @@ static int64_t leaf_slot(const int32_t *finest, const int64_t *table, size_t mas
     }
 }
 
-terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest, size_t n,
-                                        double slack, double limit, double *out) {
-    const terra_cook_raster_tiles *rt = user;
-    const double S = rt->grid->tile_units;
-    const int W = (int)S + 1;
-    *out = 0;
-    if (!n || !mesh->triangle_count) return TERRA_OK;
+terra_status terra_cook_leaf_triangles(const terra_cook_mesh *mesh, double S, const int32_t *finest, size_t n,
+                                       double slack, size_t **start_out, uint32_t **list_out) {
+    const size_t tn = mesh->triangle_count;
     size_t slots = 16;
     while (slots < 2 * n) slots *= 2;
-    const size_t tn = mesh->triangle_count;
     int64_t *table = terra_alloc(slots * sizeof *table);
     size_t *start = terra_calloc(n + 1, sizeof *start);
-    float *win = terra_alloc((size_t)W * (size_t)W * sizeof *win);
     uint32_t *list = NULL;
-    terra_status st = table && start && win ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
-    /* Each triangle goes to every listed finest tile whose window ((S + 1)^2 samples, the far edges
-     * included) its box meets: counted, then placed. */
-    for (int pass = 0; st == TERRA_OK && pass < 2; pass++) {
-        if (pass == 0) {
-            memset(table, 0xff, slots * sizeof *table);
-            for (size_t i = 0; i < n; i++) {
-                bool found;
-                int64_t s = leaf_slot(finest, table, slots - 1, finest[2 * i], finest[2 * i + 1], &found);
-                if (!found) table[s] = (int64_t)i;
-            }
+    terra_status st = table && start ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+    if (st == TERRA_OK) {
+        memset(table, 0xff, slots * sizeof *table);
+        for (size_t i = 0; i < n; i++) {
+            bool found;
+            int64_t s = leaf_slot(finest, table, slots - 1, finest[2 * i], finest[2 * i + 1], &found);
+            if (!found) table[s] = (int64_t)i;
         }
+    }
+    /* Counted, then placed. */
+    for (int pass = 0; st == TERRA_OK && pass < 2; pass++) {
         for (size_t t = 0; t < tn; t++) {
             const uint32_t *c = mesh->tri + 3 * t;
             double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
@@ -225,14 +218,37 @@ terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh,
                 st = terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
         }
     }
-    /* start[i] is now where leaf i's list ends (and leaf i - 1's began). */
+    /* Placing moved start[i] to where leaf i's list ends: shift so that start[i] is its beginning. */
+    if (st == TERRA_OK) {
+        memmove(start + 1, start, n * sizeof *start);
+        start[0] = 0;
+        *start_out = start, *list_out = list;
+    } else {
+        terra_free(start);
+        terra_free(list);
+    }
+    terra_free(table);
+    return st;
+}
+
+terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest, size_t n,
+                                        double slack, double limit, double *out) {
+    const terra_cook_raster_tiles *rt = user;
+    const double S = rt->grid->tile_units;
+    const int W = (int)S + 1;
+    *out = 0;
+    if (!n || !mesh->triangle_count) return TERRA_OK;
+    size_t *start = NULL;
+    uint32_t *list = NULL;
+    float *win = terra_alloc((size_t)W * (size_t)W * sizeof *win);
+    terra_status st = win ? terra_cook_leaf_triangles(mesh, S, finest, n, slack, &start, &list)
+                          : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
     double worst = 0;
     for (size_t i = 0; st == TERRA_OK && i < n && worst <= limit; i++) {
-        const size_t b = i ? start[i - 1] : 0, e = start[i];
-        if (b == e) continue;
+        if (start[i] == start[i + 1]) continue;
         const int64_t x0 = (int64_t)finest[2 * i] * (int64_t)S, y0 = (int64_t)finest[2 * i + 1] * (int64_t)S;
         if ((st = rt->window(rt->window_user, rt->grid, x0, y0, W, W, win)) != TERRA_OK) break;
-        for (size_t k = b; k < e; k++) {
+        for (size_t k = start[i]; k < start[i + 1]; k++) {
             const uint32_t *c = mesh->tri + 3 * (size_t)list[k];
             const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
             worst = cook_scan_triangle(mesh->xy + 2 * (size_t)c[0], mesh->xy + 2 * (size_t)c[1],
@@ -240,7 +256,6 @@ terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh,
         }
     }
     *out = worst;
-    terra_free(table);
     terra_free(start);
     terra_free(win);
     terra_free(list);

@@ -225,11 +225,18 @@ static void consider(simp *s, uint32_t v) {
     /* v is interior: each neighbour follows it in exactly one of its triangles. They are weighed in
      * the order of v's own distance from their fans, which no cost is under: once that passes the
      * best so far, none of the rest can beat it. */
-    uint32_t order[64];
-    double first[64];
-    uint32_t n = in->n <= 64 ? 0 : in->n;
-    for (uint32_t i = 0; i < in->n && in->n <= 64; i++) {
+    enum { ORDERED = 64 }; /* stars this large (walls' corners, rims) are weighed in any order */
+    uint32_t order[ORDERED];
+    double first[ORDERED];
+    const bool ordered = in->n <= ORDERED;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < in->n; i++) {
         uint32_t u = after(s, in->t[i], v);
+        if (!ordered) {
+            double e = collapse_cost(s, v, u, fmin(best.err, s->target), false);
+            if (e < best.err || (e == best.err && u < best.u)) best.err = e, best.u = u;
+            continue;
+        }
         double f = collapse_cost(s, v, u, s->target, true);
         if (isinf(f)) continue;
         uint32_t k = n++;
@@ -237,11 +244,9 @@ static void consider(simp *s, uint32_t v) {
             first[k] = first[k - 1], order[k] = order[k - 1];
         first[k] = f, order[k] = u;
     }
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t u = in->n <= 64 ? order[i] : after(s, in->t[i], v);
-        if (in->n <= 64 && first[i] > fmin(best.err, s->target)) break;
-        double e = collapse_cost(s, v, u, fmin(best.err, s->target), false);
-        if (e < best.err || (e == best.err && u < best.u)) best.err = e, best.u = u;
+    for (uint32_t i = 0; i < n && first[i] <= fmin(best.err, s->target); i++) {
+        double e = collapse_cost(s, v, order[i], fmin(best.err, s->target), false);
+        if (e < best.err || (e == best.err && order[i] < best.u)) best.err = e, best.u = order[i];
     }
     if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
 }
