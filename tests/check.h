@@ -3,6 +3,7 @@
 #ifndef TERRA_TEST_CHECK_H
 #define TERRA_TEST_CHECK_H
 
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,19 @@ static inline const char *shared_path(const char *rel, char *buf, size_t n) {
     const char *root = getenv("TERRA_SHARED");
     snprintf(buf, n, "%s/%s", root ? root : "../shared", rel);
     return buf;
+}
+
+/* Whether ../shared's data is here (a user's clone has none): if not, a SKIP line for `what` and
+ * false, and the test of real files skips rather than fails. */
+static inline bool have_shared(const char *what) {
+    char p[1024];
+    FILE *f = fopen(shared_path("data/README.md", p, sizeof p), "rb");
+    if (f) {
+        fclose(f);
+        return true;
+    }
+    printf("SKIP %s: %s not found (the real data lives in ../shared; set TERRA_SHARED)\n", what, p);
+    return false;
 }
 
 /* Deterministic test RNG (splitmix64). */

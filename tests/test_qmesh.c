@@ -33,6 +33,7 @@ static uint32_t fnv8(const uint8_t *a, size_t n) {
 
 static bool load(const char *rel, uint8_t **data, size_t *size) {
     char path[1024];
+    if (!have_shared(rel)) return false;
     shared_path(rel, path, sizeof path);
     terra_status st = terra_io_read_file(path, 64u << 20, data, size);
     CHECK(st == TERRA_OK, "%s: %s", path, terra_last_error());

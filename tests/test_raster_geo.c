@@ -21,12 +21,6 @@
 #define HGT "data/dem/N44W072.hgt"
 #define STH "data/dem/sthelens_10m.png"
 
-static bool have_shared(const char *what) {
-    if (getenv("TERRA_SHARED")) return true;
-    printf("SKIP %s: $TERRA_SHARED is not set (the real rasters live there)\n", what);
-    return false;
-}
-
 static const char *tmp_path(const char *name, char *buf, size_t n) {
     snprintf(buf, n, "raster_geo_%ld_%s", (long)getpid(), name);
     return buf;

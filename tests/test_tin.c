@@ -9,6 +9,7 @@
 static bool read_dem(const char *rel, terra_raster_encoding enc, double zscale, terra_raster *r) {
     char p[1024];
     terra_raster_desc d = {0};
+    if (!have_shared(rel)) return false;
     d.path = shared_path(rel, p, sizeof p);
     d.encoding = enc;
     d.z_scale = zscale;
