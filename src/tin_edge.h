@@ -16,5 +16,10 @@
  * sample is kept. */
 terra_status terra_tin_edge_profile(const float *h, size_t stride, int32_t n, double bound, int32_t **pos,
                                     size_t *count);
+/* The same with vertices only at offsets i = phase (mod every) at least `every` from both ends
+ * of each run of valid samples, whose ends are kept (every > 1: positions that a tile many times
+ * wider still quantizes apart); samples between may then stay over the bound. */
+terra_status terra_tin_edge_profile_spaced(const float *h, size_t stride, int32_t n, double bound, int32_t every,
+                                           int32_t phase, int32_t **pos, size_t *count);
 
 #endif

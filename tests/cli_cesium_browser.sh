@@ -60,4 +60,7 @@ fi
 # At the default 1 m (about 35 s here; a few times that under the sanitizers)
 timeout 400 "$T" cook "$hgt" -o "$work/cook.terra" --no-cache >"$work/cook.out" 2>&1 ||
   fail "terra cook $hgt (rc $?, 400 s at most): $(tail -3 "$work/cook.out")"
+# every promise holds against the SRTM samples, the hemisphere roots included (their 16-bit steps
+# are 150 m wide and more)
+"$T" check "$work/cook.terra" --source "$hgt" -q || fail "terra check $work/cook.terra --source $hgt"
 client cook -71.3033 44.2706 14000 55

@@ -2,8 +2,8 @@
 # terra check end to end: the report and exit 0 on an archive whose promises hold, exit 1 naming
 # the tile on a broken one (a damaged payload; a grid pyramid's levels, which share no border
 # vertices), exit 2 on bad usage; and, once terra cook is built, a cooked raster (St Helens) and a
-# cooked scenery with a hole checked against their sources (the geographic frame's cook of
-# N44W072 takes minutes here: tests/test_cook_check.c covers that frame with archives made by hand).
+# cooked scenery with a hole checked against their sources (the geographic frame: cli_cook checks
+# its cook of N44W072, tests/test_cook_check.c archives made by hand).
 set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 S=${TERRA_SHARED:-../shared}

@@ -157,8 +157,17 @@ grep -q "^level 10 tiles 42 " "$T/out" && grep -q "^level 0 tiles 1 " "$T/out" &
 # the children whole, and the root tiles held the whole cell).
 awk '$1 == "level" { t[$2] = $8 } END { for (z in t) if ((z + 1) in t && t[z + 1] > 10000 && t[z] > 0.9 * t[z + 1]) exit 1 }' \
   "$T/out" && ok "hgt coarser levels simplified" || bad "hgt coarser levels: $(grep '^level' "$T/out")"
+# The cell's rim is no tile side above zoom 7: the hemisphere and quarter-world roots keep only the
+# rim's corners and what the ground needs (keeping its 1201 samples a side, they held 4671 vertices,
+# which their 16-bit steps could no longer tell apart).
+awk '$1 == "level" && $2 <= 2 && $6 > 1000 { exit 1 }' "$T/out" && ok "hgt roots small" \
+  || bad "hgt roots: $(grep '^level [0-2] ' "$T/out")"
 expect "hgt verify" 0 "$BIN" info --verify "$T/hgt.terra"
 grep -q "geographic" "$T/out" && ok "hgt archive frame" || bad "hgt archive frame"
+# Every promise against the SRTM samples: the cell's north edge lies on the 45-degree line, a side
+# of tiles down to zoom 2, whose 16-bit steps (2.0001 plane units) its vertices must clear; its
+# other edges are hole rims that coarser levels straighten to their corners.
+expect "hgt check" 0 "$BIN" check "$T/hgt.terra" --source "$DATA/N44W072.hgt" -q
 # The same raster cooked in the local frame by request.
 expect "hgt local" 0 "$BIN" cook "$DATA/N44W072.hgt" -e 10 --frame local --levels 1 -q -o "$T/hgtl.terra"
 [ "$(field frame)" = local ] && [ "$(field tiles)" = 25 ] && ok "hgt local tiles" || bad "hgt local tiles: $(cat "$T/out")"

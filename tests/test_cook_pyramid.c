@@ -414,8 +414,9 @@ static int depth_for(const source *s) {
     return D;
 }
 
-/* Meshes a raster into finest tiles, cooks the pyramid with 1 and 2 threads and checks it all. */
-static void cook_raster(const float *heights, int w, int h, int tile_size, double max_error, int ox, int oy,
+/* Meshes a raster into finest tiles, cooks the pyramid with 1 and 2 threads and checks it all;
+ * returns the vertices of the top depth's tiles. */
+static uint64_t cook_raster(const float *heights, int w, int h, int tile_size, double max_error, int ox, int oy,
                         int extra_depth, terra_cook_simplify_fn simplify, bool samples, bool strict, const char *what,
                         bool report) {
     source s = {.w = w, .h = h, .heights = heights, .S = tile_size - 1, .ox = ox, .oy = oy, .samples = samples};
@@ -423,7 +424,7 @@ static void cook_raster(const float *heights, int w, int h, int tile_size, doubl
                                .levels = &max_error, .level_count = 1, .threads = 2};
     terra_status st = terra_tin_tiles_build(&td, &s.tiles);
     CHECK(st == TERRA_OK, "%s: tiles: %s", what, terra_last_error());
-    if (st != TERRA_OK) return;
+    if (st != TERRA_OK) return 0;
     terra_cook_grid g = {.frame = TERRA_FRAME_LOCAL, .unit = {10, 10}, .tile_units = s.S};
     g.depth = depth_for(&s) + extra_depth;
     sink one, two;
@@ -455,6 +456,7 @@ static void cook_raster(const float *heights, int w, int h, int tile_size, doubl
     sink_free(&one);
     sink_free(&two);
     terra_tin_tiles_free(&s.tiles);
+    return st == TERRA_OK ? st1.level[g.depth].vertices : 0;
 }
 
 /* ---- the tests --------------------------------------------------------------------------------- */
@@ -656,6 +658,28 @@ static void test_random_terrain(void) {
     }
 }
 
+/* Ground that ends inside the tiles (a plane within a frame of no-data): every coarser level keeps
+ * the ground's outline exactly (check_pyramid: the area of the finest tiles), and the top one only
+ * its four corners, the rim's straight runs taken out along it. */
+static void test_rim(void) {
+    const int w = 57, h = 49; /* 7 x 6 tiles, each with ground */
+    float *z = malloc((size_t)w * h * sizeof *z);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            z[(size_t)y * w + x] = x < 7 || y < 5 || x > 50 || y > 44 ? NAN : (float)(0.25 * x - 0.5 * y + 3);
+    for (int samples = 0; samples < 2; samples++)
+        for (int round = 0; round < 2; round++) {
+            char what[96];
+            snprintf(what, sizeof what, "rim: tiles of 9, %s, %s", samples ? "samples" : "vertices",
+                     round ? "meshoptimizer" : "plane");
+            uint64_t top = cook_raster(z, w, h, 9, 0.5, 0, 0, 0, round ? terra_cook_simplify_meshopt : terra_cook_simplify_plane,
+                                       samples, false, what, false);
+            if (!round) CHECK(top == 4, "%s: the top tile keeps %llu vertices, not the rim's 4 corners", what,
+                              (unsigned long long)top);
+        }
+    free(z);
+}
+
 static void test_fuji(void) {
     char path[512];
     if (!getenv("TERRA_SHARED")) {
@@ -679,6 +703,7 @@ int main(void) {
     RUN(test_grid_keys);
     RUN(test_vertical_distance);
     RUN(test_random_terrain);
+    RUN(test_rim);
     RUN(test_fuji);
     return finish();
 }

@@ -2,6 +2,7 @@
 #include "check.h"
 #include "terra/raster.h"
 #include "terra/tin.h"
+#include "tin_edge.h"
 
 #include <math.h>
 #include <string.h>
@@ -344,6 +345,67 @@ static void test_level_for_distance(void) {
     }
 }
 
+/* The 1-D insertion with spaced vertices (an edge on a line that wide tiles quantize coarsely):
+ * over random profiles with runs of no-data, every vertex is at an allowed offset at least `every`
+ * from its run's ends, or is a run's end; every run's ends are kept; between two vertices of a run
+ * with an allowed offset between them every sample is within the bound; every 1 is the plain
+ * insertion. */
+static void test_edge_profile_spaced(void) {
+    unsigned long long seed = 77;
+    for (int round = 0; round < 400; round++) {
+        const int32_t n = 2 + (int32_t)(test_rand_u64(&seed) % 300), every = 1 + (int32_t)(test_rand_u64(&seed) % 9);
+        const int32_t phase = (int32_t)(test_rand_u64(&seed) % (uint64_t)every);
+        const double bound = test_rand_range(&seed, 0.1, 5);
+        float *h = malloc((size_t)n * sizeof *h);
+        double z = 0;
+        for (int32_t i = 0; i < n; i++) {
+            z += test_rand_range(&seed, -3, 3);
+            h[i] = (float)z;
+        }
+        const bool holes = round % 3 == 1;
+        for (int32_t i = 1; holes && i < n - 1; i++)
+            if (test_rand_u64(&seed) % 17 == 0) h[i] = NAN;
+        int32_t *pos, *plain;
+        size_t count, plain_count;
+        CHECK(terra_tin_edge_profile_spaced(h, 1, n, bound, every, phase, &pos, &count) == TERRA_OK, "profile");
+        CHECK(terra_tin_edge_profile(h, 1, n, bound, &plain, &plain_count) == TERRA_OK, "plain profile");
+        if (every == 1 && !holes)
+            CHECK(count == plain_count && (count == 0 || memcmp(pos, plain, count * sizeof *pos) == 0),
+                  "round %d: every 1 differs from the plain insertion", round);
+        uint8_t *kept = calloc((size_t)n, 1);
+        kept[0] = kept[n - 1] = 1;
+        for (size_t k = 0; k < count; k++) kept[pos[k]] = 1;
+        for (int32_t r0 = 0; every > 1 && r0 < n; r0++) {
+            if (isnan(h[r0])) continue;
+            int32_t r1 = r0;
+            while (r1 + 1 < n && !isnan(h[r1 + 1])) r1++;
+            CHECK(kept[r0] && kept[r1], "round %d: run %d..%d: an end not kept", round, r0, r1);
+            for (int32_t i = r0 + 1, a = r0; i <= r1; i++) {
+                if (!kept[i]) continue;
+                if (i < r1)
+                    CHECK(((i - phase) % every + every) % every == 0 && i - r0 >= every && r1 - i >= every,
+                          "round %d: vertex %d off the allowed offsets (every %d, phase %d, run %d..%d)", round, i,
+                          every, phase, r0, r1);
+                /* a segment over the bound has no allowed offset between its ends */
+                double worst = 0;
+                for (int32_t j = a + 1; j < i; j++)
+                    worst = fmax(worst, fabs(h[a] + (h[i] - h[a]) * (double)(j - a) / (i - a) - h[j]));
+                bool room = false;
+                for (int32_t j = a + 1; j < i && !room; j++)
+                    room = ((j - phase) % every + every) % every == 0 && j - r0 >= every && r1 - j >= every;
+                CHECK(worst <= bound || !room, "round %d: segment %d..%d lies %g from its samples with room to split (n %d every %d phase %d bound %g)",
+                      round, a, i, worst, n, every, phase, bound);
+                a = i;
+            }
+            r0 = r1;
+        }
+        free(kept);
+        terra_free(pos);
+        terra_free(plain);
+        free(h);
+    }
+}
+
 int main(void) {
     RUN(test_fuji_published);
     RUN(test_fuji_levels_prefix);
@@ -356,5 +418,6 @@ int main(void) {
     RUN(test_checker_catches);
     RUN(test_checker_far_coordinates);
     RUN(test_level_for_distance);
+    RUN(test_edge_profile_spaced);
     return finish();
 }

@@ -78,12 +78,14 @@ void terra_cook_mesh_free(terra_cook_mesh *m);
 typedef terra_status (*terra_cook_finest_fn)(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out,
                                              double *error);
 
-/* Heights of the plane's samples over a window: heights[j * width + i] at plane point (x0 + i, y0 + j),
- * NaN where there is no ground. */
+/* Heights of the plane's samples over a window: heights[j * width + i] at plane point
+ * (x0 + i * stride, y0 + j * stride), NaN where there is no ground. stride 1: every sample; more:
+ * a window too wide to hold whole, thinned (the simplifier's cost is then an estimate). */
 typedef struct terra_cook_samples {
     const float *heights;
     int64_t x0, y0;
     int width, height;
+    int stride;
 } terra_cook_samples;
 
 /* Edge collapse with locked borders: simplifies the triangles `tri` (3 * triangle_count indices
@@ -92,23 +94,26 @@ typedef struct terra_cook_samples {
  * or go. Collapses until the next one would exceed target_error (metres, the simplifier's own
  * measure). xy: the same vertices' plane positions (2 doubles a vertex), on which the pyramid
  * judges whether a triangle turned over or lost its area: pos rounds to floats, so lattice points
- * in a line can look like a thin triangle there. samples: the source under the tile where there is
- * one (the error is then measured against it; may be NULL). Returns the number of triangles
- * written. */
+ * in a line can look like a thin triangle there. rect: the tile's bounds in xy (x0, y0, x1, y1), or
+ * NULL; a simplifier may then take border vertices off those lines (on a hole rim or the edge of
+ * the data) where the rim runs straight through them, so the ground covered stays the same.
+ * samples: the source under the tile where there is one (the error is then measured against it;
+ * may be NULL). Returns the number of triangles written. */
 typedef size_t (*terra_cook_simplify_fn)(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                          const uint32_t *tri, size_t triangle_count, double target_error,
-                                         const terra_cook_samples *samples, uint32_t *out_tri);
+                                         const double *rect, const terra_cook_samples *samples, uint32_t *out_tri);
 /* The ground's own edge collapse (user unused): a vertex goes into a neighbour only if every triangle
  * of its new fan keeps an area in the plane (judged on xy, exactly as the pyramid does; z up),
  * cheapest first by the largest vertical distance of the new fan from the samples under it (with
  * samples: exact against them), or else from every input vertex under it and from the surface it
- * replaces at old/new edge crossings (target_error: metres, vertical), never a border vertex or a
- * corner of a triangle with no area in the plane (a wall). Deterministic. On
+ * replaces at old/new edge crossings (target_error: metres, vertical), never a corner of a
+ * triangle with no area in the plane (a wall) nor a border vertex, except, given rect, one inside
+ * it whose rim runs straight on both sides (it goes along the rim). Deterministic. On
  * ground, meshoptimizer's simplifier (terra_cook_simplify_meshopt) folds triangles in the plane on
  * steep slopes (it guards normals in three dimensions), and the pyramid must then refuse the try. */
 size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                  const uint32_t *tri, size_t triangle_count, double target_error,
-                                 const terra_cook_samples *samples, uint32_t *out_tri);
+                                 const double *rect, const terra_cook_samples *samples, uint32_t *out_tri);
 
 /* A finished tile: its mesh (only valid during the call), the stated error (measured), the
  * longest edge (metres). Called once per tile, on any thread. */
@@ -152,8 +157,8 @@ typedef struct terra_cook_pyramid_desc {
      * against the finest meshes, plus the largest error the finest state. */
     terra_cook_distance_fn distance;
     void *distance_user;
-    /* The source's samples under a coarser tile, for the simplifier (may be NULL: none; tiles
-     * wider than window_max samples get none either). */
+    /* The source's samples under a coarser tile's ground, for the simplifier (may be NULL: none);
+     * ground wider than window_max samples gets every 2nd, 4th... sample. */
     terra_cook_window_fn window;
     void *window_user;
     int64_t window_max;

@@ -14,11 +14,11 @@
 extern "C" {
 #endif
 
-/* meshoptimizer's simplifier with the border locked, as a terra_cook_simplify_fn (user, xy and
- * samples unused). */
+/* meshoptimizer's simplifier with the border locked, as a terra_cook_simplify_fn (user, xy, rect
+ * and samples unused: every border vertex stays). */
 size_t terra_cook_simplify_meshopt(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                    const uint32_t *tri, size_t triangle_count, double target_error,
-                                   const terra_cook_samples *samples, uint32_t *out_tri);
+                                   const double *rect, const terra_cook_samples *samples, uint32_t *out_tri);
 
 /* ---- samples on the plane --------------------------------------------------------------------
  * A raster's heights as the cook sees them: one sample at every whole point (x, y) of the plane

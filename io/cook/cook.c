@@ -495,8 +495,8 @@ static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, co
     return st;
 }
 
-/* The widest coarser tile (samples a side) whose samples the simplifier holds: 16 M floats, 64 MiB
- * a worker; wider tiles are simplified against their vertices and measured window by window. */
+/* The most samples a side of a coarser tile's ground the simplifier holds: 16 M floats, 64 MiB a
+ * worker; wider ground is weighed on every 2nd, 4th... sample and measured window by window. */
 #define COARSE_WINDOW_MAX 4097
 
 static terra_status emit_tile(void *user, const terra_cook_tile *t) {

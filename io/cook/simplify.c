@@ -8,8 +8,8 @@
 
 size_t terra_cook_simplify_meshopt(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                    const uint32_t *tri, size_t triangle_count, double target_error,
-                                   const terra_cook_samples *samples, uint32_t *out_tri) {
-    (void)user, (void)xy, (void)samples;
+                                   const double *rect, const terra_cook_samples *samples, uint32_t *out_tri) {
+    (void)user, (void)xy, (void)rect, (void)samples;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (uint32_t i = 0; i < vertex_count; i++)
         for (int k = 0; k < 3; k++) {

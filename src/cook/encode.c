@@ -7,28 +7,13 @@
  * (counter-clockwise in x, z seen from +y is clockwise in the plane's x, y: each one is reversed);
  * geographic tiles have ECEF metres and normals, u east, v north, the plane's turn kept. */
 #include "terra/cook.h"
+#include "scan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DEG2RAD (3.14159265358979323846 / 180.0)
-
-static uint16_t quant(double v, double lo, double hi) {
-    if (!(hi > lo)) return 0;
-    double q = (v - lo) / (hi - lo) * 32767.0;
-    return (uint16_t)(q <= 0 ? 0 : q >= 32767 ? 32767 : lround(q));
-}
-
-/* A plane coordinate 0..w in the tile on 0..32767: the sides exactly, anything between them kept
- * off the sides (a vertex within half a step of a wide tile's side would otherwise decode onto it
- * and look like a border vertex the edge lists do not name). */
-static uint16_t quant_side(double v, double w) {
-    if (!(v > 0)) return 0;
-    if (!(v < w)) return 32767;
-    uint16_t q = quant(v, 0, w);
-    return q < 1 ? 1 : q > 32766 ? 32766 : q;
-}
 
 /* Edge entries sort by (position along the side << 32 | vertex). */
 static int cmp_u64(const void *a, const void *b) {
@@ -74,9 +59,9 @@ terra_status terra_cook_encode(const terra_cook_grid *g, const terra_cook_tile *
     const double w = rect[2] - rect[0], hgt = rect[3] - rect[1];
     for (uint32_t i = 0; i < vc; i++) {
         const double x = M->xy[2 * i], y = M->xy[2 * i + 1];
-        u[i] = quant_side(x - rect[0], w);
-        v[i] = quant_side(y - rect[1], hgt);
-        h[i] = quant(M->z[i], lo, hi);
+        u[i] = cook_quant_side(x - rect[0], w);
+        v[i] = cook_quant_side(y - rect[1], hgt);
+        h[i] = cook_quant(M->z[i], lo, hi);
         const double z = lo + (hi - lo) * h[i] / 32767.0; /* what a reader decodes */
         double *p = pos + 3 * i;
         if (geo) {

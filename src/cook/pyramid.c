@@ -8,16 +8,19 @@
  * gives the same tiles.
  *
  * Measures: with a raster's samples (desc.distance and desc.window) the simplifier weighs each
- * collapse against the samples under the tile, so one run at the depth's bound is the answer, and
- * the stated error is the distance to the samples. Otherwise (sceneries, tiles too wide to hold
- * their samples) its cost is the distance from the input vertices, what is stated is measured
- * (against the samples, or the finest meshes under the tile plus their own error), and the target
- * moves by the ratio of bound to measure over a few tries. The children merged and not simplified
- * always fit (each child fits a bound half as large), so there is always an answer.
- * Every try is checked: the same border edges as the merged children (the outer border and hole
- * rims unchanged, so neighbours at any depths still share their border) and no triangle turned over
- * in the plane. */
+ * collapse against the samples under the tile's ground as a client decodes the tile (16-bit
+ * positions), so one run at the depth's bound is the answer, and the stated error is the distance
+ * of the decoded tile to the samples. Otherwise (sceneries, and ground too wide to hold every
+ * sample: then every 2nd, 4th... is weighed) the simplifier's cost is an estimate, what is stated
+ * is measured (against the samples, or the finest meshes under the tile plus their own error), and
+ * the target moves by the ratio of bound to measure over a few tries. The children merged and not
+ * simplified are the answer where no try fits (each child fits a bound half as large; only 16-bit
+ * positions of the wider tile can add to that).
+ * Every try is checked: the same border edges as the merged children (the outer border unchanged,
+ * so neighbours at any depths still share their border; a hole rim only straightened where it was
+ * straight, so the ground covered stays the same) and no triangle turned over in the plane. */
 #include "terra/cook.h"
+#include "scan.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -296,9 +299,54 @@ static void collect_finest(pyramid *P, const node *n, tile_work *w) {
         if (n->child[i] >= 0) collect_finest(P, &P->nodes[n->child[i]], w);
 }
 
-/* Whether the triangles of a try keep the merged children's border edges (the outer border and
- * hole rims) and turn no triangle over in the plane. */
-static bool keeps_border(tile_work *w, const uint32_t *tri, size_t tn) {
+/* Whether the try's border edges (w->edges, nb of them) are the merged children's, except that a
+ * run of rim edges in a straight line, off the tile's sides, may have become one edge: each old
+ * edge is kept or lies in exactly one new one, and the vertices between are gone. */
+static bool same_border(tile_work *w, size_t nb, const uint32_t *tri, size_t tn, const double *rect) {
+    const terra_cook_mesh *m = &w->merged;
+    const size_t old = w->border_count;
+    if (nb == old && memcmp(w->edges, w->border, nb * sizeof(uint64_t)) == 0) return true;
+    uint8_t *taken = terra_calloc(old + 1, 1);
+    if (!taken) return false;
+    uint32_t *used = w->map; /* scratch here: compact fills it afresh */
+    memset(used, 0, m->vertex_count * sizeof(uint32_t));
+    for (size_t i = 0; i < 3 * tn; i++) used[tri[i]] = 1;
+    const double tol = 1e-9 * fmax(rect[2] - rect[0], rect[3] - rect[1]);
+    size_t count = 0;
+    bool ok = true;
+    for (size_t i = 0; i < nb && ok; i++) {
+        const uint32_t a = (uint32_t)(w->edges[i] >> 32), b = (uint32_t)w->edges[i];
+        const double *A = m->xy + 2 * (size_t)a, *B = m->xy + 2 * (size_t)b;
+        /* old edges from `at`, untaken, towards b: b itself or a vertex between */
+        uint32_t at = a;
+        while (ok && at != b) {
+            size_t lo = 0, hi = old;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if ((w->border[mid] >> 32) < at) lo = mid + 1;
+                else hi = mid;
+            }
+            uint32_t to = UINT32_MAX;
+            for (size_t k = lo; k < old && (uint32_t)(w->border[k] >> 32) == at && to == UINT32_MAX; k++) {
+                const uint32_t c = (uint32_t)w->border[k];
+                const double *C = m->xy + 2 * (size_t)c;
+                if (taken[k]) continue;
+                if (c != b && (used[c] || !cook_straight(A, C, B) || fabs(C[0] - rect[0]) <= tol ||
+                               fabs(C[0] - rect[2]) <= tol || fabs(C[1] - rect[1]) <= tol || fabs(C[1] - rect[3]) <= tol))
+                    continue;
+                taken[k] = 1, to = c, count++;
+            }
+            if (to == UINT32_MAX) ok = false;
+            at = to;
+        }
+    }
+    terra_free(taken);
+    return ok && count == old;
+}
+
+/* Whether the triangles of a try keep the merged children's border (same_border) and turn no
+ * triangle over in the plane. */
+static bool keeps_border(tile_work *w, const uint32_t *tri, size_t tn, const double *rect) {
     const terra_cook_mesh *m = &w->merged;
     size_t flat = 0;
     for (size_t t = 0; t < tn; t++) {
@@ -308,8 +356,7 @@ static bool keeps_border(tile_work *w, const uint32_t *tri, size_t tn) {
     }
     /* Walls (no area in the plane) may stay or go, never appear. */
     if (flat > w->merged_flat) return false;
-    size_t nb = border_edges(tri, tn, w->edges, w->scratch);
-    return nb == w->border_count && memcmp(w->edges, w->border, nb * sizeof(uint64_t)) == 0;
+    return same_border(w, border_edges(tri, tn, w->edges, w->scratch), tri, tn, rect);
 }
 
 /* The stated error of the mesh the triangles make (w->cand), or once it passes `limit`, some error
@@ -318,14 +365,53 @@ static terra_status measure(pyramid *P, const node *n, tile_work *w, const uint3
                             double *stated) {
     terra_status st = compact(&w->merged, tri, tn, &w->cand, w->map);
     if (st != TERRA_OK) return st;
-    if (P->d->distance)
-        return P->d->distance(P->d->distance_user, &w->cand, w->leaves, (size_t)w->finest_count, 0, limit, stated);
+    if (P->d->distance) { /* samples within what decoding moves a vertex outside a triangle count */
+        double r[4];
+        terra_cook_tile_rect(P->d->grid, n->depth, n->tx, n->ty, r);
+        return P->d->distance(P->d->distance_user, &w->cand, w->leaves, (size_t)w->finest_count,
+                              0.5 * fmax(r[2] - r[0], r[3] - r[1]) / 32767.0, limit, stated);
+    }
     double dist = terra_cook_vertical_distance_within(&w->cand, w->finest, w->finest_count, limit - n->finest_error, NULL);
     if (isinf(dist))
         return terra_fail(TERRA_E_NOMEM, "cook pyramid: tile %d/%d,%d: out of memory measuring", n->depth, (int)n->tx,
                           (int)n->ty);
     *stated = dist + n->finest_error;
     return TERRA_OK;
+}
+
+/* The source's samples under the merged mesh's box (its ground: the tile's part that has any), into
+ * w->samples: all of them, or where the box is wider than window_max samples, every stride-th in
+ * both directions (read a row at a time). */
+static terra_status tile_samples(pyramid *P, const node *n, tile_work *w, const double *rect) {
+    const terra_cook_pyramid_desc *d = P->d;
+    const terra_cook_mesh *m = &w->merged;
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    for (uint32_t v = 0; v < m->vertex_count; v++)
+        for (int k = 0; k < 2; k++) {
+            lo[k] = fmin(lo[k], m->xy[2 * (size_t)v + k]);
+            hi[k] = fmax(hi[k], m->xy[2 * (size_t)v + k]);
+        }
+    const int64_t x0 = (int64_t)fmax(rect[0], floor(lo[0])), y0 = (int64_t)fmax(rect[1], floor(lo[1]));
+    const int64_t x1 = (int64_t)fmin(rect[2], ceil(hi[0])), y1 = (int64_t)fmin(rect[3], ceil(hi[1]));
+    const int64_t bw = x1 - x0 + 1, bh = y1 - y0 + 1;
+    int64_t stride = 1;
+    while ((bw - 1) / stride + 1 > d->window_max || (bh - 1) / stride + 1 > d->window_max) stride *= 2;
+    const int nw = (int)((bw - 1) / stride + 1), nh = (int)((bh - 1) / stride + 1);
+    w->heights = terra_alloc((size_t)nw * (size_t)nh * sizeof(float));
+    float *row = stride > 1 ? terra_alloc((size_t)bw * sizeof(float)) : NULL;
+    terra_status st = TERRA_OK;
+    if (!w->heights || (stride > 1 && !row))
+        st = terra_fail(TERRA_E_NOMEM, "cook pyramid: tile %d/%d,%d: out of memory for %dx%d samples", n->depth,
+                        (int)n->tx, (int)n->ty, nw, nh);
+    else if (stride == 1)
+        st = d->window(d->window_user, d->grid, x0, y0, nw, nh, w->heights);
+    for (int j = 0; st == TERRA_OK && stride > 1 && j < nh; j++) {
+        st = d->window(d->window_user, d->grid, x0, y0 + j * stride, (int)bw, 1, row);
+        for (int i = 0; st == TERRA_OK && i < nw; i++) w->heights[(size_t)j * nw + i] = row[(size_t)i * stride];
+    }
+    terra_free(row);
+    w->samples = (terra_cook_samples){w->heights, x0, y0, nw, nh, (int)stride};
+    return st;
 }
 
 /* Chooses the fewest triangles whose stated error fits the depth's bound; the result in w->best,
@@ -363,36 +449,32 @@ static terra_status simplify_tile(pyramid *P, const node *n, tile_work *w, size_
     if (d->distance) target *= 1 - 1e-9;
     bool fitted = false;
     const terra_cook_samples *samples = NULL;
-    if (d->window) {
-        /* the tile's samples, where it is not too wide for them */
-        const int64_t side = (int64_t)(rect[2] - rect[0]) + 1;
-        if (side <= d->window_max && side * side <= (int64_t)(SIZE_MAX / sizeof(float))) {
-            w->heights = terra_alloc((size_t)(side * side) * sizeof(float));
-            if (!w->heights)
-                return terra_fail(TERRA_E_NOMEM, "cook pyramid: tile %d/%d,%d: out of memory for %lld^2 samples",
-                                  n->depth, (int)n->tx, (int)n->ty, (long long)side);
-            terra_status st = d->window(d->window_user, d->grid, (int64_t)rect[0], (int64_t)rect[1], (int)side,
-                                        (int)side, w->heights);
-            if (st != TERRA_OK) return st;
-            w->samples = (terra_cook_samples){w->heights, (int64_t)rect[0], (int64_t)rect[1], (int)side, (int)side};
-            samples = &w->samples;
-        }
+    if (d->window && d->window_max > 1) {
+        terra_status st = tile_samples(P, n, w, rect);
+        if (st != TERRA_OK) return st;
+        samples = &w->samples;
     }
+    /* Against every sample the simplifier's cost is the error: one run at the bound is the answer.
+     * What fits is the bound, unless the children lie further from the source already (a side whose
+     * vertices are spaced for wider tiles may): then, against every sample, the run at the bound
+     * (no collapse adds more), else the children's error. */
+    const bool exact = samples && samples->stride == 1;
+    const double limit = children <= bound ? bound : exact ? INFINITY : children * (1 + 1e-6);
     for (int i = 0; i < SIMPLIFY_TRIES && target > 0; i++) {
-        size_t got = d->simplify(d->simplify_user, m->xy, w->pos, m->vertex_count, m->tri, tn, target, samples, w->tri);
+        size_t got =
+            d->simplify(d->simplify_user, m->xy, w->pos, m->vertex_count, m->tri, tn, target, rect, samples, w->tri);
         double stated = INFINITY;
-        if (got < best && keeps_border(w, w->tri, got)) {
-            terra_status st = measure(P, n, w, w->tri, got, bound, &stated);
+        if (got < best && keeps_border(w, w->tri, got, rect)) {
+            terra_status st = measure(P, n, w, w->tri, got, limit, &stated);
             if (st != TERRA_OK) return st;
         }
-        if (stated <= bound) {
+        if (stated <= limit) {
             if (got < best) {
                 best = got, err = stated, fitted = true;
                 memcpy(w->best, w->tri, 3 * got * sizeof(uint32_t));
             }
             fit = target;
-            /* against the samples the simplifier's cost is the error: nothing more fits */
-            if (samples || stated > 0.97 * bound) break;
+            if (exact || stated > 0.97 * limit) break;
         } else {
             miss = target;
         }

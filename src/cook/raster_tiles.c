@@ -36,15 +36,45 @@ static void edges_free(edges *e) {
     for (int k = 0; k < 4; k++) terra_free(e->pos[k]);
 }
 
-/* The four edges of the (T + 1)^2 samples `in` (row-major, row = plane y): rows 0 and T run along x,
- * columns 0 and T along y, each in increasing plane coordinate, as the neighbour runs them too. */
-static terra_status edge_vertices(const float *in, int T, double bound, edges *e) {
+/* The spacing a tile line's vertices need: the line at plane coordinate `at` is a side of tiles up
+ * to some depth, and there 16-bit quantization (32767 steps a side) tells vertices apart only one
+ * step or more apart (a geographic tile 45 degrees wide steps 2.0001 plane units). */
+static int32_t line_spacing(const terra_cook_grid *g, int64_t at) {
+    const int64_t T = (int64_t)g->tile_units;
+    int d = 0;
+    while (d < g->depth && d < 40 && at % (T << (d + 1)) == 0) d++;
+    return (int32_t)ceil(ldexp((double)T, d) / 32767.0);
+}
+
+/* The four edges of the (T + 1)^2 samples `in` (row-major, row = plane y) of tile (tx, ty): rows 0
+ * and T run along x, columns 0 and T along y, each in increasing plane coordinate, as the neighbour
+ * runs them too. On a line that wider tiles quantize coarser than a sample, vertices go only where
+ * every depth tells them apart (every `spacing` units of the plane, from its origin) and the samples
+ * between are set on the line's segments, so the 2-D mesher adds none there; `in` is changed then. */
+static terra_status edge_vertices(const terra_cook_grid *g, float *in, int T, int32_t tx, int32_t ty, double bound,
+                                  edges *e) {
     const size_t W = (size_t)T + 1;
-    const float *start[4] = {in, in + (size_t)T * W, in, in + T};
+    float *start[4] = {in, in + (size_t)T * W, in, in + T};
     const size_t stride[4] = {1, 1, W, W};
+    const int64_t line[4] = {(int64_t)ty * T, ((int64_t)ty + 1) * T, (int64_t)tx * T, ((int64_t)tx + 1) * T};
+    const int64_t along[4] = {(int64_t)tx * T, (int64_t)tx * T, (int64_t)ty * T, (int64_t)ty * T};
     for (int k = 0; k < 4; k++) {
-        terra_status st = terra_tin_edge_profile(start[k], stride[k], T + 1, bound, &e->pos[k], &e->n[k]);
+        const int32_t every = line_spacing(g, line[k]);
+        const int32_t phase = (int32_t)(((-along[k]) % every + every) % every);
+        terra_status st = terra_tin_edge_profile_spaced(start[k], stride[k], T + 1, bound, every, phase, &e->pos[k], &e->n[k]);
         if (st != TERRA_OK) return st;
+        bool holes = false;
+        for (int i = 0; i <= T; i++) holes |= !valid(start[k][(size_t)i * stride[k]]);
+        if (every == 1 || holes) continue;
+        /* samples between the kept vertices onto the segments */
+        int32_t a = 0;
+        for (size_t j = 0; j <= e->n[k]; j++) {
+            const int32_t b = j < e->n[k] ? e->pos[k][j] : T;
+            const float za = start[k][(size_t)a * stride[k]], zb = start[k][(size_t)b * stride[k]];
+            for (int32_t i = a + 1; i < b; i++)
+                start[k][(size_t)i * stride[k]] = (float)(za + ((double)zb - za) * (i - a) / (b - a));
+            a = b;
+        }
     }
     return TERRA_OK;
 }
@@ -125,7 +155,7 @@ terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_
             for (size_t i = 0; i < W; i++) valid_count += valid(in[j * W + i]);
         }
         if (valid_count < 3) goto done; /* no ground: not a triangle to make */
-        st = edge_vertices(in, T, rt->max_error * TERRA_TIN_BORDER_MARGIN, &e);
+        st = edge_vertices(rt->grid, in, T, tx, ty, rt->max_error * TERRA_TIN_BORDER_MARGIN, &e);
     }
     if (st == TERRA_OK) {
         size_t ns = e.n[0] + e.n[1] + e.n[2] + e.n[3], k = 0;
@@ -146,6 +176,8 @@ terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_
         /* The mesher keeps every sample within the bound but does not say how far within: measure. */
         const terra_tin_level *L = &tm.levels[tm.level_count - 1];
         terra_tin_check_result cr;
+        /* against the samples as read (edge_vertices may have moved some on a side onto it) */
+        for (size_t j = 0; j < W; j++) memcpy(in + j * W, ring + (j + 1) * R + 1, W * sizeof *in);
         st = terra_tin_check(in, T + 1, T + 1, tm.xy, tm.z, tm.vertex_count, L->triangles, L->triangle_count, NULL, &cr);
         *error = cr.max_error;
     }

@@ -1,4 +1,5 @@
-/* Triangles against the samples under them: shared by the cook's measures and its simplifier. */
+/* Triangles against the samples under them, and 16-bit positions: shared by the cook's measures,
+ * its simplifier and its encoder. */
 #ifndef TERRA_COOK_SCAN_H
 #define TERRA_COOK_SCAN_H
 
@@ -22,6 +23,37 @@ static inline double cook_min3(double a, double b, double c) {
 static inline double cook_max3(double a, double b, double c) {
     double m = a > b ? a : b;
     return m > c ? m : c;
+}
+
+/* 16-bit quantization of a tile's positions, as quantized-mesh writes them: v in [lo, hi] onto
+ * 0..32767. */
+static inline uint16_t cook_quant(double v, double lo, double hi) {
+    if (!(hi > lo)) return 0;
+    double q = (v - lo) / (hi - lo) * 32767.0;
+    return (uint16_t)(q <= 0 ? 0 : q >= 32767 ? 32767 : lround(q));
+}
+
+/* A plane coordinate 0..w in the tile on 0..32767: the sides exactly, anything between them kept
+ * off the sides (a vertex within half a step of a wide tile's side would otherwise decode onto it
+ * and look like a border vertex the edge lists do not name). */
+static inline uint16_t cook_quant_side(double v, double w) {
+    if (!(v > 0)) return 0;
+    if (!(v < w)) return 32767;
+    uint16_t q = cook_quant(v, 0, w);
+    return q < 1 ? 1 : q > 32766 ? 32766 : q;
+}
+
+/* Plane coordinate v of a tile spanning [lo, hi] as a client decodes it. */
+static inline double cook_decoded(double v, double lo, double hi) {
+    return lo + (hi - lo) * cook_quant_side(v - lo, hi - lo) / 32767.0;
+}
+
+/* Whether v lies between p and n on the straight line through them (plane points): a rim through
+ * p, v, n keeps its shape without v. */
+static inline bool cook_straight(const double *p, const double *v, const double *n) {
+    const double ax = v[0] - p[0], ay = v[1] - p[1], bx = n[0] - v[0], by = n[1] - v[1];
+    const double cross = ax * by - ay * bx, dot = ax * bx + ay * by;
+    return dot > 0 && fabs(cross) <= 1e-12 * dot;
 }
 
 /* The samples of the window (plane point (x0, y0) first, W by H, rows of W) under triangle (a, b,

@@ -4,16 +4,21 @@
  * A general simplifier (meshoptimizer's) guards against normals turning over in three dimensions;
  * on steep ground a collapse can fold triangles over in the plane while their normals turn by less
  * than that, and a folded tile is no height field. Here a vertex v goes into a neighbour u only if
- * every triangle of the new fan turns counter-clockwise in the plane. The cost of a collapse is the
- * largest vertical distance of the new fan from the source's samples under it, where the caller has
- * them (each new triangle scanned over them: the cost is the error itself, never a sum of steps).
+ * every triangle of the new fan turns counter-clockwise in the plane, both where it is and (given
+ * the tile's bounds) where a client decodes it on the tile's 16-bit lattice. The cost of a collapse
+ * is the largest vertical distance of the new fan from the source's samples under it, or up to half
+ * a 16-bit step outside it, where the caller has them (each new triangle scanned over them: the
+ * cost is the error itself, never a sum of steps).
  * Without samples it is the distance from every vertex the call started with that lies under the
  * fan (each triangle keeps the vertices removed inside it) and from the star it replaces at the
  * crossings of old edges (v to its neighbours) with new ones (u to its neighbours). Collapses are
  * taken cheapest first (a heap, ties by vertex index: deterministic) until the next would exceed
- * the target; a lower target stops earlier on the same sequence. Vertices on a border (an edge of
- * one triangle: the tile's outer border, hole rims) and corners of triangles with no area in the
- * plane (walls) never move or go. */
+ * the target; a lower target stops earlier on the same sequence. Vertices on the tile's outer border
+ * and corners of triangles with no area in the plane (walls) never move or go. A vertex of a hole
+ * rim (an edge of one triangle inside the tile) goes only where the rim runs straight through it,
+ * into one of its two rim neighbours: the rim keeps its shape and the ground covered stays the
+ * same (the edge of a 1-degree cell would otherwise keep all its 1201 samples a side up to the
+ * hemisphere tile, where 16-bit positions no longer tell them apart). */
 #include "terra/cook.h"
 #include "scan.h"
 
@@ -36,11 +41,15 @@ typedef struct candidate {
 
 typedef struct simp {
     const double *xy;        /* plane positions: the judge of area */
+    double *qxy;             /* given the tile's bounds: where a client decodes them, else NULL */
+    double slack;            /* half a 16-bit step of the tile: how far decoding moves a vertex */
     const float *pos;
     uint32_t *tri;
     size_t tn;
     incidence *inc;          /* per vertex: its live triangles */
     uint8_t *locked, *gone, *dead;
+    uint32_t *rim_prev, *rim_next; /* per vertex on a border: its neighbours along it (p -> v -> n) */
+    const double *rect;      /* the tile's bounds in xy, or NULL: every border vertex stays */
     const terra_cook_samples *samples; /* the source under the tile, or NULL */
     uint32_t *head, *next;   /* without samples: per triangle the first removed vertex under it, per
                                 vertex the next */
@@ -58,10 +67,20 @@ static double orient(const float *a, const float *b, const float *c) {
 
 static const float *P(const simp *s, uint32_t v) { return s->pos + 3 * (size_t)v; }
 
+static double area2(const double *A, const double *B, const double *C) {
+    return (B[0] - A[0]) * (C[1] - A[1]) - (B[1] - A[1]) * (C[0] - A[0]);
+}
+
 /* Twice the signed area of (a, b, c) in the plane, computed as the pyramid computes it. */
 static double plane_area2(const simp *s, uint32_t a, uint32_t b, uint32_t c) {
-    const double *A = s->xy + 2 * (size_t)a, *B = s->xy + 2 * (size_t)b, *C = s->xy + 2 * (size_t)c;
-    return (B[0] - A[0]) * (C[1] - A[1]) - (B[1] - A[1]) * (C[0] - A[0]);
+    return area2(s->xy + 2 * (size_t)a, s->xy + 2 * (size_t)b, s->xy + 2 * (size_t)c);
+}
+
+/* Whether a new triangle (a, b, c) keeps an area in the plane, and as decoded (where it would not,
+ * it would decode onto a line or turned over). */
+static bool keeps_area(const simp *s, uint32_t a, uint32_t b, uint32_t c) {
+    if (!(plane_area2(s, a, b, c) > 0)) return false;
+    return !s->qxy || area2(s->qxy + 2 * (size_t)a, s->qxy + 2 * (size_t)b, s->qxy + 2 * (size_t)c) > 0;
 }
 
 static bool push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t x) {
@@ -162,7 +181,7 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, b
         /* The new triangle (u, a, b) where t was (v, a, b). */
         uint32_t a = after(s, t, v), b = after(s, t, a);
         const float *A = P(s, a), *B = P(s, b);
-        if (!(plane_area2(s, u, a, b) > 0)) return INFINITY;
+        if (!keeps_area(s, u, a, b)) return INFINITY;
         double area = orient(U, A, B);
         if (!(area > 0)) return INFINITY; /* metres in floats: too thin to weigh */
         /* v against the new fan, in the one (or first) new triangle that holds it. */
@@ -172,17 +191,37 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, b
             inside = true;
         }
     }
+    if (s->rim_next[v] != NONE) { /* v lies on the new rim edge (prev, next): its height there */
+        const double *A = s->xy + 2 * (size_t)s->rim_prev[v], *B = s->xy + 2 * (size_t)s->rim_next[v];
+        const double *X = s->xy + 2 * (size_t)v;
+        const double dx = B[0] - A[0], dy = B[1] - A[1];
+        const double t = ((X[0] - A[0]) * dx + (X[1] - A[1]) * dy) / (dx * dx + dy * dy);
+        const float za = P(s, s->rim_prev[v])[2], zb = P(s, s->rim_next[v])[2];
+        local = fabs(za + t * ((double)zb - za) - V[2]);
+        inside = true;
+    }
     if (!inside || local > cap) return INFINITY;
     if (first_only) return local;
     const terra_cook_samples *sm = s->samples;
-    if (sm) { /* the samples under the new fan against it */
+    if (sm) { /* the samples under the new fan against it, those within what decoding moves a vertex
+                 outside it too (a sliver's plane tilts far there: it would decode badly) */
+        const double *q = s->xy;
         for (uint32_t i = 0; i < in->n; i++) {
             uint32_t t = in->t[i];
             if (has(s, t, u)) continue;
             uint32_t a = after(s, t, v), b = after(s, t, a);
             const float z[3] = {U[2], P(s, a)[2], P(s, b)[2]};
-            local = cook_scan_triangle(s->xy + 2 * (size_t)u, s->xy + 2 * (size_t)a, s->xy + 2 * (size_t)b, z,
-                                       sm->heights, sm->x0, sm->y0, sm->width, sm->height, 0, local, cap);
+            const double *c[3] = {q + 2 * (size_t)u, q + 2 * (size_t)a, q + 2 * (size_t)b};
+            if (sm->stride == 1) {
+                local = cook_scan_triangle(c[0], c[1], c[2], z, sm->heights, sm->x0, sm->y0, sm->width, sm->height,
+                                           s->slack, local, cap);
+            } else { /* in the thinned window's own steps */
+                double w[3][2];
+                for (int k = 0; k < 3; k++)
+                    w[k][0] = (c[k][0] - sm->x0) / sm->stride, w[k][1] = (c[k][1] - sm->y0) / sm->stride;
+                local = cook_scan_triangle(w[0], w[1], w[2], z, sm->heights, 0, 0, sm->width, sm->height,
+                                           s->slack / sm->stride, local, cap);
+            }
             if (local > cap) return INFINITY;
         }
         return local;
@@ -221,6 +260,15 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, b
 static void consider(simp *s, uint32_t v) {
     if (s->locked[v] || s->gone[v]) return;
     candidate best = {INFINITY, v, NONE, s->stamp[v]};
+    if (s->rim_next[v] != NONE) { /* a rim vertex goes along the rim */
+        const uint32_t along[2] = {s->rim_prev[v], s->rim_next[v]};
+        for (int i = 0; i < 2; i++) {
+            double e = collapse_cost(s, v, along[i], fmin(best.err, s->target), false);
+            if (e < best.err || (e == best.err && along[i] < best.u)) best.err = e, best.u = along[i];
+        }
+        if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
+        return;
+    }
     const incidence *in = &s->inc[v];
     /* v is interior: each neighbour follows it in exactly one of its triangles. They are weighed in
      * the order of v's own distance from their fans, which no cost is under: once that passes the
@@ -294,6 +342,10 @@ static void collapse(simp *s, uint32_t v, uint32_t u) {
     }
     in->n = 0;
     s->gone[v] = 1;
+    if (s->rim_next[v] != NONE) { /* the rim now runs prev -> next */
+        s->rim_next[s->rim_prev[v]] = s->rim_next[v];
+        s->rim_prev[s->rim_next[v]] = s->rim_prev[v];
+    }
     /* Every vertex around u has a new star: its queued collapse is stale; weigh it again, once. */
     const incidence *iu = &s->inc[u];
     s->epoch++;
@@ -312,8 +364,18 @@ static int u64_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Border vertices (an edge with no twin, or used twice the same way) and wall corners. */
-static bool lock_vertices(simp *s) {
+/* Whether xy point x lies on one of the tile's sides. */
+static bool on_side(const simp *s, const double *x) {
+    const double *r = s->rect;
+    const double tol = 1e-9 * fmax(r[2] - r[0], r[3] - r[1]);
+    return fabs(x[0] - r[0]) <= tol || fabs(x[0] - r[2]) <= tol || fabs(x[1] - r[1]) <= tol ||
+           fabs(x[1] - r[3]) <= tol;
+}
+
+/* Border vertices (an edge with no twin, or used twice the same way) and wall corners are locked,
+ * except (given the tile's bounds) a rim vertex off the tile's sides with one rim edge in and one
+ * out in a straight line: it keeps its rim neighbours instead. */
+static bool lock_vertices(simp *s, uint32_t vertex_count) {
     size_t ne = 3 * s->tn;
     uint64_t *e = terra_alloc(ne * sizeof(uint64_t) + 8);
     if (!e) return false;
@@ -323,23 +385,44 @@ static bool lock_vertices(simp *s) {
         for (int k = 0; k < 3; k++) e[3 * t + k] = (uint64_t)s->tri[3 * t + k] << 32 | s->tri[3 * t + (k + 1) % 3];
     }
     qsort(e, ne, sizeof(uint64_t), u64_cmp);
+    /* rim edges in and out per vertex: more than one either way (two rims touching) locks it */
+    uint8_t *ins = terra_calloc((size_t)vertex_count + 1, 2);
+    if (!ins) {
+        terra_free(e);
+        return false;
+    }
+    uint8_t *outs = ins + vertex_count + 1;
     for (size_t i = 0; i < ne; i++) {
         uint64_t twin = e[i] << 32 | e[i] >> 32;
         bool twice = (i > 0 && e[i - 1] == e[i]) || (i + 1 < ne && e[i + 1] == e[i]);
-        if (twice || !bsearch(&twin, e, ne, sizeof(uint64_t), u64_cmp))
-            s->locked[e[i] >> 32] = s->locked[e[i] & 0xffffffffu] = 1;
+        const uint32_t a = (uint32_t)(e[i] >> 32), b = (uint32_t)(e[i] & 0xffffffffu);
+        if (twice) {
+            s->locked[a] = s->locked[b] = outs[a] = ins[b] = 2;
+        } else if (!bsearch(&twin, e, ne, sizeof(uint64_t), u64_cmp)) {
+            s->rim_next[a] = b, s->rim_prev[b] = a;
+            if (outs[a] < 2) outs[a]++;
+            if (ins[b] < 2) ins[b]++;
+        }
     }
+    for (uint32_t v = 0; v < vertex_count; v++) {
+        if (!outs[v] && !ins[v]) continue;
+        bool moves = s->rect && !s->locked[v] && outs[v] == 1 && ins[v] == 1 && !on_side(s, s->xy + 2 * (size_t)v) &&
+                     cook_straight(s->xy + 2 * (size_t)s->rim_prev[v], s->xy + 2 * (size_t)v,
+                                   s->xy + 2 * (size_t)s->rim_next[v]);
+        if (!moves) s->locked[v] = 1;
+    }
+    terra_free(ins);
     terra_free(e);
     return true;
 }
 
 size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                  const uint32_t *tri, size_t triangle_count, double target_error,
-                                 const terra_cook_samples *samples, uint32_t *out_tri) {
+                                 const double *rect, const terra_cook_samples *samples, uint32_t *out_tri) {
     (void)user;
     simp s;
     memset(&s, 0, sizeof s);
-    s.xy = xy, s.pos = pos, s.tn = triangle_count, s.target = target_error, s.samples = samples;
+    s.xy = xy, s.pos = pos, s.tn = triangle_count, s.target = target_error, s.samples = samples, s.rect = rect;
     s.tri = terra_alloc(3 * triangle_count * sizeof(uint32_t) + 4);
     s.inc = terra_calloc((size_t)vertex_count + 1, sizeof(incidence));
     s.locked = terra_calloc((size_t)vertex_count + 1, 1);
@@ -349,14 +432,27 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
     s.next = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
     s.stamp = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
     s.mark = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
+    s.rim_prev = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
+    s.rim_next = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
+    if (rect) {
+        s.qxy = terra_alloc(((size_t)vertex_count + 1) * 2 * sizeof(double));
+        for (uint32_t v = 0; s.qxy && v < vertex_count; v++) {
+            s.qxy[2 * (size_t)v] = cook_decoded(xy[2 * (size_t)v], rect[0], rect[2]);
+            s.qxy[2 * (size_t)v + 1] = cook_decoded(xy[2 * (size_t)v + 1], rect[1], rect[3]);
+        }
+        s.slack = 0.5 * fmax(rect[2] - rect[0], rect[3] - rect[1]) / 32767.0;
+    }
     size_t out = 0;
-    bool ok = s.tri && s.inc && s.locked && s.gone && s.dead && s.head && s.next && s.stamp && s.mark;
+    bool ok = s.tri && s.inc && s.locked && s.gone && s.dead && s.head && s.next && s.stamp && s.mark && s.rim_prev &&
+              s.rim_next && (s.qxy || !rect);
     if (ok) {
         memcpy(s.tri, tri, 3 * triangle_count * sizeof(uint32_t));
         memset(s.head, 0xff, triangle_count * sizeof(uint32_t));
+        memset(s.rim_prev, 0xff, (size_t)vertex_count * sizeof(uint32_t));
+        memset(s.rim_next, 0xff, (size_t)vertex_count * sizeof(uint32_t));
         for (size_t t = 0; t < 3 * triangle_count && ok; t++)
             ok = push_u32(&s.inc[tri[t]].t, &s.inc[tri[t]].n, &s.inc[tri[t]].cap, (uint32_t)(t / 3));
-        ok = ok && lock_vertices(&s);
+        ok = ok && lock_vertices(&s, vertex_count);
     }
     if (ok) {
         for (uint32_t v = 0; v < vertex_count; v++) consider(&s, v);
@@ -384,6 +480,9 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
     terra_free(s.next);
     terra_free(s.stamp);
     terra_free(s.mark);
+    terra_free(s.rim_prev);
+    terra_free(s.rim_next);
+    terra_free(s.qxy);
     terra_free(s.heap);
     return out;
 }
