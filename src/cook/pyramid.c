@@ -8,9 +8,9 @@
  * gives the same tiles.
  *
  * Measures: with a raster's samples (desc.distance and desc.window) the simplifier weighs each
- * collapse against the samples under the tile's ground as a client decodes the tile (16-bit
- * positions), so one run at the depth's bound is the answer, and the stated error is the distance
- * of the decoded tile to the samples. Otherwise (sceneries, and ground too wide to hold every
+ * collapse against the samples under the tile's ground (and those up to half a 16-bit step outside
+ * a triangle, where decoding may move it), so one run at the depth's bound is the answer, and the
+ * stated error is the distance to the samples measured the same way. Otherwise (sceneries, and ground too wide to hold every
  * sample: then every 2nd, 4th... is weighed) the simplifier's cost is an estimate, what is stated
  * is measured (against the samples, or the finest meshes under the tile plus their own error), and
  * the target moves by the ratio of bound to measure over a few tries. The children merged and not

@@ -108,10 +108,8 @@ static inline double cook_scan_triangle(const double *a, const double *b, const 
         if (c1 > x0 + W - 1) c1 = x0 + W - 1;
         const float *row = win + (size_t)(r - y0) * (size_t)W - x0;
         const double base = za[0] + gy * ((double)r - a[1]) - gx * a[0];
-        for (int64_t x = c0; x <= c1; x++) {
-            const float h = row[x];
-            if (h != h) continue;
-            const double d = fabs(base + gx * (double)x - h);
+        for (int64_t x = c0; x <= c1; x++) { /* a no-data sample gives NaN, which never passes m */
+            const double d = fabs(base + gx * (double)x - row[x]);
             m = d > m ? d : m;
         }
         if (m > cap) break;

@@ -205,13 +205,12 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, b
     const terra_cook_samples *sm = s->samples;
     if (sm) { /* the samples under the new fan against it, those within what decoding moves a vertex
                  outside it too (a sliver's plane tilts far there: it would decode badly) */
-        const double *q = s->xy;
         for (uint32_t i = 0; i < in->n; i++) {
             uint32_t t = in->t[i];
             if (has(s, t, u)) continue;
             uint32_t a = after(s, t, v), b = after(s, t, a);
             const float z[3] = {U[2], P(s, a)[2], P(s, b)[2]};
-            const double *c[3] = {q + 2 * (size_t)u, q + 2 * (size_t)a, q + 2 * (size_t)b};
+            const double *c[3] = {s->xy + 2 * (size_t)u, s->xy + 2 * (size_t)a, s->xy + 2 * (size_t)b};
             if (sm->stride == 1) {
                 local = cook_scan_triangle(c[0], c[1], c[2], z, sm->heights, sm->x0, sm->y0, sm->width, sm->height,
                                            s->slack, local, cap);
