@@ -63,16 +63,17 @@ static terra_status edge_vertices(const terra_cook_grid *g, float *in, int T, in
         const int32_t phase = (int32_t)(((-along[k]) % every + every) % every);
         terra_status st = terra_tin_edge_profile_spaced(start[k], stride[k], T + 1, bound, every, phase, &e->pos[k], &e->n[k]);
         if (st != TERRA_OK) return st;
-        bool holes = false;
-        for (int i = 0; i <= T; i++) holes |= !valid(start[k][(size_t)i * stride[k]]);
-        if (every == 1 || holes) continue;
-        /* samples between the kept vertices onto the segments */
+        if (every == 1) continue;
+        /* samples between the kept vertices onto the segments (none across no-data) */
+        float *p = start[k];
+        const size_t sk = stride[k];
         int32_t a = 0;
         for (size_t j = 0; j <= e->n[k]; j++) {
             const int32_t b = j < e->n[k] ? e->pos[k][j] : T;
-            const float za = start[k][(size_t)a * stride[k]], zb = start[k][(size_t)b * stride[k]];
-            for (int32_t i = a + 1; i < b; i++)
-                start[k][(size_t)i * stride[k]] = (float)(za + ((double)zb - za) * (i - a) / (b - a));
+            bool ground = true;
+            for (int32_t i = a; i <= b && ground; i++) ground = valid(p[(size_t)i * sk]);
+            for (int32_t i = a + 1; ground && i < b; i++)
+                p[(size_t)i * sk] = (float)(p[(size_t)a * sk] + ((double)p[(size_t)b * sk] - p[(size_t)a * sk]) * (i - a) / (b - a));
             a = b;
         }
     }
