@@ -311,7 +311,6 @@ static bool same_border(tile_work *w, size_t nb, const uint32_t *tri, size_t tn,
     uint32_t *used = w->map; /* scratch here: compact fills it afresh */
     memset(used, 0, m->vertex_count * sizeof(uint32_t));
     for (size_t i = 0; i < 3 * tn; i++) used[tri[i]] = 1;
-    const double tol = 1e-9 * fmax(rect[2] - rect[0], rect[3] - rect[1]);
     size_t count = 0;
     bool ok = true;
     for (size_t i = 0; i < nb && ok; i++) {
@@ -331,9 +330,7 @@ static bool same_border(tile_work *w, size_t nb, const uint32_t *tri, size_t tn,
                 const uint32_t c = (uint32_t)w->border[k];
                 const double *C = m->xy + 2 * (size_t)c;
                 if (taken[k]) continue;
-                if (c != b && (used[c] || !cook_straight(A, C, B) || fabs(C[0] - rect[0]) <= tol ||
-                               fabs(C[0] - rect[2]) <= tol || fabs(C[1] - rect[1]) <= tol || fabs(C[1] - rect[3]) <= tol))
-                    continue;
+                if (c != b && (used[c] || !cook_straight(A, C, B) || cook_on_side(rect, C))) continue;
                 taken[k] = 1, to = c, count++;
             }
             if (to == UINT32_MAX) ok = false;

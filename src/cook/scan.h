@@ -48,6 +48,13 @@ static inline double cook_decoded(double v, double lo, double hi) {
     return lo + (hi - lo) * cook_quant_side(v - lo, hi - lo) / 32767.0;
 }
 
+/* Whether plane point x lies on a side of the tile rect (x0, y0, x1, y1), to 1e-9 of its width. */
+static inline bool cook_on_side(const double *rect, const double *x) {
+    const double tol = 1e-9 * (rect[2] - rect[0] > rect[3] - rect[1] ? rect[2] - rect[0] : rect[3] - rect[1]);
+    return fabs(x[0] - rect[0]) <= tol || fabs(x[0] - rect[2]) <= tol || fabs(x[1] - rect[1]) <= tol ||
+           fabs(x[1] - rect[3]) <= tol;
+}
+
 /* Whether v lies between p and n on the straight line through them (plane points): a rim through
  * p, v, n keeps its shape without v. */
 static inline bool cook_straight(const double *p, const double *v, const double *n) {

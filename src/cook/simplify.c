@@ -363,14 +363,6 @@ static int u64_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Whether xy point x lies on one of the tile's sides. */
-static bool on_side(const simp *s, const double *x) {
-    const double *r = s->rect;
-    const double tol = 1e-9 * fmax(r[2] - r[0], r[3] - r[1]);
-    return fabs(x[0] - r[0]) <= tol || fabs(x[0] - r[2]) <= tol || fabs(x[1] - r[1]) <= tol ||
-           fabs(x[1] - r[3]) <= tol;
-}
-
 /* Border vertices (an edge with no twin, or used twice the same way) and wall corners are locked,
  * except (given the tile's bounds) a rim vertex off the tile's sides with one rim edge in and one
  * out in a straight line: it keeps its rim neighbours instead. */
@@ -405,9 +397,9 @@ static bool lock_vertices(simp *s, uint32_t vertex_count) {
     }
     for (uint32_t v = 0; v < vertex_count; v++) {
         if (!outs[v] && !ins[v]) continue;
-        bool moves = s->rect && !s->locked[v] && outs[v] == 1 && ins[v] == 1 && !on_side(s, s->xy + 2 * (size_t)v) &&
-                     cook_straight(s->xy + 2 * (size_t)s->rim_prev[v], s->xy + 2 * (size_t)v,
-                                   s->xy + 2 * (size_t)s->rim_next[v]);
+        const double *x = s->xy + 2 * (size_t)v;
+        bool moves = s->rect && !s->locked[v] && outs[v] == 1 && ins[v] == 1 && !cook_on_side(s->rect, x) &&
+                     cook_straight(s->xy + 2 * (size_t)s->rim_prev[v], x, s->xy + 2 * (size_t)s->rim_next[v]);
         if (!moves) s->locked[v] = 1;
     }
     terra_free(ins);
