@@ -19,28 +19,11 @@ typedef struct profile {
     size_t n;
 } profile;
 
-/* Marks the samples of h[0..n) (stride apart) that a greedy 1-D insertion keeps. */
-static void simplify_1d(const float *h, size_t stride, int32_t i0, int32_t i1, double bound, uint8_t *keep) {
-    if (i1 - i0 < 2) return;
-    double z0 = h[(size_t)i0 * stride], z1 = h[(size_t)i1 * stride];
-    double worst = 0;
-    int32_t wi = -1;
-    for (int32_t i = i0 + 1; i < i1; i++) {
-        double z = h[(size_t)i * stride];
-        double t = (double)(i - i0) / (double)(i1 - i0);
-        double e = fabs(z0 + (z1 - z0) * t - z);
-        if (e > worst) worst = e, wi = i;
-    }
-    if (wi < 0 || worst <= bound) return;
-    keep[wi] = 1;
-    simplify_1d(h, stride, i0, wi, bound, keep);
-    simplify_1d(h, stride, wi, i1, bound, keep);
-}
-
-/* simplify_1d over the run [r0, r1] where only offsets i = phase (mod every), at least `every` from
- * both ends of the run, may be kept: the worst sample's segment is split at the allowed offset
- * nearest to it, until no segment over the bound has one. */
-static void simplify_1d_spaced(const float *h, size_t stride, int32_t i0, int32_t i1, double bound, int32_t every,
+/* Marks the samples of the run [r0, r1] (stride apart) that a greedy 1-D insertion keeps (worst
+ * sample first; per segment exactly Douglas-Peucker), where only offsets i = phase (mod every), at
+ * least `every` from both ends of the run, may be kept: the worst sample's segment is split at the
+ * allowed offset nearest to it, until no segment over the bound has one. every 1: any sample. */
+static void simplify_1d(const float *h, size_t stride, int32_t i0, int32_t i1, double bound, int32_t every,
                                int32_t phase, int32_t r0, int32_t r1, uint8_t *keep) {
     double z0 = h[(size_t)i0 * stride], z1 = h[(size_t)i1 * stride];
     double worst = 0;
@@ -59,8 +42,8 @@ static void simplify_1d_spaced(const float *h, size_t stride, int32_t i0, int32_
     int32_t best = wi - below <= above - wi ? below : above;
     best = best < first ? first : best > last ? last : best;
     keep[best] = 1;
-    simplify_1d_spaced(h, stride, i0, best, bound, every, phase, r0, r1, keep);
-    simplify_1d_spaced(h, stride, best, i1, bound, every, phase, r0, r1, keep);
+    simplify_1d(h, stride, i0, best, bound, every, phase, r0, r1, keep);
+    simplify_1d(h, stride, best, i1, bound, every, phase, r0, r1, keep);
 }
 
 terra_status terra_tin_edge_profile(const float *h, size_t stride, int32_t n, double bound, int32_t **pos,
@@ -79,18 +62,16 @@ terra_status terra_tin_edge_profile_spaced(const float *h, size_t stride, int32_
     if (holes && every == 1) {
         /* Conservative with no-data on a border: keep every valid sample. */
         for (int32_t i = 1; i < n - 1; i++) keep[i] = h[(size_t)i * stride] == h[(size_t)i * stride];
-    } else if (every > 1) {
+    } else {
         /* each run of valid samples: its ends kept, spaced vertices between */
         for (int32_t r0 = 0; r0 < n; r0++) {
             if (h[(size_t)r0 * stride] != h[(size_t)r0 * stride]) continue;
             int32_t r1 = r0;
             while (r1 + 1 < n && h[(size_t)(r1 + 1) * stride] == h[(size_t)(r1 + 1) * stride]) r1++;
             keep[r0] = keep[r1] = 1;
-            if (r1 > r0) simplify_1d_spaced(h, stride, r0, r1, bound, every, phase, r0, r1, keep);
+            if (r1 > r0) simplify_1d(h, stride, r0, r1, bound, every, phase, r0, r1, keep);
             r0 = r1;
         }
-    } else {
-        simplify_1d(h, stride, 0, n - 1, bound, keep);
     }
     size_t cnt = 0;
     for (int32_t i = 1; i < n - 1; i++) cnt += keep[i];
