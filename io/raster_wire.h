@@ -65,7 +65,7 @@ struct terra_raster_source {
 
 /* A source with the caller's desc copied (path duplicated), ops and impl set, info zeroed;
  * TERRA_E_NOMEM. Freed with terra_raster_source_free (after ops->close freed impl). */
-terra_status terra_raster_source_new(const terra_raster_desc *d, const terra_raster_source_ops *ops, void *impl,
+TERRA_INTERNAL terra_status terra_raster_source_new(const terra_raster_desc *d, const terra_raster_source_ops *ops, void *impl,
                                      terra_raster_source **out);
 void terra_raster_source_free(terra_raster_source *s);
 
@@ -81,7 +81,7 @@ terra_status terra_raster_open_png(const terra_raster_desc *d, terra_raster_sour
 
 /* TERRA_E_CORRUPT naming the first sample of a w x h window at (x0, y0) whose height is infinite
  * (a z_scale that overflows a float). */
-terra_status terra_raster_check_window(const char *path, const float *hs, int x0, int y0, int w, int h);
+TERRA_INTERNAL terra_status terra_raster_check_window(const char *path, const float *hs, int x0, int y0, int w, int h);
 
 /* terra_raster_read with the heights counted `copies` times against the memory budget: 1 for a read
  * in the caller's process, 2 for terra-raster (its copy and the caller's are alive at once). */
@@ -90,16 +90,16 @@ terra_status terra_raster_read_counted(const terra_raster_desc *desc, int copies
 /* TERRA_OK when reading a w x h raster fits the budget: `copies` x 4 bytes a sample plus
  * `working` bytes of buffers. Else TERRA_E_CAPACITY naming the file, its size, the need and the
  * budget. Call before allocating anything of the raster's size. */
-terra_status terra_raster_check_budget(const char *path, int w, int h, int copies, size_t working, size_t max_bytes);
+TERRA_INTERNAL terra_status terra_raster_check_budget(const char *path, int w, int h, int copies, size_t working, size_t max_bytes);
 
 /* Scans w x h heights and fills out's size, no-data count and height range: TERRA_E_CORRUPT naming
  * the sample where a height is infinite, TERRA_E_SOURCE when every sample is no-data (NaN). */
-terra_status terra_raster_scan_heights(const char *path, const float *hs, int w, int h, terra_raster *out);
+TERRA_INTERNAL terra_status terra_raster_scan_heights(const char *path, const float *hs, int w, int h, terra_raster *out);
 
 /* TERRA_OK when out's georeferencing and spacing put every sample at finite coordinates (the
  * geotransform at the raster's four corners, spacing times its size). Else TERRA_E_UNSUPPORTED
  * naming the file: a mesh written from it would hold infinities. */
-terra_status terra_raster_check_extent(const char *path, const terra_raster *out);
+TERRA_INTERNAL terra_status terra_raster_check_extent(const char *path, const terra_raster *out);
 
 /* A PNG that GDAL would read plainly (see io/raster_png.c), read in process with libpng: *handled
  * true with the raster, or with an error that is final (past the memory budget). *handled false:

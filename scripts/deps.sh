@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Installs the Debian packages terra's build, tests and benchmarks need, when missing.
-# Usage: scripts/deps.sh [build|all]   (default: all)
+# Installs the Debian packages terra needs, when missing.
+# Usage: scripts/deps.sh [build|demo|all]   (default: all)
+#   build  what `make` needs: a C compiler, CMake, pkg-config and the optional parts' -dev packages
+#   demo   build, and Mesa's EGL and GL drivers, which `make demo` draws with
+#   all    demo, and what the tests and benchmarks use: clang (fuzzing), node and npm (peer
+#          decoders), Chromium (CesiumJS), Xvfb (the windowed viewer), stb (a peer benchmark)
+# Not root: prints the apt-get line to run and exits 0 (configure then names what is missing).
 set -euo pipefail
+what=${1:-all}
 
-pkgs=(cmake make gcc clang libclang-rt-14-dev pkg-config
-      zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmicrohttpd-dev libgdal-dev libode-dev libassimp-dev libmeshoptimizer-dev
-      curl libstb-dev chromium fonts-liberation
-      libegl-dev libegl1 libegl-mesa0 libgl1-mesa-dri libgl-dev libopengl-dev libepoxy-dev
-      libglfw3-dev xvfb xauth)
+build=(cmake make gcc pkg-config
+       zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmeshoptimizer-dev libgdal-dev libassimp-dev libode-dev
+       libmicrohttpd-dev libepoxy-dev libegl-dev libgl-dev libopengl-dev libglfw3-dev)
+demo=(libegl1 libegl-mesa0 libgl1-mesa-dri)
+tests=(clang libclang-rt-14-dev curl libstb-dev chromium fonts-liberation xvfb xauth)
+
+case "$what" in
+  build) pkgs=("${build[@]}") ;;
+  demo) pkgs=("${build[@]}" "${demo[@]}") ;;
+  all) pkgs=("${build[@]}" "${demo[@]}" "${tests[@]}") ;;
+  *) echo "usage: scripts/deps.sh [build|demo|all]" >&2; exit 2 ;;
+esac
 
 missing=()
-# node and npm (peer benchmarks, cross-checks with real decoders): any install will do.
-command -v node >/dev/null 2>&1 || missing+=(nodejs)
-command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ "$what" = all ]; then # node and npm: any install will do
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
@@ -20,11 +34,12 @@ for p in "${pkgs[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "deps.sh: installing missing packages: ${missing[*]}" >&2
 if [ "$(id -u)" -ne 0 ]; then
-  echo "deps.sh: not root; install them yourself: sudo apt-get install ${missing[*]}" >&2
-  exit 1
+  echo "deps.sh: terra needs these Debian packages, which are missing; as root, run:" >&2
+  echo "  apt-get install ${missing[*]}" >&2
+  exit 0
 fi
+echo "deps.sh: installing missing packages: ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

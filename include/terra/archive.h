@@ -86,50 +86,50 @@ typedef struct terra_archive_open_desc {
 /* Opens an archive. Refuses another format version with TERRA_E_VERSION (naming both versions),
  * a damaged header or metadata with TERRA_E_CORRUPT, a file of the wrong size (truncated, or with
  * bytes appended) with TERRA_E_CORRUPT. desc may be NULL. */
-terra_status terra_archive_open(const char *path, const terra_archive_open_desc *desc, terra_archive **out);
-void terra_archive_close(terra_archive *a);
-const terra_archive_info *terra_archive_get_info(const terra_archive *a);
+TERRA_API terra_status terra_archive_open(const char *path, const terra_archive_open_desc *desc, terra_archive **out);
+TERRA_API void terra_archive_close(terra_archive *a);
+TERRA_API const terra_archive_info *terra_archive_get_info(const terra_archive *a);
 /* The path the archive was opened from (for messages). */
-const char *terra_archive_path(const terra_archive *a);
+TERRA_API const char *terra_archive_path(const terra_archive *a);
 
 /* Entry i of the index (0 .. tile_count-1, in index order). TERRA_E_CORRUPT when its ranges or
  * values are impossible: payload outside the file, unknown compression, a raw size over
  * TERRA_ARCHIVE_MAX_RAW_SIZE (or, uncompressed, other than the stored size), non-finite error or
  * heights, min_height > max_height (the checksum is checked when the payload is read). */
-terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_archive_entry *out);
+TERRA_API terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_archive_entry *out);
 /* Binary search for a tile: TERRA_OK, TERRA_E_NOT_FOUND, or TERRA_E_CORRUPT. Reads O(log n)
  * entries and nothing else. */
-terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out);
+TERRA_API terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out);
 /* Copies the stored payload of `e` into buf (capacity >= e->size) and checks its checksum:
  * TERRA_E_CORRUPT (checksum, range) names the tile. */
-terra_status terra_archive_read_stored(const terra_archive *a, const terra_archive_entry *e, void *buf, size_t capacity);
+TERRA_API terra_status terra_archive_read_stored(const terra_archive *a, const terra_archive_entry *e, void *buf, size_t capacity);
 /* The stored payload of `e` in place (mapped readers only; NULL otherwise), checksum checked. */
-terra_status terra_archive_view_stored(const terra_archive *a, const terra_archive_entry *e, const uint8_t **data);
+TERRA_API terra_status terra_archive_view_stored(const terra_archive *a, const terra_archive_entry *e, const uint8_t **data);
 /* Checks how every tile is stored: entries (order, ranges, values) and checksums, without
  * decompressing or decoding anything. *bad receives the number of damaged tiles; returns
  * TERRA_E_CORRUPT if there was any. terra_archive_verify_tiles (terra/archive_io.h) also decodes
  * every tile with the rules the readers apply; terra info --verify runs that. */
-terra_status terra_archive_verify(const terra_archive *a, uint64_t *bad);
+TERRA_API terra_status terra_archive_verify(const terra_archive *a, uint64_t *bad);
 
 /* ---- format pieces shared with the writer --------------------------------------------------- */
 
 /* The index order: face (3 bits), level (5 bits), then Morton code of x, y (offset binary). */
-uint64_t terra_archive_order(terra_tile_key key);
-terra_tile_key terra_archive_key_from_order(uint64_t order);
+TERRA_API uint64_t terra_archive_order(terra_tile_key key);
+TERRA_API terra_tile_key terra_archive_key_from_order(uint64_t order);
 
 /* CRC-32C (Castagnoli). Start with crc = 0. */
-uint32_t terra_crc32c(uint32_t crc, const void *data, size_t n);
+TERRA_API uint32_t terra_crc32c(uint32_t crc, const void *data, size_t n);
 
-void terra_archive_entry_pack(const terra_archive_entry *e, uint8_t *out /* 48 bytes */);
-void terra_archive_entry_unpack(const uint8_t *in /* 48 bytes */, terra_archive_entry *e);
+TERRA_API void terra_archive_entry_pack(const terra_archive_entry *e, uint8_t *out /* 48 bytes */);
+TERRA_API void terra_archive_entry_unpack(const uint8_t *in /* 48 bytes */, terra_archive_entry *e);
 /* The checksum an entry must carry for this payload. */
-uint32_t terra_archive_entry_checksum(const terra_archive_entry *e, const void *payload);
+TERRA_API uint32_t terra_archive_entry_checksum(const terra_archive_entry *e, const void *payload);
 
 /* Packs a header (crc computed over it and the metadata). */
-void terra_archive_header_pack(const terra_archive_info *info, const char *metadata, uint8_t *out /* 64 bytes */);
+TERRA_API void terra_archive_header_pack(const terra_archive_info *info, const char *metadata, uint8_t *out /* 64 bytes */);
 
-const char *terra_compression_name(terra_compression c);
-const char *terra_frame_name(terra_frame f);
+TERRA_API const char *terra_compression_name(terra_compression c);
+TERRA_API const char *terra_frame_name(terra_frame f);
 
 #ifdef __cplusplus
 }

@@ -18,22 +18,22 @@ extern "C" {
  * (gzip 9, zstd 9, packed: zstd 19 inside). TERRA_COMPRESS_NONE copies. TERRA_COMPRESS_PACKED takes a
  * quantized-mesh tile (terra_tile_codec_pack: TERRA_E_UNSUPPORTED for a tile it cannot reproduce;
  * terra_archive_writer_add then stores that tile in zstd). */
-terra_status terra_compress(terra_compression c, int level, const void *src, size_t n, uint8_t **out, size_t *out_n);
+TERRA_API terra_status terra_compress(terra_compression c, int level, const void *src, size_t n, uint8_t **out, size_t *out_n);
 /* Decompresses (a packed tile: unpacks to its quantized-mesh bytes) into a new buffer, refusing output larger than max_out (a guard against
  * decompression bombs: nothing past max_out is produced) with TERRA_E_CAPACITY. TERRA_E_CORRUPT on
  * damaged input. */
-terra_status terra_decompress(terra_compression c, const void *src, size_t n, size_t max_out, uint8_t **out,
+TERRA_API terra_status terra_decompress(terra_compression c, const void *src, size_t n, size_t max_out, uint8_t **out,
                               size_t *out_n);
-bool terra_is_gzip(const void *data, size_t n);
+TERRA_API bool terra_is_gzip(const void *data, size_t n);
 /* Parses "gzip", "zstd", "packed" or "none". */
-bool terra_compression_parse(const char *s, terra_compression *out);
+TERRA_API bool terra_compression_parse(const char *s, terra_compression *out);
 
 /* Decodes a quantized-mesh tile that may be gzipped (as tile servers and files often hold them). */
-terra_status terra_qmesh_decode_any(const uint8_t *data, size_t size, const terra_qmesh_decode_desc *desc,
+TERRA_API terra_status terra_qmesh_decode_any(const uint8_t *data, size_t size, const terra_qmesh_decode_desc *desc,
                                     terra_qmesh *out);
 
 /* Reads a whole file (at most max_bytes) into a new buffer. */
-terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);
+TERRA_API terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);
 
 /* ---- archive reading with decompression --------------------------------------------------- */
 
@@ -41,10 +41,10 @@ terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **da
  * Decompression stops at the entry's stated raw size (itself at most TERRA_ARCHIVE_MAX_RAW_SIZE)
  * and must give exactly that many bytes; TERRA_E_CORRUPT otherwise, naming the file and the tile.
  * entry may be NULL. TERRA_E_NOT_FOUND when the archive has no such tile. */
-terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key, uint8_t **raw, size_t *raw_size,
+TERRA_API terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key, uint8_t **raw, size_t *raw_size,
                                      terra_archive_entry *entry);
 /* The same for an entry already found. */
-terra_status terra_archive_read_entry(const terra_archive *a, const terra_archive_entry *e, uint8_t **raw,
+TERRA_API terra_status terra_archive_read_entry(const terra_archive *a, const terra_archive_entry *e, uint8_t **raw,
                                       size_t *raw_size);
 
 /* ---- the rules every reader applies to an archive's tiles ------------------------------------- */
@@ -64,9 +64,9 @@ typedef struct terra_tile_rules {
  * coarsest level), which must be a grid of n cells, n a power of two in 2..256; that tile's
  * problem (TERRA_E_CORRUPT...) otherwise. Geographic archives and TIN archives (metadata "mesh":
  * "tin", what terra cook writes): no lattice rule. */
-terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out);
+TERRA_API terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out);
 /* True when the archive's metadata says its tiles are irregular meshes ("mesh": "tin"). */
-bool terra_archive_is_tin(const terra_archive *a);
+TERRA_API bool terra_archive_is_tin(const terra_archive *a);
 
 /* The one check of a tile, shared by every reader (the archive source, terra info --verify): reads
  * entry e's tile, decompresses and decodes it and applies `rules` (NULL: none beyond decoding).
@@ -74,7 +74,7 @@ bool terra_archive_is_tin(const terra_archive *a);
  * and the problem. mesh (may be NULL) receives the decoded tile on success (terra_qmesh_free).
  * grid_vertex (may be NULL; else (n+1)^2 entries when rules->grid_cells = n) receives on success
  * the vertex at each grid point (i, j), at j * (n + 1) + i. Thread-safe, like the reader. */
-terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
+TERRA_API terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
                                       terra_qmesh *mesh, uint32_t *grid_vertex);
 
 /* Called once per bad tile: index entry number, the entry (NULL when the entry itself is
@@ -86,7 +86,7 @@ typedef void (*terra_archive_report_fn)(void *user, uint64_t index, const terra_
  * through terra_archive_check_tile with terra_archive_tile_rules(a). report (may be NULL) hears of
  * each bad tile once; *bad (may be NULL) receives their number. TERRA_E_CORRUPT (TERRA_E_IO when
  * the first failure was a read error) if any is bad, naming the count and the first. */
-terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_report_fn report, void *user, uint64_t *bad);
+TERRA_API terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_report_fn report, void *user, uint64_t *bad);
 
 /* ---- archive writing ------------------------------------------------------------------------ */
 
@@ -113,21 +113,21 @@ typedef struct terra_archive_writer terra_archive_writer;
 
 /* Starts an archive at `path`. Nothing appears at `path` until terra_archive_writer_finish
  * succeeds; an existing archive there is left untouched until then. */
-terra_status terra_archive_writer_create(const char *path, const terra_archive_write_desc *desc,
+TERRA_API terra_status terra_archive_writer_create(const char *path, const terra_archive_write_desc *desc,
                                          terra_archive_writer **out);
 /* Compresses and adds one tile (any order; thread-safe: several threads may add at once). */
-terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key key, const void *raw, size_t raw_size,
+TERRA_API terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key key, const void *raw, size_t raw_size,
                                       const terra_archive_tile_info *info);
 /* Adds a payload already compressed with `c` (raw_size is its decompressed size). */
-terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile_key key, const void *stored,
+TERRA_API terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile_key key, const void *stored,
                                              size_t size, uint32_t raw_size, terra_compression c,
                                              const terra_archive_tile_info *info);
 /* Sorts the index, writes header, metadata, index and payloads to a temporary file beside the
  * target, and renames it into place. Frees the writer whatever the outcome. TERRA_E_INVALID on
  * duplicate keys. */
-terra_status terra_archive_writer_finish(terra_archive_writer *w);
+TERRA_API terra_status terra_archive_writer_finish(terra_archive_writer *w);
 /* Drops everything written; the target path is untouched. Frees the writer. */
-void terra_archive_writer_abort(terra_archive_writer *w);
+TERRA_API void terra_archive_writer_abort(terra_archive_writer *w);
 
 /* ---- Cesium's view of an archive: z/x/y (TMS) and layer.json ------------------------------- */
 
@@ -141,18 +141,18 @@ typedef struct terra_tms_map {
     int32_t x0, y0;
 } terra_tms_map;
 
-terra_status terra_archive_tms_map(const terra_archive *a, terra_tms_map *out);
+TERRA_API terra_status terra_archive_tms_map(const terra_archive *a, terra_tms_map *out);
 /* false when the key has no place in the z/x/y tree (outside the coarsest level's tiles). */
-bool terra_tms_from_key(const terra_tms_map *m, terra_tile_key key, int *z, int64_t *x, int64_t *y);
-bool terra_tms_to_key(const terra_tms_map *m, int z, int64_t x, int64_t y, terra_tile_key *key);
+TERRA_API bool terra_tms_from_key(const terra_tms_map *m, terra_tile_key key, int *z, int64_t *x, int64_t *y);
+TERRA_API bool terra_tms_to_key(const terra_tms_map *m, int z, int64_t x, int64_t y, terra_tile_key *key);
 
 /* A layer.json CesiumJS accepts: tms scheme, available ranges per zoom, the extensions the
  * tiles carry (never "metadata" together with "available": without metadataAvailability that
  * combination crashes CesiumJS 1.140). *out is NUL-terminated JSON (terra_free). */
-terra_status terra_archive_layer_json(const terra_archive *a, const terra_tms_map *m, char **out);
+TERRA_API terra_status terra_archive_layer_json(const terra_archive *a, const terra_tms_map *m, char **out);
 
 /* The Content-Type of the archive's tiles, e.g. "application/vnd.quantized-mesh;extensions=octvertexnormals". */
-const char *terra_archive_content_type(const terra_archive *a);
+TERRA_API const char *terra_archive_content_type(const terra_archive *a);
 
 /* ---- an archive as a height source (what `terra render --archive` draws) ---------------------- */
 
@@ -171,7 +171,7 @@ typedef struct terra_archive_source_info {
  * (spacing tile0 / cells * 2^L). Thread-safe (a cache of decoded tiles behind a lock).
  * Refuses geographic archives, tiles that are not grids, and archives lacking a level from 0 up
  * (TERRA_E_UNSUPPORTED, naming the file). info may be NULL. */
-terra_status terra_archive_source_create(const char *path, terra_source **out, terra_archive_source_info *info);
+TERRA_API terra_status terra_archive_source_create(const char *path, terra_source **out, terra_archive_source_info *info);
 
 #ifdef __cplusplus
 }

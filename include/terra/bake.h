@@ -46,7 +46,7 @@ typedef struct terra_bake_stats {
 } terra_bake_stats;
 
 /* Checks a description and fills in defaults (TERRA_E_INVALID names the broken rule). */
-terra_status terra_bake_desc_resolve(const terra_bake_desc *in, terra_bake_desc *out);
+TERRA_API terra_status terra_bake_desc_resolve(const terra_bake_desc *in, terra_bake_desc *out);
 
 /* One tile, meshed: mesh arrays owned by the tile, reused across calls. */
 typedef struct terra_bake_tile {
@@ -57,15 +57,15 @@ typedef struct terra_bake_tile {
 
 /* Meshes tile `key` of a resolved description. fine_error: also compute the geometric error against
  * the finest level (slower; otherwise info.geometric_error is 0). */
-terra_status terra_bake_tile_build(const terra_source *src, const terra_bake_desc *d, terra_tile_key key,
+TERRA_API terra_status terra_bake_tile_build(const terra_source *src, const terra_bake_desc *d, terra_tile_key key,
                                    bool fine_error, terra_bake_tile *t);
-void terra_bake_tile_free(terra_bake_tile *t);
+TERRA_API void terra_bake_tile_free(terra_bake_tile *t);
 
 /* The keys a description bakes (sorted in archive order). *keys: terra_free. */
-terra_status terra_bake_keys(const terra_bake_desc *d, terra_tile_key **keys, size_t *count);
+TERRA_API terra_status terra_bake_keys(const terra_bake_desc *d, terra_tile_key **keys, size_t *count);
 
 /* Bakes everything into an archive at `path` (temporary file renamed into place). */
-terra_status terra_bake(const terra_source *src, const char *path, const terra_bake_desc *desc, terra_bake_stats *stats);
+TERRA_API terra_status terra_bake(const terra_source *src, const char *path, const terra_bake_desc *desc, terra_bake_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -48,10 +48,10 @@ typedef struct terra_cook_grid {
 } terra_cook_grid;
 
 /* The archive key of tile (d, tx, ty), and back (false if key is not on the grid's levels). */
-terra_tile_key terra_cook_key(const terra_cook_grid *g, int d, int32_t tx, int32_t ty);
-bool terra_cook_key_tile(const terra_cook_grid *g, terra_tile_key key, int *d, int32_t *tx, int32_t *ty);
+TERRA_API terra_tile_key terra_cook_key(const terra_cook_grid *g, int d, int32_t tx, int32_t ty);
+TERRA_API bool terra_cook_key_tile(const terra_cook_grid *g, terra_tile_key key, int *d, int32_t *tx, int32_t *ty);
 /* A tile's corners in plane units: x0, y0, x1, y1. */
-void terra_cook_tile_rect(const terra_cook_grid *g, int d, int32_t tx, int32_t ty, double rect[4]);
+TERRA_API void terra_cook_tile_rect(const terra_cook_grid *g, int d, int32_t tx, int32_t ty, double rect[4]);
 
 /* ---- one tile's mesh ------------------------------------------------------------------------- */
 
@@ -67,9 +67,9 @@ typedef struct terra_cook_mesh {
 
 /* Grows the arrays to hold at least `vertices` and `triangles` (keeps contents; allocates normal
  * and material arrays only if with_normals / with_materials). TERRA_E_NOMEM. */
-terra_status terra_cook_mesh_reserve(terra_cook_mesh *m, uint32_t vertices, uint32_t triangles, bool with_normals,
+TERRA_API terra_status terra_cook_mesh_reserve(terra_cook_mesh *m, uint32_t vertices, uint32_t triangles, bool with_normals,
                                      bool with_materials);
-void terra_cook_mesh_free(terra_cook_mesh *m);
+TERRA_API void terra_cook_mesh_free(terra_cook_mesh *m);
 
 /* ---- the pyramid ----------------------------------------------------------------------------- */
 
@@ -111,7 +111,7 @@ typedef size_t (*terra_cook_simplify_fn)(void *user, const double *xy, const flo
  * it whose rim runs straight on both sides (it goes along the rim). Deterministic. On
  * ground, meshoptimizer's simplifier (terra_cook_simplify_meshopt) folds triangles in the plane on
  * steep slopes (it guards normals in three dimensions), and the pyramid must then refuse the try. */
-size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
+TERRA_API size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                  const uint32_t *tri, size_t triangle_count, double target_error,
                                  const double *rect, const terra_cook_samples *samples, uint32_t *out_tri);
 
@@ -184,18 +184,18 @@ typedef struct terra_cook_pyramid_stats {
  * all holes, is not emitted). Memory stays bounded:
  * a tile's children are dropped once it is built (the finest meshes its error is measured against
  * are kept only while an ancestor still needs them). */
-terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *desc, terra_cook_pyramid_stats *stats);
+TERRA_API terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *desc, terra_cook_pyramid_stats *stats);
 
 /* The largest vertical distance from the surfaces `fine` (n meshes) to `coarse`, over every
  * fine vertex and every crossing of a fine edge with a coarse edge, where coarse covers the point
  * (points coarse leaves uncovered are counted in *uncovered, may be NULL). Triangles with no area
  * in the plane (walls) are skipped. */
-double terra_cook_vertical_distance(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
+TERRA_API double terra_cook_vertical_distance(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
                                     size_t *uncovered);
 /* The same, stopping at the first distance found over `limit` (returned: some distance > limit,
  * not the largest): enough to refuse a mesh that cannot fit. Both return +INFINITY when out of
  * memory. */
-double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
+TERRA_API double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
                                            double limit, size_t *uncovered);
 
 /* ---- encoding -------------------------------------------------------------------------------- */
@@ -205,7 +205,7 @@ double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const 
  * octvertexnormals, terra-material when the mesh has materials, header fields (local: scenery
  * metres; geographic: ECEF, the horizon occlusion point as Cesium's EllipsoidalOccluder computes
  * it). *out: terra_free. */
-terra_status terra_cook_encode(const terra_cook_grid *g, const terra_cook_tile *tile, uint8_t **out, size_t *size);
+TERRA_API terra_status terra_cook_encode(const terra_cook_grid *g, const terra_cook_tile *tile, uint8_t **out, size_t *size);
 
 #ifdef __cplusplus
 }

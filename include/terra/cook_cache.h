@@ -62,7 +62,7 @@ extern "C" {
 #define TERRA_COOK_VERSION 1
 
 /* XXH64 of n bytes (the hash xxhsum -H64 prints, seed 0): the content hash of the manifest. */
-uint64_t terra_cook_xxh64(const void *data, size_t n, uint64_t seed);
+TERRA_API uint64_t terra_cook_xxh64(const void *data, size_t n, uint64_t seed);
 
 /* ---- the manifest of the inputs --------------------------------------------------------------- */
 
@@ -82,24 +82,24 @@ typedef struct terra_cook_file {
  * the tiles (e.g. "max_error=1;levels=8;tile_size=256;frame=auto;z_scale=1"), the same string for
  * the same settings whatever way they were spelled; never options that do not (--threads).
  * TERRA_E_NOMEM, TERRA_E_INVALID (options NULL). */
-terra_status terra_cook_manifest_create(const char *options, terra_cook_manifest **out);
-void terra_cook_manifest_free(terra_cook_manifest *m);
+TERRA_API terra_status terra_cook_manifest_create(const char *options, terra_cook_manifest **out);
+TERRA_API void terra_cook_manifest_free(terra_cook_manifest *m);
 
 /* Adds one of the command line's inputs (their order is part of what must agree: where inputs
  * overlap, the order may decide) and hashes it; *index (may be NULL) receives its number. It must
  * be a readable regular file: TERRA_E_IO / TERRA_E_INVALID naming it otherwise. A path already in
  * the manifest (same key) is not added again: TERRA_E_INVALID for an input given twice. */
-terra_status terra_cook_manifest_add_input(terra_cook_manifest *m, const char *path, uint32_t *index);
+TERRA_API terra_status terra_cook_manifest_add_input(terra_cook_manifest *m, const char *path, uint32_t *index);
 /* Adds a file an input names (resolved to a path by the driver, e.g. relative to the scenery):
  * absent (no such file, a directory on the way missing, not readable, not a regular file: what a
  * scenery loader does without) is recorded as such; present, it is hashed. Adding a key already
  * there gives its existing number (two sceneries naming one texture). TERRA_E_IO for other
  * failures (a read error half way). */
-terra_status terra_cook_manifest_add_named(terra_cook_manifest *m, const char *path, uint32_t *index);
+TERRA_API terra_status terra_cook_manifest_add_named(terra_cook_manifest *m, const char *path, uint32_t *index);
 
-uint32_t terra_cook_manifest_count(const terra_cook_manifest *m);
+TERRA_API uint32_t terra_cook_manifest_count(const terra_cook_manifest *m);
 /* File i (0 .. count-1), valid until the manifest is freed. */
-const terra_cook_file *terra_cook_manifest_file(const terra_cook_manifest *m, uint32_t i);
+TERRA_API const terra_cook_file *terra_cook_manifest_file(const terra_cook_manifest *m, uint32_t i);
 
 /* ---- the cache -------------------------------------------------------------------------------- */
 
@@ -121,46 +121,46 @@ typedef enum terra_cook_input_change {
     TERRA_COOK_INPUT_APPEARED,  /* named, absent then, present now */
     TERRA_COOK_INPUT_VANISHED   /* named, present then, absent now */
 } terra_cook_input_change;
-const char *terra_cook_input_change_name(terra_cook_input_change c);
+TERRA_API const char *terra_cook_input_change_name(terra_cook_input_change c);
 
 /* Compares the manifest with the record for the archive at `output` (dir NULL: "OUTPUT.cache").
  * The manifest must outlive the cache. A damaged record or previous archive is a warning
  * (terra_log) and the FRESH outcome, never an error: errors are TERRA_E_NOMEM and TERRA_E_INVALID
  * (arguments). The previous archive is verified (terra_archive_verify) only when the record
  * otherwise agrees; it stays open, read-only, until commit or close. */
-terra_status terra_cook_cache_open(const char *dir, const char *output, const terra_cook_manifest *m,
+TERRA_API terra_status terra_cook_cache_open(const char *dir, const char *output, const terra_cook_manifest *m,
                                    terra_cook_cache **out);
-terra_cook_cache_outcome terra_cook_cache_get_outcome(const terra_cook_cache *c);
+TERRA_API terra_cook_cache_outcome terra_cook_cache_get_outcome(const terra_cook_cache *c);
 /* Why, in a sentence for the report: "no previous cook (no record at ...)", "the options changed",
  * "2 of 7 inputs changed: a.tif (changed), grass.png (appeared)", "up to date". */
-const char *terra_cook_cache_reason(const terra_cook_cache *c);
+TERRA_API const char *terra_cook_cache_reason(const terra_cook_cache *c);
 /* Input i of the new manifest against the record (TERRA_COOK_INPUT_NEW for every input when
  * there is no usable record). */
-terra_cook_input_change terra_cook_cache_input_change(const terra_cook_cache *c, uint32_t i);
+TERRA_API terra_cook_input_change terra_cook_cache_input_change(const terra_cook_cache *c, uint32_t i);
 
 /* Starts the new cook's record with its grid and `settings`: every setting the driver resolved
  * that shapes tiles and is not in the options or the grid (an automatic error bound, the material
  * layer table's order...), as a canonical string ("" when none). When the grid or settings differ
  * from the record's, no tile is reusable. Call once, after open, whatever the outcome. */
-terra_status terra_cook_cache_begin(terra_cook_cache *c, const terra_cook_grid *grid, const char *settings);
+TERRA_API terra_status terra_cook_cache_begin(terra_cook_cache *c, const terra_cook_grid *grid, const char *settings);
 /* The inputs (manifest numbers, any order, duplicates allowed) whose data goes into finest tile
  * (tx, ty): the rasters overlapping it, the sceneries with ground in it together with the files
  * they name. Once per finest tile; not thread-safe. TERRA_E_INVALID for a tile given twice or an
  * input number outside the manifest. */
-terra_status terra_cook_cache_set_finest(terra_cook_cache *c, int32_t tx, int32_t ty, const uint32_t *inputs,
+TERRA_API terra_status terra_cook_cache_set_finest(terra_cook_cache *c, int32_t tx, int32_t ty, const uint32_t *inputs,
                                          size_t n);
 /* After the last set_finest: gives every coarser tile up to grid->depth the union of its
  * children's inputs and decides which tiles are reusable; *reusable (may be NULL) receives their
  * number, *total (may be NULL) the number of tiles planned. */
-terra_status terra_cook_cache_plan(terra_cook_cache *c, uint64_t *reusable, uint64_t *total);
+TERRA_API terra_status terra_cook_cache_plan(terra_cook_cache *c, uint64_t *reusable, uint64_t *total);
 /* True when tile `key` (terra_cook_key) may be copied from the previous archive: the outcome is
  * CHANGED, the grid and settings agree, the previous archive holds the tile, and its recorded
  * inputs are exactly the new ones, none of them changed. Thread-safe after plan. */
-bool terra_cook_cache_reusable(const terra_cook_cache *c, terra_tile_key key);
+TERRA_API bool terra_cook_cache_reusable(const terra_cook_cache *c, terra_tile_key key);
 /* Copies tile `key`'s stored payload and index values from the previous archive into `w`
  * (terra_archive_writer_add_stored: no decompression, no re-encoding). Thread-safe after plan.
  * TERRA_E_INVALID when the tile is not reusable; the archive's errors (TERRA_E_CORRUPT...) as is. */
-terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_key key, terra_archive_writer *w);
+TERRA_API terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_key key, terra_archive_writer *w);
 
 /* ---- finest meshes kept for the next cook ------------------------------------------------------ */
 
@@ -169,14 +169,14 @@ terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_ke
  * cook has, made or loaded. Thread-safe after plan (blobs go to a temporary beside the store, put
  * in place by commit). TERRA_E_INVALID for a tile that was not planned; a failure to write
  * (TERRA_E_IO, TERRA_E_NOMEM) means only that no meshes are kept this time: the cook goes on. */
-terra_status terra_cook_cache_keep_finest(terra_cook_cache *c, int32_t tx, int32_t ty, const terra_cook_mesh *m,
+TERRA_API terra_status terra_cook_cache_keep_finest(terra_cook_cache *c, int32_t tx, int32_t ty, const terra_cook_mesh *m,
                                           double error);
 /* The mesh the previous cook kept for finest tile (tx, ty), into *out (an empty mesh, grown with
  * terra_cook_mesh_reserve: what make_finest hands over) and *error, when the tile is reusable.
  * TERRA_E_NOT_FOUND when it is not reusable or no mesh was kept for it; TERRA_E_CORRUPT (and a
  * warning) when the kept one is damaged: either way the driver makes the tile from its sources.
  * Thread-safe after plan. */
-terra_status terra_cook_cache_load_finest(const terra_cook_cache *c, int32_t tx, int32_t ty, terra_cook_mesh *out,
+TERRA_API terra_status terra_cook_cache_load_finest(const terra_cook_cache *c, int32_t tx, int32_t ty, terra_cook_mesh *out,
                                           double *error);
 
 /* After the new archive is in place at `output` (terra_archive_writer_finish succeeded): closes
@@ -185,12 +185,12 @@ terra_status terra_cook_cache_load_finest(const terra_cook_cache *c, int32_t tx,
  * the new archive must have been planned: TERRA_E_INVALID naming the first that was not (or a
  * finest tile kept twice); TERRA_E_IO when the record cannot be written
  * (then there is no record and the next cook starts afresh; the archive itself is good). */
-terra_status terra_cook_cache_commit(terra_cook_cache *c);
-void terra_cook_cache_close(terra_cook_cache *c);
+TERRA_API terra_status terra_cook_cache_commit(terra_cook_cache *c);
+TERRA_API void terra_cook_cache_close(terra_cook_cache *c);
 
 /* Where the record of the archive at `output` is kept with cache directory `dir` (NULL: the
  * default): *out (terra_free) is DIR/NAME.record. */
-terra_status terra_cook_cache_record_path(const char *dir, const char *output, char **out);
+TERRA_API terra_status terra_cook_cache_record_path(const char *dir, const char *output, char **out);
 
 #ifdef __cplusplus
 }

@@ -83,7 +83,7 @@ typedef struct terra_cook_check_report {
  * TERRA_OK when every promise holds. A broken promise: TERRA_E_CORRUPT, report->broken set, and
  * terra_last_error() naming the tile(s), the place and the numbers. Other failures (an archive or
  * source that cannot be read, a projected source raster: TERRA_E_UNSUPPORTED) leave broken false. */
-terra_status terra_cook_check(const terra_cook_check_desc *desc, terra_cook_check_report *report);
+TERRA_API terra_status terra_cook_check(const terra_cook_check_desc *desc, terra_cook_check_report *report);
 
 #ifdef __cplusplus
 }

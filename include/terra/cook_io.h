@@ -16,7 +16,7 @@ extern "C" {
 
 /* meshoptimizer's simplifier with the border locked, as a terra_cook_simplify_fn (user, xy, rect
  * and samples unused: every border vertex stays). */
-size_t terra_cook_simplify_meshopt(void *user, const double *xy, const float *pos, uint32_t vertex_count,
+TERRA_API size_t terra_cook_simplify_meshopt(void *user, const double *xy, const float *pos, uint32_t vertex_count,
                                    const uint32_t *tri, size_t triangle_count, double target_error,
                                    const double *rect, const terra_cook_samples *samples, uint32_t *out_tri);
 
@@ -34,7 +34,7 @@ size_t terra_cook_simplify_meshopt(void *user, const double *xy, const float *po
 typedef struct terra_cook_raster_window {
     const terra_raster *raster;
 } terra_cook_raster_window;
-terra_status terra_cook_raster_window_read(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w, int h,
+TERRA_API terra_status terra_cook_raster_window_read(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w, int h,
                                            float *out);
 
 /* ---- finest tiles from samples (the core: src/cook/raster_tiles.c) ---------------------------
@@ -52,11 +52,11 @@ typedef struct terra_cook_raster_tiles {
     void *window_user;
 } terra_cook_raster_tiles;
 /* A terra_cook_finest_fn: user is a const terra_cook_raster_tiles. */
-terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error);
+TERRA_API terra_status terra_cook_raster_finest(void *user, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error);
 /* A terra_cook_distance_fn over the same samples (user: a const terra_cook_raster_tiles): each
  * finest tile's (S + 1)^2 samples read once and every triangle over them scanned row by row;
  * no-data samples are skipped (holes have no ground to compare). */
-terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest,
+TERRA_API terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest,
                                         size_t finest_count, double slack, double limit, double *out);
 
 /* ---- the whole job --------------------------------------------------------------------------- */
@@ -133,7 +133,7 @@ typedef struct terra_cook_report {
 /* Cooks the inputs into desc->output. Errors name the input or the output and the problem; on
  * failure nothing is written at the output (an archive already there is left as it was). report
  * may be NULL. */
-terra_status terra_cook(const terra_cook_desc *desc, terra_cook_report *report);
+TERRA_API terra_status terra_cook(const terra_cook_desc *desc, terra_cook_report *report);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,16 @@
 #include <stdbool.h>
 #include <math.h>
 
+/* Marks what the libraries export. They are built with hidden visibility, so in a shared libterra
+ * only what the headers declare with it is visible. TERRA_INTERNAL: exported too, for another of
+ * terra's own libraries, declared in a header that is not installed; no part of the API. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TERRA_API __attribute__((visibility("default")))
+#else
+#define TERRA_API
+#endif
+#define TERRA_INTERNAL TERRA_API
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,13 +45,13 @@ typedef enum terra_status {
 } terra_status;
 
 /* The name of a status code, e.g. "invalid argument". Never NULL. */
-const char *terra_error_string(terra_status status);
+TERRA_API const char *terra_error_string(terra_status status);
 
 /* The sentence describing the last failure on this thread ("" if none). */
-const char *terra_last_error(void);
+TERRA_API const char *terra_last_error(void);
 
 /* Records a failure for terra_last_error() and returns `status` (for `return terra_fail(...)`). */
-terra_status terra_fail(terra_status status, const char *fmt, ...)
+TERRA_API terra_status terra_fail(terra_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -58,17 +68,17 @@ typedef struct terra_allocator {
     void *user;
 } terra_allocator;
 
-void terra_set_allocator(const terra_allocator *allocator);
-void *terra_alloc(size_t size);
-void *terra_calloc(size_t count, size_t size); /* zeroed; NULL on overflow */
-void *terra_realloc(void *ptr, size_t size);
-void terra_free(void *ptr);
+TERRA_API void terra_set_allocator(const terra_allocator *allocator);
+TERRA_API void *terra_alloc(size_t size);
+TERRA_API void *terra_calloc(size_t count, size_t size); /* zeroed; NULL on overflow */
+TERRA_API void *terra_realloc(void *ptr, size_t size);
+TERRA_API void terra_free(void *ptr);
 
 typedef enum terra_log_level { TERRA_LOG_DEBUG, TERRA_LOG_INFO, TERRA_LOG_WARN, TERRA_LOG_ERROR } terra_log_level;
 typedef void (*terra_log_fn)(terra_log_level level, const char *message, void *user);
 /* NULL silences the log. By default warnings and errors go to stderr. */
-void terra_set_log(terra_log_fn fn, void *user);
-void terra_log(terra_log_level level, const char *fmt, ...)
+TERRA_API void terra_set_log(terra_log_fn fn, void *user);
+TERRA_API void terra_log(terra_log_level level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -101,8 +111,8 @@ static inline int32_t terra_tile_key_y(terra_tile_key k) {
     return (int32_t)(v ^ 0x08000000u) - 0x08000000;
 }
 /* The parent (one level coarser) and child i (0..3: x + 2y) of a tile. */
-terra_tile_key terra_tile_key_parent(terra_tile_key k);
-terra_tile_key terra_tile_key_child(terra_tile_key k, int i);
+TERRA_API terra_tile_key terra_tile_key_parent(terra_tile_key k);
+TERRA_API terra_tile_key terra_tile_key_child(terra_tile_key k, int i);
 
 /* ---- math ------------------------------------------------------------------------------------ */
 
@@ -123,16 +133,16 @@ typedef struct terra_camera {
 } terra_camera;
 
 /* Unit view direction, right and up vectors of a camera. */
-void terra_camera_basis(const terra_camera *cam, terra_vec3 *forward, terra_vec3 *right, terra_vec3 *up);
+TERRA_API void terra_camera_basis(const terra_camera *cam, terra_vec3 *forward, terra_vec3 *right, terra_vec3 *up);
 /* The camera's frustum planes in world space (normals point inward). With far_m = 0 the far
  * plane is placed where it never culls. */
-void terra_camera_frustum(const terra_camera *cam, terra_frustum *out);
+TERRA_API void terra_camera_frustum(const terra_camera *cam, terra_frustum *out);
 
 typedef enum terra_cull { TERRA_CULL_OUTSIDE = 0, TERRA_CULL_INTERSECTS = 1, TERRA_CULL_INSIDE = 2 } terra_cull;
-terra_cull terra_frustum_test_box(const terra_frustum *f, const terra_box3 *b);
-bool terra_frustum_contains_point(const terra_frustum *f, terra_vec3 p);
+TERRA_API terra_cull terra_frustum_test_box(const terra_frustum *f, const terra_box3 *b);
+TERRA_API bool terra_frustum_contains_point(const terra_frustum *f, terra_vec3 p);
 /* Euclidean distance from p to the nearest point of box b (0 inside). */
-double terra_box3_distance(const terra_box3 *b, terra_vec3 p);
+TERRA_API double terra_box3_distance(const terra_box3 *b, terra_vec3 p);
 
 /* Octahedral encoding of a unit normal into two signed bytes (nearest of 255 steps per axis),
  * and back. Inline: grid tiles encode one per vertex. */
@@ -152,10 +162,10 @@ static inline void terra_oct_encode(const float n[3], int8_t out[2]) {
     out[0] = terra_snorm8_(x);
     out[1] = terra_snorm8_(y);
 }
-void terra_oct_decode(const int8_t in[2], float n[3]);
+TERRA_API void terra_oct_decode(const int8_t in[2], float n[3]);
 
 /* Monotonic clock in seconds. */
-double terra_now_s(void);
+TERRA_API double terra_now_s(void);
 
 #ifdef __cplusplus
 }

@@ -42,10 +42,10 @@ typedef struct terra_gl_context terra_gl_context;
 
 /* An OpenGL 4.5 core context on EGL's surfaceless platform, made current on this thread.
  * TERRA_E_UNSUPPORTED with the EGL error when none can be had. */
-terra_status terra_gl_context_create_headless(terra_gl_context **out);
-void terra_gl_context_destroy(terra_gl_context *c);
+TERRA_API terra_status terra_gl_context_create_headless(terra_gl_context **out);
+TERRA_API void terra_gl_context_destroy(terra_gl_context *c);
 /* GL_RENDERER of the current context, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)". */
-const char *terra_gl_renderer_name(void);
+TERRA_API const char *terra_gl_renderer_name(void);
 
 /* ---- the renderer -------------------------------------------------------------------------------- */
 
@@ -92,31 +92,31 @@ typedef struct terra_gl_stats {
 
 typedef struct terra_gl terra_gl;
 
-terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out);
-void terra_gl_destroy(terra_gl *r);
+TERRA_API terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out);
+TERRA_API void terra_gl_destroy(terra_gl *r);
 
 /* Points a stream description's upload callback at the renderer: tiles then reach the vertex
  * buffer inside the streamer's frame budget. The stream's tiles must be grid tiles of the same
  * cells, and capacity_tiles at least terra_stream_slots() of the stream. */
-void terra_gl_attach(terra_gl *r, terra_stream_desc *desc);
+TERRA_API void terra_gl_attach(terra_gl *r, terra_stream_desc *desc);
 /* The upload callback itself (user = the renderer): copies one tile into a free slot. */
-void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes);
+TERRA_API void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes);
 /* Frees the slots of tiles the stream no longer holds; returns how many. Call after each
  * terra_stream_update (the streamer has no unload callback, so the renderer asks it). */
-int terra_gl_release_gone(terra_gl *r, const terra_stream *s);
+TERRA_API int terra_gl_release_gone(terra_gl *r, const terra_stream *s);
 
 /* Draws one frame of `draws` seen by `cam` (aspect from the target size). One draw call. */
-terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_stream_draw *draws, int count,
+TERRA_API terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_stream_draw *draws, int count,
                            const terra_gl_style *style);
 /* Reads the offscreen target back: rgb[width × height × 3], top row first. Waits for the GPU. */
-terra_status terra_gl_read_rgb(terra_gl *r, uint8_t *rgb);
+TERRA_API terra_status terra_gl_read_rgb(terra_gl *r, uint8_t *rgb);
 /* Reads back distance along the view axis per pixel (metres, top row first; INFINITY where
  * nothing was drawn). */
-terra_status terra_gl_read_depth(terra_gl *r, float *view_z);
+TERRA_API terra_status terra_gl_read_depth(terra_gl *r, float *view_z);
 /* Resizes the target (offscreen: reallocates it; window: sets the viewport). */
-terra_status terra_gl_resize(terra_gl *r, int width, int height);
-void terra_gl_size(const terra_gl *r, int *width, int *height);
-const terra_gl_stats *terra_gl_get_stats(const terra_gl *r);
+TERRA_API terra_status terra_gl_resize(terra_gl *r, int width, int height);
+TERRA_API void terra_gl_size(const terra_gl *r, int *width, int *height);
+TERRA_API const terra_gl_stats *terra_gl_get_stats(const terra_gl *r);
 
 /* ---- a scene: a source, a streamer and a renderer for one camera -------------------------------
  * What `terra fly`, `terra render`, `terra view` and the tests share. */
@@ -149,20 +149,20 @@ typedef struct terra_gl_frame_stats {
 
 typedef struct terra_gl_scene terra_gl_scene;
 
-terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_scene **out);
-void terra_gl_scene_destroy(terra_gl_scene *s);
-terra_gl *terra_gl_scene_renderer(terra_gl_scene *s);
-terra_stream *terra_gl_scene_stream(terra_gl_scene *s);
+TERRA_API terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_scene **out);
+TERRA_API void terra_gl_scene_destroy(terra_gl_scene *s);
+TERRA_API terra_gl *terra_gl_scene_renderer(terra_gl_scene *s);
+TERRA_API terra_stream *terra_gl_scene_stream(terra_gl_scene *s);
 /* The camera's focus in the stream (0 before the first frame). */
-terra_focus terra_gl_scene_focus(const terra_gl_scene *s);
+TERRA_API terra_focus terra_gl_scene_focus(const terra_gl_scene *s);
 /* A selection object with the stream's options (ranges, morph, tile sides). */
-const terra_select *terra_gl_scene_select(const terra_gl_scene *s);
+TERRA_API const terra_select *terra_gl_scene_select(const terra_gl_scene *s);
 
 /* Moves the camera, runs the streamer and draws. With `settle` the streamer is run (waiting for
  * its workers) until every tile the camera wants is standing, at most max_wait_s seconds
  * (0 = 60), so the frame shows the full detail of the selection; otherwise it runs once, as a
  * real-time frame does, and draws ancestors where tiles are still coming. */
-terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam, const terra_gl_style *style, bool settle,
+TERRA_API terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam, const terra_gl_style *style, bool settle,
                                   double max_wait_s, terra_gl_frame_stats *stats);
 
 #ifdef __cplusplus

@@ -49,7 +49,7 @@ typedef struct terra_grid_info {
 } terra_grid_info;
 
 /* Checks a description and fills in defaults; TERRA_E_INVALID names the broken rule. */
-terra_status terra_grid_desc_resolve(const terra_grid_desc *in, terra_grid_desc *out);
+TERRA_API terra_status terra_grid_desc_resolve(const terra_grid_desc *in, terra_grid_desc *out);
 
 static inline int terra_grid_vertex_count(int cells) { return (cells + 1) * (cells + 1); }
 static inline int terra_grid_index_count(int cells) { return 6 * cells * cells; }
@@ -62,17 +62,17 @@ static inline int terra_grid_scratch_floats(int cells) {
 }
 
 /* Side and sample spacing of a tile at `level`. */
-double terra_grid_tile_side(const terra_grid_desc *d, int level);
+TERRA_API double terra_grid_tile_side(const terra_grid_desc *d, int level);
 
 /* Meshes tile `key` from `src` into out[terra_grid_vertex_count(cells)], using caller-owned
  * scratch[terra_grid_scratch_floats(cells)]. Allocates nothing. */
-terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d, terra_tile_key key,
+TERRA_API terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d, terra_tile_key key,
                               terra_grid_vertex *out, float *scratch, terra_grid_info *info);
 
 /* The index buffer every tile shares: terra_grid_index_count(cells) indices, two triangles per cell,
  * every cell split along the same diagonal, counter-clockwise seen from above (+y), ordered in
  * strips of columns so the post-transform vertex cache is reused. */
-void terra_grid_indices(int cells, uint32_t *out);
+TERRA_API void terra_grid_indices(int cells, uint32_t *out);
 
 /* The morph factor CDLOD applies to a vertex at distance `dist` from the eye for a level whose
  * morph runs from morph_start to morph_end: 0 below the start, 1 past the end. */

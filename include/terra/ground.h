@@ -55,13 +55,13 @@ typedef struct terra_ground_desc {
 
 typedef struct terra_ground terra_ground;
 
-terra_status terra_ground_create(const terra_ground_desc *desc, terra_ground **out);
-void terra_ground_destroy(terra_ground *g);
+TERRA_API terra_status terra_ground_create(const terra_ground_desc *desc, terra_ground **out);
+TERRA_API void terra_ground_destroy(terra_ground *g);
 
 /* Replaces the source (a new function table, or one whose user data changed): every block is
  * stood again from it, nearest first, within the budget; queries answer from it at once. */
-terra_status terra_ground_set_source(terra_ground *g, const terra_source *src);
-terra_status terra_ground_set_transform(terra_ground *g, const terra_transform *t);
+TERRA_API terra_status terra_ground_set_source(terra_ground *g, const terra_source *src);
+TERRA_API terra_status terra_ground_set_transform(terra_ground *g, const terra_transform *t);
 
 /* ---- queries ------------------------------------------------------------------------------------
  * TERRA_E_INVALID for non-finite coordinates or coordinates past 2^40 lattice cells;
@@ -74,15 +74,15 @@ typedef struct terra_ground_hit {
     terra_status status;
 } terra_ground_hit;
 
-terra_status terra_ground_height_at(terra_ground *g, double x, double z, double *y);
-terra_status terra_ground_normal_at(terra_ground *g, double x, double z, terra_vec3 *normal);
-terra_status terra_ground_surface_at(terra_ground *g, double x, double z, terra_surface *surface);
+TERRA_API terra_status terra_ground_height_at(terra_ground *g, double x, double z, double *y);
+TERRA_API terra_status terra_ground_normal_at(terra_ground *g, double x, double z, terra_vec3 *normal);
+TERRA_API terra_status terra_ground_surface_at(terra_ground *g, double x, double z, terra_surface *surface);
 /* All three for n points xz[2n]; each hit carries its own status. Returns TERRA_OK if all were. */
-terra_status terra_ground_query(terra_ground *g, const double *xz, int n, terra_ground_hit *hits);
+TERRA_API terra_status terra_ground_query(terra_ground *g, const double *xz, int n, terra_ground_hit *hits);
 
 /* Per-surface physics; surfaces never set get the defaults. */
-void terra_ground_set_physics(terra_ground *g, terra_surface id, terra_surface_physics p);
-terra_surface_physics terra_ground_physics(const terra_ground *g, terra_surface id);
+TERRA_API void terra_ground_set_physics(terra_ground *g, terra_surface id, terra_surface_physics p);
+TERRA_API terra_surface_physics terra_ground_physics(const terra_ground *g, terra_surface id);
 
 /* ---- collider blocks ------------------------------------------------------------------------------ */
 
@@ -110,18 +110,18 @@ typedef struct terra_ground_stats {
 } terra_ground_stats;
 
 /* Stands and lets go of blocks around the entity foci that ask for collision. */
-terra_status terra_ground_update(terra_ground *g, const terra_focus_info *foci, int count);
+TERRA_API terra_status terra_ground_update(terra_ground *g, const terra_focus_info *foci, int count);
 /* Whether the collider under a world point stands; the block itself, or NULL. */
-bool terra_ground_is_ready_at(const terra_ground *g, double x, double z);
-const terra_collider_block *terra_ground_block_at(const terra_ground *g, double x, double z);
+TERRA_API bool terra_ground_is_ready_at(const terra_ground *g, double x, double z);
+TERRA_API const terra_collider_block *terra_ground_block_at(const terra_ground *g, double x, double z);
 /* Updates run so far. */
-uint64_t terra_ground_frame(const terra_ground *g);
+TERRA_API uint64_t terra_ground_frame(const terra_ground *g);
 /* The standing blocks (valid until the next update). */
-int terra_ground_blocks(const terra_ground *g, const terra_collider_block **blocks);
-const terra_ground_stats *terra_ground_get_stats(const terra_ground *g);
+TERRA_API int terra_ground_blocks(const terra_ground *g, const terra_collider_block **blocks);
+TERRA_API const terra_ground_stats *terra_ground_get_stats(const terra_ground *g);
 
 /* World position of a block's lattice point (i, j) (transform applied). */
-terra_vec3 terra_ground_block_point(const terra_ground *g, const terra_collider_block *b, int i, int j);
+TERRA_API terra_vec3 terra_ground_block_point(const terra_ground *g, const terra_collider_block *b, int i, int j);
 
 #ifdef __cplusplus
 }

@@ -21,14 +21,14 @@ extern "C" {
 typedef struct terra_ode terra_ode;
 
 /* Ground geoms go into `space`. */
-terra_status terra_ode_create(terra_ground *ground, dSpaceID space, terra_ode **out);
-void terra_ode_destroy(terra_ode *o);
+TERRA_API terra_status terra_ode_create(terra_ground *ground, dSpaceID space, terra_ode **out);
+TERRA_API void terra_ode_destroy(terra_ode *o);
 /* Brings the ODE geoms in line with the ground's standing blocks. */
-terra_status terra_ode_sync(terra_ode *o);
+TERRA_API terra_status terra_ode_sync(terra_ode *o);
 /* Whether a geom is one of the ground's. */
-bool terra_ode_is_ground(const terra_ode *o, dGeomID geom);
+TERRA_API bool terra_ode_is_ground(const terra_ode *o, dGeomID geom);
 /* Contact parameters from the surface under the contact point (friction, restitution). */
-void terra_ode_contact_surface(const terra_ode *o, const dContactGeom *c, dSurfaceParameters *out,
+TERRA_API void terra_ode_contact_surface(const terra_ode *o, const dContactGeom *c, dSurfaceParameters *out,
                                terra_surface *surface);
 
 /* ---- the proof: bodies dropped over the world while colliders stream around them -------------- */
@@ -61,7 +61,7 @@ typedef struct terra_drop_result {
     double vehicle_max_height;   /* m above the ground a vehicle reached (the ridge jump) */
 } terra_drop_result;
 
-terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result *out);
+TERRA_API terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result *out);
 
 #ifdef __cplusplus
 }

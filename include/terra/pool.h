@@ -31,10 +31,10 @@ struct terra_job {
 };
 
 /* A completion queue: finished jobs wait here until their owner takes them. */
-terra_status terra_job_queue_create(terra_job_queue **out);
-void terra_job_queue_destroy(terra_job_queue *q);
+TERRA_API terra_status terra_job_queue_create(terra_job_queue **out);
+TERRA_API void terra_job_queue_destroy(terra_job_queue *q);
 /* Takes up to `max` finished jobs; returns how many. Never blocks. */
-int terra_job_queue_poll(terra_job_queue *q, terra_job **done, int max);
+TERRA_API int terra_job_queue_poll(terra_job_queue *q, terra_job **done, int max);
 
 typedef struct terra_pool_desc {
     int threads; /* worker threads; 0 = cores - 1, at least 1 */
@@ -42,20 +42,20 @@ typedef struct terra_pool_desc {
 
 typedef struct terra_pool terra_pool;
 
-terra_status terra_pool_create(const terra_pool_desc *desc, terra_pool **out);
+TERRA_API terra_status terra_pool_create(const terra_pool_desc *desc, terra_pool **out);
 /* Stops the workers: queued jobs are dropped (they never run and are not returned), running ones
  * finish first and go to their queues. Job memory is always the caller's. */
-void terra_pool_destroy(terra_pool *pool);
-int terra_pool_threads(const terra_pool *pool);
+TERRA_API void terra_pool_destroy(terra_pool *pool);
+TERRA_API int terra_pool_threads(const terra_pool *pool);
 
 /* Queues a job (first in, first out). */
-void terra_pool_submit(terra_pool *pool, terra_job *job);
+TERRA_API void terra_pool_submit(terra_pool *pool, terra_job *job);
 /* Removes a job that has not started; true if it was removed (it will not run or complete). */
-bool terra_pool_cancel(terra_pool *pool, terra_job *job);
+TERRA_API bool terra_pool_cancel(terra_pool *pool, terra_job *job);
 /* Takes up to `max` finished jobs that had no queue of their own; returns how many. */
-int terra_pool_poll(terra_pool *pool, terra_job **done, int max);
+TERRA_API int terra_pool_poll(terra_pool *pool, terra_job **done, int max);
 /* Blocks until every submitted job has finished (or was cancelled). */
-void terra_pool_wait_idle(terra_pool *pool);
+TERRA_API void terra_pool_wait_idle(terra_pool *pool);
 
 #ifdef __cplusplus
 }

@@ -91,15 +91,15 @@ typedef struct terra_qmesh_decode_desc {
  * to free. Errors: TERRA_E_FORMAT (not quantized-mesh: heightmap-1.0, gzip, too short),
  * TERRA_E_CORRUPT (counts, indices or extensions that do not fit), TERRA_E_CAPACITY (over the
  * limits in desc), TERRA_E_NOMEM. */
-terra_status terra_qmesh_decode(const uint8_t *data, size_t size, const terra_qmesh_decode_desc *desc,
+TERRA_API terra_status terra_qmesh_decode(const uint8_t *data, size_t size, const terra_qmesh_decode_desc *desc,
                                 terra_qmesh *out);
-void terra_qmesh_free(terra_qmesh *mesh);
+TERRA_API void terra_qmesh_free(terra_qmesh *mesh);
 
 /* True when the bytes look like a heightmap-1.0 tile (65 x 65 heights, child mask, water mask). */
-bool terra_qmesh_is_heightmap(const uint8_t *data, size_t size);
+TERRA_API bool terra_qmesh_is_heightmap(const uint8_t *data, size_t size);
 
 /* Largest number of bytes terra_qmesh_encode can write for this mesh (0 if the counts overflow). */
-size_t terra_qmesh_encoded_size(const terra_qmesh *mesh);
+TERRA_API size_t terra_qmesh_encoded_size(const terra_qmesh *mesh);
 
 /* Encodes `mesh` into out[0..capacity); *written receives the byte count. Vertices must be in
  * first-use order (the order the triangle list first names them, unreferenced vertices last):
@@ -107,15 +107,15 @@ size_t terra_qmesh_encoded_size(const terra_qmesh *mesh);
  * extensions its bits announce except the legacy normals (never written; normals are written as
  * octvertexnormals). Errors: TERRA_E_INVALID (index out of range, not first-use order, u, v or
  * height over 32767, bad water mask size), TERRA_E_CAPACITY. */
-terra_status terra_qmesh_encode(const terra_qmesh *mesh, uint8_t *out, size_t capacity, size_t *written);
+TERRA_API terra_status terra_qmesh_encode(const terra_qmesh *mesh, uint8_t *out, size_t capacity, size_t *written);
 
 /* Permutes the vertices of `mesh` (and its normals, materials, indices and edges) in place into
  * first-use order. If remap is not NULL it receives, for every old vertex, its new index. */
-terra_status terra_qmesh_reorder(terra_qmesh *mesh, uint32_t *remap);
+TERRA_API terra_status terra_qmesh_reorder(terra_qmesh *mesh, uint32_t *remap);
 
 /* Cesium's oct encoding of a unit vector into two unsigned bytes, and back. */
-void terra_qmesh_oct_encode(const double n[3], uint8_t out[2]);
-void terra_qmesh_oct_decode(const uint8_t in[2], double n[3]);
+TERRA_API void terra_qmesh_oct_encode(const double n[3], uint8_t out[2]);
+TERRA_API void terra_qmesh_oct_decode(const uint8_t in[2], double n[3]);
 
 /* ---- geographic frame helpers (WGS84) -------------------------------------------------------- */
 
@@ -123,22 +123,22 @@ void terra_qmesh_oct_decode(const uint8_t in[2], double n[3]);
 #define TERRA_WGS84_B 6356752.3142451793
 
 /* Longitude, latitude (radians) and height above the ellipsoid (m) to ECEF metres. */
-void terra_qmesh_geodetic_to_ecef(double lon_rad, double lat_rad, double height, double out[3]);
+TERRA_API void terra_qmesh_geodetic_to_ecef(double lon_rad, double lat_rad, double height, double out[3]);
 /* The unit ellipsoid normal (the "up" direction) at a longitude and latitude, in ECEF. */
-void terra_qmesh_geodetic_up(double lon_rad, double lat_rad, double out[3]);
+TERRA_API void terra_qmesh_geodetic_up(double lon_rad, double lat_rad, double out[3]);
 
 /* Fills the header of a geographic tile from its vertices' ECEF positions (n x 3 doubles):
  * bounding sphere around them, horizon occlusion point in scaled space (Cesium's
  * EllipsoidalOccluder), min/max heights given, center given. */
-void terra_qmesh_header_geographic(terra_qmesh_header *hdr, const double *ecef, size_t n, const double center[3],
+TERRA_API void terra_qmesh_header_geographic(terra_qmesh_header *hdr, const double *ecef, size_t n, const double center[3],
                                    double min_height, double max_height);
 /* Fills the header of a local tile (scenery metres): center, min/max heights, bounding sphere;
  * the horizon occlusion point is set to the sphere centre (no ellipsoid to hide behind). */
-void terra_qmesh_header_local(terra_qmesh_header *hdr, const double *xyz, size_t n, double min_height,
+TERRA_API void terra_qmesh_header_local(terra_qmesh_header *hdr, const double *xyz, size_t n, double min_height,
                               double max_height);
 
 /* Tile bounds of a geographic (EPSG:4326, TMS) tile: two root tiles at level 0. Degrees. */
-void terra_qmesh_geographic_tile_bounds(int level, int32_t x, int32_t y, double *west, double *south, double *east,
+TERRA_API void terra_qmesh_geographic_tile_bounds(int level, int32_t x, int32_t y, double *west, double *south, double *east,
                                         double *north);
 
 #ifdef __cplusplus

@@ -33,7 +33,7 @@ typedef struct terra_raster_desc {
  * through terra-raster (not a PNG read in process) counts the heights twice (the reader's copy and the caller's are alive at
  * once). A raster past the budget is refused with TERRA_E_CAPACITY, naming the file, its size, what
  * it would need and the budget, before anything of its size is allocated. */
-size_t terra_raster_memory_budget(size_t max_bytes);
+TERRA_API size_t terra_raster_memory_budget(size_t max_bytes);
 
 typedef struct terra_raster {
     int width, height;
@@ -48,8 +48,8 @@ typedef struct terra_raster {
 /* Reads a raster. Errors name the file and the problem: unreadable, unknown format, missing band,
  * zero size, past max_side, NaN or infinite heights (NaN is a hole only when the band's no-data
  * value is NaN), every sample no-data. */
-terra_status terra_raster_read(const terra_raster_desc *desc, terra_raster *out);
-void terra_raster_free(terra_raster *r);
+TERRA_API terra_status terra_raster_read(const terra_raster_desc *desc, terra_raster *out);
+TERRA_API void terra_raster_free(terra_raster *r);
 
 /* The same, read by the terra-raster program in a child process (built with terra; `reader` NULL:
  * $TERRA_RASTER_READER, else terra-raster next to the running program) and handed over through a
@@ -60,7 +60,7 @@ void terra_raster_free(terra_raster *r);
  * tRNS, no .aux.xml or world file beside it) is read in this process with libpng instead, with no
  * child (nothing for RUSAGE_CHILDREN) and one copy of the heights against the budget; a PNG that
  * fails there is read through terra-raster, so errors stay GDAL's. */
-terra_status terra_raster_read_isolated(const terra_raster_desc *desc, const char *reader, terra_raster *out);
+TERRA_API terra_status terra_raster_read_isolated(const terra_raster_desc *desc, const char *reader, terra_raster *out);
 
 /* ---- rasters opened for windowed and warped reads (terra cook) -------------------------------
  *
@@ -112,10 +112,10 @@ typedef struct terra_raster_source terra_raster_source;
  * terra_raster_read_isolated) that stays up until terra_raster_close and answers each read over a
  * socket, so GDAL is mapped once, in the child, and never here. Reads only the header: errors name
  * the file (unreadable, unknown format, missing band, zero size, past max_side). */
-terra_status terra_raster_open(const terra_raster_desc *desc, const char *reader, terra_raster_source **out);
+TERRA_API terra_status terra_raster_open(const terra_raster_desc *desc, const char *reader, terra_raster_source **out);
 /* The same in this process through GDAL (libterra-gdal; terra-raster serves with it). */
-terra_status terra_raster_open_gdal(const terra_raster_desc *desc, terra_raster_source **out);
-const terra_raster_info *terra_raster_source_info(const terra_raster_source *s);
+TERRA_API terra_status terra_raster_open_gdal(const terra_raster_desc *desc, terra_raster_source **out);
+TERRA_API const terra_raster_info *terra_raster_source_info(const terra_raster_source *s);
 
 /* The heights of samples [x0, x0 + w) x [y0, y0 + h) of the raster's own grid into out (w * h,
  * row-major, caller-owned). TERRA_E_INVALID for a window not inside the raster; TERRA_E_CORRUPT
@@ -124,7 +124,7 @@ const terra_raster_info *terra_raster_source_info(const terra_raster_source *s);
  * heights. A PNG is decoded top to bottom, keeping the last window's rows (the whole width): a
  * window starting at or below the previous one's first row continues from there, one starting
  * above it decodes from the top of the file again. So read a PNG in bands of rows, top down. */
-terra_status terra_raster_read_window(terra_raster_source *s, int x0, int y0, int w, int h, float *out);
+TERRA_API terra_status terra_raster_read_window(terra_raster_source *s, int x0, int y0, int w, int h, float *out);
 
 /* The heights at samples [x0, x0 + w) x [y0, y0 + h) of a geographic grid, into out (w * h,
  * row-major): each point taken to the raster's CRS with GDAL's warp transformer
@@ -135,11 +135,11 @@ terra_status terra_raster_read_window(terra_raster_source *s, int x0, int y0, in
  * coincide (a .hgt on a grid of its own step) the sample's own value comes back. The raster is
  * read in windows of what the points need: O(w * h) memory plus a bounded source window.
  * TERRA_E_UNSUPPORTED for a raster without georeferencing and CRS (and for an in-process PNG). */
-terra_status terra_raster_read_geo(terra_raster_source *s, const terra_raster_geo_grid *grid, int x0, int y0, int w,
+TERRA_API terra_status terra_raster_read_geo(terra_raster_source *s, const terra_raster_geo_grid *grid, int x0, int y0, int w,
                                    int h, float *out);
 
 /* Ends the child (if any) and frees the source; NULL is fine. */
-void terra_raster_close(terra_raster_source *s);
+TERRA_API void terra_raster_close(terra_raster_source *s);
 
 /* One source serves one read at a time: calls from several threads are serialised. For reads in
  * parallel open one source per thread (each a child of its own; its pages of GDAL are shared). */
@@ -161,12 +161,12 @@ typedef struct terra_mesh_out {
 } terra_mesh_out;
 
 /* True when the extension of `path` is one terra_io_write_mesh knows. */
-bool terra_io_mesh_format_known(const char *path);
+TERRA_API bool terra_io_mesh_format_known(const char *path);
 /* Written to a temporary name and renamed into place; nothing is left behind on failure. */
-terra_status terra_io_write_mesh(const terra_mesh_out *m);
+TERRA_API terra_status terra_io_write_mesh(const terra_mesh_out *m);
 
 /* Reads an OBJ (v and f lines; polygons fanned into triangles). Arrays are terra_alloc'ed. */
-terra_status terra_io_read_obj(const char *path, double **xyz, size_t *vertex_count, uint32_t **triangles,
+TERRA_API terra_status terra_io_read_obj(const char *path, double **xyz, size_t *vertex_count, uint32_t **triangles,
                                size_t *triangle_count);
 
 #ifdef __cplusplus

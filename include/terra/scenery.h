@@ -90,15 +90,15 @@ typedef struct terra_scenery_desc {
  * NaN or infinite, more than 65,536 ground materials, no ground left. One read at a time: assimp's
  * C interface keeps its last error in one place for the process. A texture's alpha is looked for
  * in PNG files and embedded images (PNG or raw texels); other image formats count as opaque. */
-terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *out);
-void terra_scenery_free(terra_scenery *s);
+TERRA_API terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *out);
+TERRA_API void terra_scenery_free(terra_scenery *s);
 
 /* ---- cutting along the tile grid (the core, src/cook/cut.c) --------------------------------- */
 
 /* Drops the triangles (3 indices each) whose three vertices an earlier one has already, in any
  * order, keeping the order of the rest; *count becomes how many are left, *dropped how many went.
  * TERRA_E_NOMEM. */
-terra_status terra_scenery_drop_repeats(uint32_t *tri, size_t *count, size_t *dropped);
+TERRA_API terra_status terra_scenery_drop_repeats(uint32_t *tri, size_t *count, size_t *dropped);
 
 typedef struct terra_scenery_cut_desc {
     const terra_cook_grid *grid;   /* local frame; plane = (scenery x, z) through origin and unit */
@@ -124,13 +124,13 @@ typedef struct terra_scenery_cut_info {
 /* Builds the cut index (the soup is copied; s may go afterwards). TERRA_E_INVALID for a grid that
  * is not local or a tile_units that is not positive, a non-finite position, or a soup reaching past
  * tile index +-2^31; TERRA_E_NOMEM. */
-terra_status terra_scenery_cut_build(const terra_scenery *s, const terra_scenery_cut_desc *desc,
+TERRA_API terra_status terra_scenery_cut_build(const terra_scenery *s, const terra_scenery_cut_desc *desc,
                                      terra_scenery_cut **out);
-void terra_scenery_cut_free(terra_scenery_cut *c);
-void terra_scenery_cut_get_info(const terra_scenery_cut *c, terra_scenery_cut_info *info);
+TERRA_API void terra_scenery_cut_free(terra_scenery_cut *c);
+TERRA_API void terra_scenery_cut_get_info(const terra_scenery_cut *c, terra_scenery_cut_info *info);
 /* The finest tiles that hold at least one piece: tx, ty pairs, rows (ty) then columns ascending
  * (terra_cook_pyramid_desc.finest). Owned by c. */
-const int32_t *terra_scenery_cut_tiles(const terra_scenery_cut *c, size_t *count);
+TERRA_API const int32_t *terra_scenery_cut_tiles(const terra_scenery_cut *c, size_t *count);
 
 /* A terra_cook_finest_fn (user: the terra_scenery_cut). Every triangle reaching the tile is clipped
  * exactly against its four sides (x sides first, then y), the piece fanned from its first vertex;
@@ -148,7 +148,7 @@ const int32_t *terra_scenery_cut_tiles(const terra_scenery_cut *c, size_t *count
  * with area turn counter-clockwise, wall pieces have none (up to rounding where a wall crosses a
  * tile corner, never clockwise). *error = 0 (the source itself). A tile with no pieces comes back
  * empty. */
-terra_status terra_scenery_cut_tile(void *cut, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error);
+TERRA_API terra_status terra_scenery_cut_tile(void *cut, int32_t tx, int32_t ty, terra_cook_mesh *out, double *error);
 
 #ifdef __cplusplus
 }

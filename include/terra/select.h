@@ -63,7 +63,7 @@ typedef struct terra_select terra_select;
  * range0 leaves room for slopes near 1 (the default world, tested crack-free); a run counts the
  * subdivided tiles whose box is taller than that in terra_select_stats.crack_risk (boxes are
  * conservative, so this counts risks, not cracks). */
-terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out);
+TERRA_API terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out);
 /* The size rules, which keep every loop bounded and every coordinate exact: the coarsest tiles,
  * tile0_size × 2^(levels − 1), are at most TERRA_SELECT_MAX_SIDE (2^44 m) on a side, and the
  * coarsest level's range, range0 × range_ratio^(levels − 1), is at most TERRA_SELECT_MAX_RANGE_TILES
@@ -73,23 +73,23 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
 #define TERRA_SELECT_MAX_TILES (1 << 20) /* max_tiles at most */
 
 /* `src` must outlive the selection object. */
-terra_status terra_select_create(const terra_select_desc *desc, const terra_source *src, terra_select **out);
-void terra_select_destroy(terra_select *s);
+TERRA_API terra_status terra_select_create(const terra_select_desc *desc, const terra_source *src, terra_select **out);
+TERRA_API void terra_select_destroy(terra_select *s);
 /* Selects over another source from now on (forgets the height ranges it had). */
-void terra_select_set_source(terra_select *s, const terra_source *src);
-const terra_select_desc *terra_select_get_desc(const terra_select *s);
+TERRA_API void terra_select_set_source(terra_select *s, const terra_source *src);
+TERRA_API const terra_select_desc *terra_select_get_desc(const terra_select *s);
 
 /* Selects the tiles for an eye in world doubles. `frustum` may be NULL (no culling). On success
  * *tiles points into the object's buffer (valid until the next run) and *count is set. */
-terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frustum *frustum,
+TERRA_API terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frustum *frustum,
                               const terra_selected_tile **tiles, int *count);
-const terra_select_stats *terra_select_get_stats(const terra_select *s);
+TERRA_API const terra_select_stats *terra_select_get_stats(const terra_select *s);
 
 /* Range, morph start and morph end of a level. */
-double terra_select_range(const terra_select *s, int level);
-void terra_select_morph(const terra_select *s, int level, float *start, float *end);
+TERRA_API double terra_select_range(const terra_select *s, int level);
+TERRA_API void terra_select_morph(const terra_select *s, int level, float *start, float *end);
 /* Side of a tile at a level. */
-double terra_select_tile_side(const terra_select *s, int level);
+TERRA_API double terra_select_tile_side(const terra_select *s, int level);
 
 /* ---- floating origin ------------------------------------------------------------------------
  * Far from the origin, float positions tremble. Keep the camera near a floating origin: when the
@@ -98,7 +98,7 @@ double terra_select_tile_side(const terra_select *s, int level);
  * multiple of the largest tile side not above the threshold, so tile edges stay on whole numbers
  * relative to the new origin. Selection itself takes world doubles and world keys, so a shift
  * changes nothing it selects. */
-bool terra_select_origin_shift(const terra_select *s, terra_vec3 camera_local, double threshold_m, terra_vec3 *shift);
+TERRA_API bool terra_select_origin_shift(const terra_select *s, terra_vec3 camera_local, double threshold_m, terra_vec3 *shift);
 
 #ifdef __cplusplus
 }

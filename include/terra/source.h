@@ -59,18 +59,18 @@ typedef struct terra_source_desc {
 typedef struct terra_source terra_source;
 
 /* Creates a source from callbacks. Fails with TERRA_E_INVALID naming the missing piece. */
-terra_status terra_source_create(const terra_source_desc *desc, terra_source **out);
-void terra_source_destroy(terra_source *src);
-const char *terra_source_name(const terra_source *src);
+TERRA_API terra_status terra_source_create(const terra_source_desc *desc, terra_source **out);
+TERRA_API void terra_source_destroy(terra_source *src);
+TERRA_API const char *terra_source_name(const terra_source *src);
 
 /* Samples a grid. Heights are checked: a NaN or infinite height fails with TERRA_E_SOURCE
  * naming the point. */
-terra_status terra_source_sample(const terra_source *src, const terra_grid_request *req, float *heights,
+TERRA_API terra_status terra_source_sample(const terra_source *src, const terra_grid_request *req, float *heights,
                                  terra_surface *surfaces);
 /* One point; needs height_at (TERRA_E_UNSUPPORTED for grid-only sources). */
-terra_status terra_source_height(const terra_source *src, double x, double z, float *height);
+TERRA_API terra_status terra_source_height(const terra_source *src, double x, double z, float *height);
 /* Conservative height range over a rectangle; an inverted or NaN range fails with TERRA_E_SOURCE. */
-terra_status terra_source_height_range(const terra_source *src, double x0, double z0, double x1, double z1, float *lo,
+TERRA_API terra_status terra_source_height_range(const terra_source *src, double x0, double z0, double x1, double z1, float *lo,
                                        float *hi);
 
 /* ---- the built-in default world ----------------------------------------------------------------
@@ -94,7 +94,7 @@ typedef struct terra_world_desc {
     double scale;       /* horizontal scale factor, TERRA_WORLD_MIN_SCALE..MAX_SCALE; 0 = 1 */
 } terra_world_desc;
 
-terra_status terra_world_create(const terra_world_desc *desc, terra_source **out);
+TERRA_API terra_status terra_world_create(const terra_world_desc *desc, terra_source **out);
 
 #ifdef __cplusplus
 }

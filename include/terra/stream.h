@@ -113,15 +113,15 @@ typedef struct terra_stream_stats {
 
 typedef struct terra_stream terra_stream;
 
-terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **out);
+TERRA_API terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **out);
 /* Cancels what has not started and waits for what has; frees every buffer. */
-void terra_stream_destroy(terra_stream *s);
-size_t terra_stream_tile_bytes(const terra_stream *s);
-int terra_stream_slots(const terra_stream *s);
+TERRA_API void terra_stream_destroy(terra_stream *s);
+TERRA_API size_t terra_stream_tile_bytes(const terra_stream *s);
+TERRA_API int terra_stream_slots(const terra_stream *s);
 
-terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *desc, terra_focus *out);
-terra_status terra_stream_update_focus(terra_stream *s, terra_focus f, const terra_camera *camera);
-terra_status terra_stream_remove_focus(terra_stream *s, terra_focus f);
+TERRA_API terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *desc, terra_focus *out);
+TERRA_API terra_status terra_stream_update_focus(terra_stream *s, terra_focus f, const terra_camera *camera);
+TERRA_API terra_status terra_stream_remove_focus(terra_stream *s, terra_focus f);
 
 typedef struct terra_focus_info {
     terra_focus handle;
@@ -131,15 +131,15 @@ typedef struct terra_focus_info {
     terra_vec3 velocity; /* m/s if known (zero otherwise): lets colliders stand where a body is going */
 } terra_focus_info;
 /* This frame's focus points; returns how many (at most max written). */
-int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max);
+TERRA_API int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max);
 
 /* Replaces the source (a new function table, or one whose user data changed). Every tile held is
  * made again from the new source, coarsest and nearest first, within the budget; until its new
  * version stands, the old one is drawn. The source must outlive the streamer. */
-terra_status terra_stream_set_source(terra_stream *s, const terra_source *src);
+TERRA_API terra_status terra_stream_set_source(terra_stream *s, const terra_source *src);
 
 /* Runs one frame. */
-terra_status terra_stream_update(terra_stream *s);
+TERRA_API terra_status terra_stream_update(terra_stream *s);
 
 /* One tile to draw: held data for `key`, drawn at `level` with the camera's morph range. */
 typedef struct terra_stream_draw {
@@ -152,21 +152,21 @@ typedef struct terra_stream_draw {
 } terra_stream_draw;
 
 /* The camera's draws this frame (valid until the next update). */
-terra_status terra_stream_draws(const terra_stream *s, terra_focus camera, const terra_stream_draw **draws, int *count);
+TERRA_API terra_status terra_stream_draws(const terra_stream *s, terra_focus camera, const terra_stream_draw **draws, int *count);
 /* The tiles the camera wanted this frame (its selection within the load radius). */
-terra_status terra_stream_wanted(const terra_stream *s, terra_focus camera, const terra_selected_tile **tiles,
+TERRA_API terra_status terra_stream_wanted(const terra_stream *s, terra_focus camera, const terra_selected_tile **tiles,
                                  int *count);
 
-const terra_stream_stats *terra_stream_get_stats(const terra_stream *s);
+TERRA_API const terra_stream_stats *terra_stream_get_stats(const terra_stream *s);
 /* The standing (held and uploaded) tiles: keys, at most max; returns how many there are. */
-int terra_stream_standing(const terra_stream *s, terra_tile_key *keys, int max);
+TERRA_API int terra_stream_standing(const terra_stream *s, terra_tile_key *keys, int max);
 /* Whether a tile is standing; whether some focus wanted it this frame. */
-bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key);
-bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key);
+TERRA_API bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key);
+TERRA_API bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key);
 /* The failed tiles remembered (see Failure above), oldest first: keys, at most max; returns how
  * many there are. Whether one tile is among them. */
-int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max);
-bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key);
+TERRA_API int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max);
+TERRA_API bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key);
 
 #ifdef __cplusplus
 }

@@ -30,22 +30,22 @@ typedef struct terra_surface_look {
 
 typedef struct terra_surface_table terra_surface_table;
 
-terra_status terra_surface_table_create(terra_surface_table **out);
-void terra_surface_table_destroy(terra_surface_table *t);
+TERRA_API terra_status terra_surface_table_create(terra_surface_table **out);
+TERRA_API void terra_surface_table_destroy(terra_surface_table *t);
 /* Describes surface `id` (1..255; 0 means "no surface" and cannot be described). */
-terra_status terra_surface_table_set(terra_surface_table *t, terra_surface id, const terra_surface_look *look);
+TERRA_API terra_status terra_surface_table_set(terra_surface_table *t, terra_surface id, const terra_surface_look *look);
 /* Changes whenever a surface is described, unique across tables (a renderer reloads textures when
  * it changes); 0 for a table never written to or NULL. */
-uint32_t terra_surface_table_version(const terra_surface_table *t);
+TERRA_API uint32_t terra_surface_table_version(const terra_surface_table *t);
 /* The look of `id`: true if the table describes it. An undescribed id still gets a tint of its own;
  * TERRA_SURFACE_NONE gets none (false, tint zero): draw the built-in style there. */
-bool terra_surface_table_get(const terra_surface_table *t, terra_surface id, terra_surface_look *out);
+TERRA_API bool terra_surface_table_get(const terra_surface_table *t, terra_surface id, terra_surface_look *out);
 
 /* The surfaces a tile draws: the (at most TERRA_TILE_SURFACES) ids covering most of its samples,
  * most common first (ties: smaller id first), TERRA_SURFACE_NONE included like any other. Returns
  * how many distinct ids the samples name; when that is more than TERRA_TILE_SURFACES the rest are
  * drawn as the tile's most common surface, and a warning is logged naming the tile. */
-int terra_surface_palette(const terra_surface *ids, size_t n, size_t stride, terra_tile_key tile,
+TERRA_API int terra_surface_palette(const terra_surface *ids, size_t n, size_t stride, terra_tile_key tile,
                           terra_surface out[TERRA_TILE_SURFACES], int *kept);
 
 #ifdef __cplusplus

@@ -32,17 +32,17 @@ extern "C" {
 /* Packs the quantized-mesh tile qm[0..n) into a new buffer (*out, terra_free). level: zstd level,
  * 0 = 19. The result is checked: it unpacks to qm exactly. TERRA_E_UNSUPPORTED when qm is not a
  * tile terra_qmesh_encode writes byte for byte; the decoder's errors when qm is not quantized-mesh. */
-terra_status terra_tile_codec_pack(const uint8_t *qm, size_t n, int level, uint8_t **out, size_t *out_n);
+TERRA_API terra_status terra_tile_codec_pack(const uint8_t *qm, size_t n, int level, uint8_t **out, size_t *out_n);
 
 /* Unpacks into a new buffer (*out, terra_free) holding the quantized-mesh bytes. Refuses a tile
  * that would be larger than max_out with TERRA_E_CAPACITY, damaged input with TERRA_E_CORRUPT,
  * another codec version with TERRA_E_VERSION. */
-terra_status terra_tile_codec_unpack(const uint8_t *packed, size_t n, size_t max_out, uint8_t **out, size_t *out_n);
+TERRA_API terra_status terra_tile_codec_unpack(const uint8_t *packed, size_t n, size_t max_out, uint8_t **out, size_t *out_n);
 
 /* Reorders a tile's triangles for the vertex cache (meshoptimizer), then its vertices (with their
  * normals, materials, indices and edges) into first-use order: the order terra_tile_codec_pack
  * packs smallest. The surface is the same (same triangles, same winding). */
-terra_status terra_tile_codec_order(terra_qmesh *mesh);
+TERRA_API terra_status terra_tile_codec_order(terra_qmesh *mesh);
 
 #ifdef __cplusplus
 }

@@ -95,8 +95,8 @@ typedef struct terra_tin_mesh {
 } terra_tin_mesh;
 
 /* Meshes a raster. On success *out owns its arrays (free with terra_tin_mesh_free). */
-terra_status terra_tin_build(const terra_tin_desc *desc, terra_tin_mesh *out);
-void terra_tin_mesh_free(terra_tin_mesh *mesh);
+TERRA_API terra_status terra_tin_build(const terra_tin_desc *desc, terra_tin_mesh *out);
+TERRA_API void terra_tin_mesh_free(terra_tin_mesh *mesh);
 
 /* ---- independent checker -------------------------------------------------------------------
  * Measures every sample against a mesh given in sample coordinates (any tool's output): each
@@ -121,13 +121,13 @@ typedef struct terra_tin_check_result {
 /* vertices: xy (2 per vertex, sample units; may lie outside the raster, within
  * TERRA_TIN_CHECK_MAX_COORD), z (metres);
  * err_out: optional width*height floats receiving each sample's error (NaN: hole, -1: uncovered). */
-terra_status terra_tin_check(const float *heights, int width, int height, const int32_t *xy, const float *z,
+TERRA_API terra_status terra_tin_check(const float *heights, int width, int height, const int32_t *xy, const float *z,
                              size_t vertex_count, const uint32_t *triangles, size_t triangle_count, float *err_out,
                              terra_tin_check_result *result);
 
 /* Colours a per-sample error map (from terra_tin_check) into RGB: 0 dark blue, bound red, above
  * the bound white, holes black, uncovered magenta. rgb receives width*height*3 bytes. */
-void terra_tin_error_colors(const float *err, int width, int height, double bound, uint8_t *rgb);
+TERRA_API void terra_tin_error_colors(const float *err, int width, int height, double bound, uint8_t *rgb);
 
 /* ---- tiles with levels of detail -------------------------------------------------------------
  * The raster is cut into tiles of tile_size x tile_size samples sharing their border samples
@@ -158,14 +158,14 @@ typedef struct terra_tin_tiles {
     double seconds;
 } terra_tin_tiles;
 
-terra_status terra_tin_tiles_build(const terra_tin_tiles_desc *desc, terra_tin_tiles *out);
-void terra_tin_tiles_free(terra_tin_tiles *tiles);
+TERRA_API terra_status terra_tin_tiles_build(const terra_tin_tiles_desc *desc, terra_tin_tiles *out);
+TERRA_API void terra_tin_tiles_free(terra_tin_tiles *tiles);
 
 /* The level (index into levels, coarsest first) to draw a tile at `distance` metres from the
  * camera so that its error covers about `pixel_error` pixels on a screen `viewport_px` tall with
  * a vertical field of view fov_y_rad: the coarsest level whose projected error is within it.
  * Projected error halves when distance doubles, so triangles on screen stay roughly constant. */
-int terra_tin_level_for_distance(const double *levels, int level_count, double distance, double fov_y_rad,
+TERRA_API int terra_tin_level_for_distance(const double *levels, int level_count, double distance, double fov_y_rad,
                                  double viewport_px, double pixel_error);
 
 /* ---- two-layer ground ------------------------------------------------------------------------
@@ -192,8 +192,8 @@ typedef struct terra_tin_layers {
     uint32_t *soup_triangles;
 } terra_tin_layers;
 
-terra_status terra_tin_layers_build(const terra_tin_layers_desc *desc, terra_tin_layers *out);
-void terra_tin_layers_free(terra_tin_layers *layers);
+TERRA_API terra_status terra_tin_layers_build(const terra_tin_layers_desc *desc, terra_tin_layers *out);
+TERRA_API void terra_tin_layers_free(terra_tin_layers *layers);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
 /* The triangles of `mesh` by the finest tiles listed (tx, ty pairs; S plane units a side) whose
  * windows, far edges included, their boxes widened by `slack` meet: finest tile i's are
  * list[start[i] .. start[i + 1]) (both arrays the caller's to free). TERRA_E_NOMEM. */
-terra_status terra_cook_leaf_triangles(const terra_cook_mesh *mesh, double S, const int32_t *finest, size_t n,
+TERRA_INTERNAL terra_status terra_cook_leaf_triangles(const terra_cook_mesh *mesh, double S, const int32_t *finest, size_t n,
                                        double slack, size_t **start, uint32_t **list);
 
 static inline double cook_min3(double a, double b, double c) {
