@@ -179,7 +179,7 @@ int main(void) {
     for (int v = 0; v < 2; v++) {
         terra_bake_desc bd = {0};
         bd.area[2] = bd.area[3] = 2048;
-        bd.levels = 5;
+        bd.levels = 6;
         bd.compression = TERRA_COMPRESS_ZSTD;
         bd.no_normals = bd.no_surfaces = v == 1;
         terra_bake_stats st;

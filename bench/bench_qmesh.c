@@ -56,7 +56,7 @@ static void load_baked(set *s) {
     terra_world_desc wd = {.seed = 1};
     if (terra_world_create(&wd, &src) != TERRA_OK) return;
     terra_bake_desc in = {0}, d;
-    in.levels = 3;
+    in.levels = 4;
     terra_bake_desc_resolve(&in, &d);
     terra_bake_tile t;
     memset(&t, 0, sizeof t);

@@ -11,13 +11,13 @@
 static void help(FILE *f) {
     fprintf(f,
             "Usage: terra bake [OPTIONS] OUT.terra\n\n"
-            "Bakes the built-in default world into an archive of quantized-mesh-1.0 tiles, levels 0..N,\n"
+            "Bakes the built-in default world into an archive of quantized-mesh-1.0 tiles, N levels,\n"
             "with per-vertex normals, surface ids (terra's material extension) and each tile's true\n"
             "geometric error. The archive is written to a temporary file and renamed into place.\n\n"
             "Options:\n"
             "  --frame local|geographic  local: scenery metres, level 0 finest (default);\n"
             "                            geographic: EPSG:4326 TMS tiles for Cesium, level 0 = the two roots\n"
-            "  --levels N                bake levels 0..N, N from 0 to 24 (default 4)\n"
+            "  --levels N                how many levels: 0..N-1 are baked, N from 1 to 25 (default 5)\n"
             "  --area X0,Z0,X1,Z1        local frame: the area in metres, each within 1e9 (default 0,0,1024,1024)\n"
             "  --bounds W,S,E,N          geographic frame: degrees (default 7,45,7.5,45.5)\n"
             "  --tile-size M             local frame: side of a level-0 tile in metres, 0.01..100000 (default 64)\n"
@@ -60,8 +60,7 @@ int cmd_bake(int argc, char **argv) {
             else return cli_usage_error("bake", "--frame: expected local or geographic, got '%s'", optarg);
             break;
         case O_LEVELS:
-            if (!cli_opt_int("bake", "--levels", optarg, 0, 24, &d.levels)) return EXIT_USAGE;
-            if (d.levels == 0) d.levels = -1; /* level 0 alone (0 would mean the default) */
+            if (!cli_opt_int("bake", "--levels", optarg, 1, 25, &d.levels)) return EXIT_USAGE;
             break;
         case O_AREA:
             /* refused here rather than in the description, where all zero means the default */
@@ -112,7 +111,7 @@ int cmd_bake(int argc, char **argv) {
     const char *out = argv[optind];
     terra_bake_desc r;
     if (terra_bake_desc_resolve(&d, &r) != TERRA_OK) return cli_usage_error("bake", "%s", terra_last_error());
-    int top = r.levels < 0 ? 0 : r.levels;
+    const int top = r.levels - 1;
 
     terra_world_desc wd = {.seed = seed, .scale = scale};
     terra_source *src;

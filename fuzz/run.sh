@@ -18,15 +18,15 @@ if [ -d "$shared/data/qm" ]; then
   i=0; for f in "$shared"/data/qm/*/*.terrain "$shared"/data/qm/*/*/*.terrain; do
     [ -f "$f" ] && [ "$(stat -c %s "$f")" -lt 20000 ] && cp "$f" "$corpus/qmesh_seed/seed_$i.terrain" && i=$((i+1)); done
 fi
-"$build/terra" bake -q --levels 1 --cells 2 --area 0,0,128,128 "$corpus/archive_seed/tiny_gzip.terra"
-"$build/terra" bake -q --levels 0 --cells 4 --area 0,0,64,64 --compression zstd "$corpus/archive_seed/tiny_zstd.terra"
-"$build/terra" bake -q --levels 1 --cells 2 --frame geographic --compression none "$corpus/archive_seed/tiny_geo.terra"
+"$build/terra" bake -q --levels 2 --cells 2 --area 0,0,128,128 "$corpus/archive_seed/tiny_gzip.terra"
+"$build/terra" bake -q --levels 1 --cells 4 --area 0,0,64,64 --compression zstd "$corpus/archive_seed/tiny_zstd.terra"
+"$build/terra" bake -q --levels 2 --cells 2 --frame geographic --compression none "$corpus/archive_seed/tiny_geo.terra"
 "$build/terra" export "$corpus/archive_seed/tiny_geo.terra" "$corpus/tree" >/dev/null
 find "$corpus/tree" -name '*.terrain' | head -20 | while read -r f; do cp "$f" "$corpus/qmesh_seed/baked_$(echo "$f" | md5sum | cut -c1-8).terrain"; done
 # The archive source's seeds: archives it draws (grids of 16 cells, the fewest it takes; stored
 # uncompressed, so mutations reach the decoder), and tests/test_hostile.c's hostile archives.
-"$build/terra" bake -q --levels 1 --cells 16 --area 0,0,128,128 --compression none "$corpus/source_seed/src_none.terra"
-"$build/terra" bake -q --levels 0 --cells 16 --area 0,0,64,64 --compression zstd --no-normals "$corpus/source_seed/src_zstd.terra"
+"$build/terra" bake -q --levels 2 --cells 16 --area 0,0,128,128 --compression none "$corpus/source_seed/src_none.terra"
+"$build/terra" bake -q --levels 1 --cells 16 --area 0,0,64,64 --compression zstd --no-normals "$corpus/source_seed/src_zstd.terra"
 "$build/test_hostile" --write "$corpus/source_seed" >/dev/null
 art="$build/fuzz-artifacts"
 mkdir -p "$art"

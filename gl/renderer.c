@@ -184,8 +184,8 @@ void terra_gl_destroy(terra_gl *r) {
 
 terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     *out = NULL;
-    terra_gl_desc d = *desc;
-    terra_status st = terra_grid_desc_resolve(&desc->grid, &d.grid);
+    terra_gl_desc d = desc ? *desc : (terra_gl_desc){0};
+    terra_status st = terra_grid_desc_resolve(desc ? &desc->grid : NULL, &d.grid);
     if (st != TERRA_OK) return st;
     if (d.capacity_tiles == 0) d.capacity_tiles = 1024;
     if (d.max_draws == 0) d.max_draws = 4096;

@@ -30,7 +30,7 @@ void terra_gl_scene_destroy(terra_gl_scene *s) {
 
 terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_scene **out) {
     *out = NULL;
-    if (!desc->source) return terra_fail(TERRA_E_INVALID, "gl scene: a source is required");
+    if (!desc || !desc->source) return terra_fail(TERRA_E_INVALID, "gl scene: a source is required");
     terra_gl_scene *s = terra_calloc(1, sizeof *s);
     if (!s) return terra_fail(TERRA_E_NOMEM, "gl scene: out of memory");
     s->d = *desc;

@@ -12,9 +12,8 @@
 static int top_level(const terra_bake_desc *d);
 
 terra_status terra_bake_desc_resolve(const terra_bake_desc *in, terra_bake_desc *d) {
-    *d = *in;
-    if (!d->levels) d->levels = 4;
-    if (d->levels < 0) d->levels = -1; /* level 0 alone */
+    *d = in ? *in : (terra_bake_desc){0};
+    if (!d->levels) d->levels = 5;
     if (!d->cells) d->cells = 32;
     if (!d->tile0_size) d->tile0_size = 64;
     if (!d->metres_per_degree) d->metres_per_degree = 111319.49;
@@ -26,7 +25,8 @@ terra_status terra_bake_desc_resolve(const terra_bake_desc *in, terra_bake_desc 
     }
     if (d->frame != TERRA_FRAME_LOCAL && d->frame != TERRA_FRAME_GEOGRAPHIC)
         return terra_fail(TERRA_E_INVALID, "bake: unknown frame %d", (int)d->frame);
-    if (d->levels > 24) return terra_fail(TERRA_E_INVALID, "bake: levels must be 0..24, got %d", d->levels);
+    if (d->levels < 1 || d->levels > 25)
+        return terra_fail(TERRA_E_INVALID, "bake: levels (how many) must be 1..25, got %d", d->levels);
     if (d->cells < 2 || d->cells > 256 || (d->cells & (d->cells - 1)))
         return terra_fail(TERRA_E_INVALID, "bake: cells must be a power of two in 2..256, got %d", d->cells);
     if (!(d->tile0_size > 0) || !isfinite(d->tile0_size))
@@ -74,8 +74,8 @@ typedef struct geom {
     double lon_w, lat_n, dcell; /* geographic: degrees */
 } geom;
 
-/* The coarsest level baked (levels -1 means level 0 alone). */
-static int top_level(const terra_bake_desc *d) { return d->levels < 0 ? 0 : d->levels; }
+/* The coarsest level baked. */
+static int top_level(const terra_bake_desc *d) { return d->levels - 1; }
 
 static void tile_geom(const terra_bake_desc *d, terra_tile_key key, geom *g) {
     int level = terra_tile_key_level(key);

@@ -18,7 +18,11 @@ terra_status terra_grid_desc_resolve(const terra_grid_desc *in, terra_grid_desc 
     return TERRA_OK;
 }
 
-double terra_grid_tile_side(const terra_grid_desc *d, int level) { return ldexp(d->tile0_size, level); }
+double terra_grid_tile_side(const terra_grid_desc *d, int level) {
+    terra_grid_desc defaults;
+    if (!d && terra_grid_desc_resolve(NULL, &defaults) == TERRA_OK) d = &defaults;
+    return ldexp(d->tile0_size, level);
+}
 
 terra_status terra_grid_build(const terra_source *src, const terra_grid_desc *d, terra_tile_key key,
                               terra_grid_vertex *out, float *scratch, terra_grid_info *info) {

@@ -13,11 +13,11 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # ---- bake, both frames ----
-"$T" bake --levels 2 --area 0,0,256,256 --cells 16 "$work/local.terra" >"$work/bake.txt"
+"$T" bake --levels 3 --area 0,0,256,256 --cells 16 "$work/local.terra" >"$work/bake.txt"
 grep -q "21 tiles" "$work/bake.txt" || fail "local bake: $(cat "$work/bake.txt")"
-"$T" bake --frame geographic --levels 3 --bounds 7,45,30,60 --cells 16 --compression zstd -q "$work/geo.terra"
+"$T" bake --frame geographic --levels 4 --bounds 7,45,30,60 --cells 16 --compression zstd -q "$work/geo.terra"
 [ -s "$work/geo.terra" ] || fail "geographic archive missing"
-"$T" bake --levels 0 --area 0,0,64,64 -q "$work/one.terra"
+"$T" bake --levels 1 --area 0,0,64,64 -q "$work/one.terra"
 
 # ---- info ----
 "$T" info --verify "$work/local.terra" >"$work/info.txt"
@@ -32,7 +32,7 @@ dead=$(sh -c 'echo $$') # a process that has ended
 head -c 1000 /dev/zero >"$work/one.terra.tmp$dead-0"
 "$T" info "$work/one.terra" >"$work/info.txt"
 grep -q "leftovers   1 temporary file (1000 B)" "$work/info.txt" || fail "info leftovers: $(cat "$work/info.txt")"
-"$T" bake --levels 0 --area 0,0,64,64 -q "$work/one.terra"
+"$T" bake --levels 1 --area 0,0,64,64 -q "$work/one.terra"
 [ ! -e "$work/one.terra.tmp$dead-0" ] || fail "leftover not removed by the next bake"
 "$T" info "$work/one.terra" | grep -q leftovers && fail "leftovers reported after the cleanup"
 

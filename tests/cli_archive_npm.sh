@@ -25,9 +25,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$T" bake -q --frame geographic --levels 3 --bounds 7,45,30,60 --cells 16 "$work/geo.terra"
-"$T" bake -q --levels 2 --area 0,0,256,256 --cells 32 --compression zstd "$work/local.terra"
-"$T" bake -q --levels 1 --area 0,0,128,128 --cells 256 --no-surfaces "$work/big.terra"   # 66049 vertices: 32-bit indices
+"$T" bake -q --frame geographic --levels 4 --bounds 7,45,30,60 --cells 16 "$work/geo.terra"
+"$T" bake -q --levels 3 --area 0,0,256,256 --cells 32 --compression zstd "$work/local.terra"
+"$T" bake -q --levels 2 --area 0,0,128,128 --cells 256 --no-surfaces "$work/big.terra"   # 66049 vertices: 32-bit indices
 : >"$work/manifest.jsonl"
 for a in geo local big; do
   "$T" export "$work/$a.terra" "$work/$a" >/dev/null

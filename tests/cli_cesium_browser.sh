@@ -48,7 +48,7 @@ client() {
 }
 
 # the default world over 7,45..7.5,45.5, levels 0..4; the camera 60 km above its middle
-timeout 15 "$T" bake -q --frame geographic --levels 4 "$work/bake.terra" || fail "terra bake"
+timeout 15 "$T" bake -q --frame geographic --levels 5 "$work/bake.terra" || fail "terra bake"
 client bake 7.25 45.25 60000 40
 
 # a real DEM cooked for Cesium; the camera 14 km above Mount Washington

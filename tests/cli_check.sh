@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # ---- one level: neighbours share every border vertex ----
-"$T" bake --levels 0 --area 0,0,128,128 --tile-size 32 --cells 16 -q "$work/one.terra"
+"$T" bake --levels 1 --area 0,0,128,128 --tile-size 32 --cells 16 -q "$work/one.terra"
 "$T" check "$work/one.terra" >"$work/out.txt" || fail "check of a one-level bake: $(cat "$work/out.txt")"
 grep -q "local frame, level-0 tile 32 m, 16 tiles checked" "$work/out.txt" || fail "report header: $(cat "$work/out.txt")"
 grep -Eq "^ +0 +16 " "$work/out.txt" || fail "report level 0: $(cat "$work/out.txt")"
@@ -31,7 +31,7 @@ grep -q "broken promise: .*tile 0/[0-9]*/[0-9]* does not decode" "$work/err.txt"
 
 # ---- a pyramid of grid tiles (terra bake's, while it bakes grids): a coarse tile has every other
 # border vertex of its finer neighbours, so the check stops at a T-junction ----
-"$T" bake --levels 1 --area 0,0,128,128 --tile-size 32 --cells 16 -q "$work/grid.terra"
+"$T" bake --levels 2 --area 0,0,128,128 --tile-size 32 --cells 16 -q "$work/grid.terra"
 if "$T" info --tile 0/0/0 "$work/grid.terra" | grep -q '"vertexCount":289,'; then
   rc=0; "$T" check "$work/grid.terra" >"$work/out.txt" 2>"$work/err.txt" || rc=$?
   [ "$rc" = 1 ] || fail "grid pyramid: exit $rc"

@@ -35,7 +35,7 @@ export_rc "$work/bomb.terra" "$work/bomb"
 grep -q "0/0/1" "$work/err.txt" || fail "the lying tile not named: $(cat "$work/err.txt")"
 [ ! -e "$work/bomb/0/0/1.terrain" ] || fail "the lying tile was written"
 
-"$T" bake -q --levels 2 --area 0,0,256,256 --cells 8 "$work/a.terra"
+"$T" bake -q --levels 3 --area 0,0,256,256 --cells 8 "$work/a.terra"
 export_rc "$work/a.terra" "$work/sound"
 [ "$rc" = 0 ] || fail "sound archive: exit $rc: $(cat "$work/err.txt")"
 [ "$(find "$work/sound" -name '*.terrain' | wc -l)" = 21 ] || fail "sound archive: not all 21 tiles exported"

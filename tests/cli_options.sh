@@ -95,8 +95,8 @@ refused --tile-size "$range" bake --tile-size 0 a.terra
 refused --tile-size "$range" bake --tile-size -1 a.terra
 refused --cells "power of two from 2 to 256" bake --cells 3 a.terra
 refused --cells "power of two from 2 to 256" bake --cells 1024 a.terra
-refused --levels "$range" bake --levels 25 a.terra
-refused --levels "$range" bake --levels -1 a.terra
+refused --levels "$range" bake --levels 26 a.terra
+refused --levels "$range" bake --levels 0 a.terra
 refused --metres-per-degree "$range" bake --frame geographic --metres-per-degree 1e300 a.terra
 refused --scale "$range" bake --scale 1e-300 a.terra
 refused --scale "$range" bake --scale 0 a.terra
@@ -112,10 +112,10 @@ refused --seconds "$range" drive --seconds nan
 refused --seed "$range" drive --seed -1
 
 # the edges of the ranges are taken
-msg=$(timeout 20 "$terra" bake -q --tile-size 100000 --levels 0 --cells 2 --area 0,0,1000,1000 "$out/edge.terra" 2>&1); rc=$?
+msg=$(timeout 20 "$terra" bake -q --tile-size 100000 --levels 1 --cells 2 --area 0,0,1000,1000 "$out/edge.terra" 2>&1); rc=$?
 [ $rc -eq 0 ] && [ -s "$out/edge.terra" ] && ok "bake at the edges of --tile-size, --levels, --cells" \
   || bad "bake at the edges (rc $rc): $msg"
-msg=$(timeout 20 "$terra" bake -q --scale 1000 --seed 18446744073709551615 --tile-size 0.01 --levels 0 --cells 2 \
+msg=$(timeout 20 "$terra" bake -q --scale 1000 --seed 18446744073709551615 --tile-size 0.01 --levels 1 --cells 2 \
   --area 0,0,0.02,0.02 "$out/edge2.terra" 2>&1); rc=$?
 [ $rc -eq 0 ] && [ -s "$out/edge2.terra" ] && ok "bake at the edges of --scale, --seed, --tile-size" \
   || bad "bake at the other edges (rc $rc): $msg"

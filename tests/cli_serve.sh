@@ -47,8 +47,8 @@ print(line or "none")
 EOF
 }
 
-"$T" bake -q --levels 2 --area 0,0,256,256 --cells 16 "$work/a.terra"
-"$T" bake -q --levels 2 --area 0,0,256,256 --cells 8 "$work/b.terra"
+"$T" bake -q --levels 3 --area 0,0,256,256 --cells 16 "$work/a.terra"
+"$T" bake -q --levels 3 --area 0,0,256,256 --cells 8 "$work/b.terra"
 "$T" export "$work/a.terra" "$work/tree" >/dev/null
 "$helper" --archives "$work" || fail "cannot write the hostile archives"
 

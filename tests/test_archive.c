@@ -460,7 +460,7 @@ static void test_archive_source_threads(void) {
     snprintf(path, sizeof path, "%s/src.terra", dir);
     terra_source *world, *src;
     CHECK(terra_world_create(&(terra_world_desc){.seed = 3}, &world) == TERRA_OK);
-    terra_bake_desc bd = {.levels = 2, .cells = 32, .tile0_size = 64, .area = {0, 0, 256, 256}, .threads = 2};
+    terra_bake_desc bd = {.levels = 3, .cells = 32, .tile0_size = 64, .area = {0, 0, 256, 256}, .threads = 2};
     CHECK(terra_bake(world, path, &bd, NULL) == TERRA_OK, "%s", terra_last_error());
     CHECK(terra_archive_source_create(path, &src, NULL) == TERRA_OK, "%s", terra_last_error());
     terra_grid_request req[SRC_REQUESTS];

@@ -368,6 +368,15 @@ static const char *only;
         if (!only || strcmp(only, #fn) == 0) RUN(fn);   \
     } while (0)
 
+/* A NULL description: the defaults for the renderer; the scene, which must be given a source, says so. */
+static void null_desc(void) {
+    terra_gl *r = NULL;
+    CHECK(terra_gl_create(NULL, &r) == TERRA_OK && r, "%s", terra_last_error());
+    terra_gl_destroy(r);
+    terra_gl_scene *s = NULL;
+    CHECK(terra_gl_scene_create(NULL, &s) == TERRA_E_INVALID && !s && strstr(terra_last_error(), "source"));
+}
+
 int main(int argc, char **argv) {
     only = argc > 1 ? argv[1] : NULL;
     terra_gl_context *ctx;
@@ -377,6 +386,7 @@ int main(int argc, char **argv) {
     }
     printf("  renderer: %s\n", terra_gl_renderer_name());
     wrap_draw_calls();
+    RUN_SOME(null_desc);
     RUN_SOME(grid_vertices_three_coloured);
     RUN_SOME(one_draw_call_whatever_the_tiles);
     RUN_SOME(uploads_follow_the_streamer);

@@ -20,7 +20,7 @@ static bool bake_once(void) {
     if (path[0]) return true;
     if (!mkdtemp(dir)) return false;
     snprintf(path, sizeof path, "%s/w.terra", dir);
-    terra_bake_desc d = {.frame = TERRA_FRAME_LOCAL, .levels = LEVELS - 1, .cells = 32, .tile0_size = 64,
+    terra_bake_desc d = {.frame = TERRA_FRAME_LOCAL, .levels = LEVELS, .cells = 32, .tile0_size = 64,
                          .area = {0, 0, AREA, AREA}, .compression = TERRA_COMPRESS_GZIP};
     terra_status st = terra_bake(world, path, &d, NULL);
     CHECK(st == TERRA_OK, "bake: %s", terra_last_error());
@@ -172,7 +172,7 @@ static void refuses_what_it_cannot_draw(void) {
     char geo[160], junk[160];
     snprintf(geo, sizeof geo, "%s/geo.terra", dir);
     snprintf(junk, sizeof junk, "%s/junk.terra", dir);
-    terra_bake_desc d = {.frame = TERRA_FRAME_GEOGRAPHIC, .levels = 1, .cells = 16, .bounds = {7, 45, 7.01, 45.01}};
+    terra_bake_desc d = {.frame = TERRA_FRAME_GEOGRAPHIC, .levels = 2, .cells = 16, .bounds = {7, 45, 7.01, 45.01}};
     CHECK(terra_bake(world, geo, &d, NULL) == TERRA_OK, "%s", terra_last_error());
     terra_source *src = NULL;
     CHECK(terra_archive_source_create(geo, &src, NULL) == TERRA_E_UNSUPPORTED && !src);

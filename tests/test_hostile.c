@@ -63,7 +63,7 @@ static buf encode(const terra_qmesh *m) {
 static void make_tiles(void) {
     terra_source *world;
     if (terra_world_create(&(terra_world_desc){.seed = 5}, &world) != TERRA_OK) exit(1);
-    terra_bake_desc in = {.frame = TERRA_FRAME_LOCAL, .levels = 1, .cells = CELLS, .tile0_size = 64,
+    terra_bake_desc in = {.frame = TERRA_FRAME_LOCAL, .levels = 2, .cells = CELLS, .tile0_size = 64,
                           .area = {0, 0, 128, 128}, .threads = 1, .compression = TERRA_COMPRESS_GZIP};
     terra_bake_desc in2 = in;
     in2.cells = 2 * CELLS;

@@ -143,18 +143,46 @@ static void bake_refuses_sizes_past_its_rules(void) {
     terra_bake_desc d = {.tile0_size = 1e300};
     CHECK(terra_bake_desc_resolve(&d, &r) == TERRA_E_INVALID, "tile size 1e300");
     CHECK(strlen(terra_last_error()) < 200, "%s", terra_last_error());
-    d = (terra_bake_desc){.tile0_size = 1e12, .levels = 24};
+    d = (terra_bake_desc){.tile0_size = 1e12, .levels = 25};
     CHECK(terra_bake_desc_resolve(&d, &r) == TERRA_E_INVALID, "tile size 1e12 x 2^24");
     CHECK(strstr(terra_last_error(), "coarsest tiles") != NULL, "%s", terra_last_error());
     d = (terra_bake_desc){.area = {-1e300, 0, 1e300, 10}, .tile0_size = 1e5};
     CHECK(terra_bake_desc_resolve(&d, &r) == TERRA_E_INVALID, "area 1e300");
     d = (terra_bake_desc){.frame = TERRA_FRAME_GEOGRAPHIC, .metres_per_degree = 1e300};
     CHECK(terra_bake_desc_resolve(&d, &r) == TERRA_E_INVALID, "metres per degree 1e300");
-    d = (terra_bake_desc){.tile0_size = 1e5, .levels = 24, .area = {0, 0, 1e5, 1e5}};
+    d = (terra_bake_desc){.tile0_size = 1e5, .levels = 25, .area = {0, 0, 1e5, 1e5}};
     CHECK(terra_bake_desc_resolve(&d, &r) == TERRA_OK, "%s", terra_last_error());
 }
 
+/* A NULL description is the defaults in every create and resolve call, as a zeroed one is. */
+static void null_desc_is_the_defaults(void) {
+    terra_bake_desc b0, b1;
+    CHECK(terra_bake_desc_resolve(NULL, &b0) == TERRA_OK, "%s", terra_last_error());
+    CHECK(terra_bake_desc_resolve(&(terra_bake_desc){0}, &b1) == TERRA_OK && !memcmp(&b0, &b1, sizeof b0));
+    CHECK(b0.levels == 5, "bake levels count %d", b0.levels);
+    terra_grid_desc g0, g1;
+    CHECK(terra_grid_desc_resolve(NULL, &g0) == TERRA_OK && terra_grid_desc_resolve(&(terra_grid_desc){0}, &g1) == TERRA_OK);
+    CHECK(g0.cells == g1.cells && g0.tile0_size == g1.tile0_size && terra_grid_tile_side(NULL, 2) == 4 * g0.tile0_size,
+          "%d %g %g", g0.cells, g0.tile0_size, terra_grid_tile_side(NULL, 2));
+    terra_select_desc s0, s1;
+    CHECK(terra_select_desc_resolve(NULL, &s0) == TERRA_OK && terra_select_desc_resolve(&(terra_select_desc){0}, &s1) == TERRA_OK);
+    CHECK(s0.levels == s1.levels && s0.grid.cells == s1.grid.cells);
+    terra_source *w = NULL;
+    CHECK(terra_world_create(NULL, &w) == TERRA_OK, "%s", terra_last_error());
+    terra_select *sel = NULL;
+    CHECK(terra_select_create(NULL, w, &sel) == TERRA_OK, "%s", terra_last_error());
+    terra_select_destroy(sel);
+    terra_pool *pool = NULL;
+    CHECK(terra_pool_create(NULL, &pool) == TERRA_OK, "%s", terra_last_error());
+    terra_pool_destroy(pool);
+    /* where a description must name something, NULL is refused with the reason, never a crash */
+    terra_stream *st = NULL;
+    CHECK(terra_stream_create(NULL, &st) == TERRA_E_INVALID && strstr(terra_last_error(), "source"));
+    terra_source_destroy(w);
+}
+
 int main(void) {
+    RUN(null_desc_is_the_defaults);
     RUN(world_height_range_of_any_rectangle);
     RUN(world_refuses_points_past_its_extent);
     RUN(world_scale_has_a_range);

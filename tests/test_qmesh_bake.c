@@ -35,7 +35,7 @@ static void test_local_tiles(void) {
     if (!src) return;
     terra_bake_desc in = {0}, d;
     in.cells = 16;
-    in.levels = 3;
+    in.levels = 4;
     CHECK(terra_bake_desc_resolve(&in, &d) == TERRA_OK, "resolve");
     terra_bake_tile a, b;
     memset(&a, 0, sizeof a);
@@ -101,7 +101,7 @@ static void test_geographic_tiles(void) {
     terra_bake_desc in = {0}, d;
     in.frame = TERRA_FRAME_GEOGRAPHIC;
     in.cells = 16;
-    in.levels = 6;
+    in.levels = 7;
     CHECK(terra_bake_desc_resolve(&in, &d) == TERRA_OK, "resolve");
     terra_bake_tile t;
     memset(&t, 0, sizeof t);
@@ -161,7 +161,7 @@ static void test_bake_archive(void) {
     snprintf(path, sizeof path, "bake_test_%ld.terra", (long)getpid());
     terra_bake_desc d = {0};
     d.cells = 8;
-    d.levels = 2;
+    d.levels = 3;
     d.area[0] = -100, d.area[1] = -100, d.area[2] = 100, d.area[3] = 100;
     d.compression = TERRA_COMPRESS_ZSTD;
     d.threads = 3;

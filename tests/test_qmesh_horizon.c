@@ -254,7 +254,7 @@ static void test_cesium_root_tile(void) {
     terra_qmesh_free(&m);
 }
 
-/* `terra bake --frame geographic --levels 4` (what cli_cesium_browser.sh serves to CesiumJS): the
+/* `terra bake --frame geographic --levels 5` (what cli_cesium_browser.sh serves to CesiumJS): the
  * roots get the far point, every other tile a sound finite one. */
 static void test_baked_tiles(void) {
     terra_world_desc wd = {.seed = 1};
@@ -263,7 +263,7 @@ static void test_baked_tiles(void) {
     if (!src) return;
     terra_bake_desc in = {0}, d;
     in.frame = TERRA_FRAME_GEOGRAPHIC;
-    in.levels = 4;
+    in.levels = 5;
     CHECK(terra_bake_desc_resolve(&in, &d) == TERRA_OK, "resolve: %s", terra_last_error());
     terra_tile_key *keys = NULL;
     size_t count = 0;

@@ -176,10 +176,52 @@ static void bad_sources_refused(void) {
     CHECK(terra_world_create(&(terra_world_desc){.scale = -1}, &src) == TERRA_E_INVALID);
 }
 
+static float plateau(void *user, double x, double z) {
+    (void)user, (void)x, (void)z;
+    return 1000.0f;
+}
+
+/* A range callback that states too little: [0, 500] wherever it is asked. */
+static terra_status too_low(void *user, double x0, double z0, double x1, double z1, float *lo, float *hi) {
+    (void)user, (void)x0, (void)z0, (void)x1, (void)z1;
+    *lo = 0, *hi = 500;
+    return TERRA_OK;
+}
+
+/* The range is a promise: a source that never states one is refused, and a height outside the
+ * one it states fails where it is sampled, naming the point (selection would otherwise never
+ * refine a 1,000 m plateau it believed lay at 0 m). */
+static void range_is_a_promise(void) {
+    terra_source *src = NULL;
+    CHECK(terra_source_create(&(terra_source_desc){.height_at = plateau}, &src) == TERRA_E_INVALID && !src);
+    CHECK(strstr(terra_last_error(), "no height range") != NULL, "%s", terra_last_error());
+    CHECK(terra_source_create(&(terra_source_desc){.height_at = plateau, .min_height = 1000, .max_height = 1000}, &src) ==
+          TERRA_OK, "a flat range that is stated: %s", terra_last_error());
+    float h[4 * 4];
+    CHECK(terra_source_sample(src, &(terra_grid_request){.spacing = 1, .nx = 4, .nz = 4}, h, NULL) == TERRA_OK);
+    terra_source_destroy(src);
+    const terra_source_desc liars[2] = {
+        {.height_at = plateau, .min_height = -10, .max_height = 10, .name = "low plateau"},
+        {.height_at = plateau, .height_range = too_low, .name = "low plateau"},
+    };
+    for (int i = 0; i < 2; i++) {
+        CHECK(terra_source_create(&liars[i], &src) == TERRA_OK, "%s", terra_last_error());
+        CHECK(terra_source_sample(src, &(terra_grid_request){.ix0 = 3, .iz0 = -2, .spacing = 2, .nx = 4, .nz = 4}, h,
+                                  NULL) == TERRA_E_SOURCE);
+        const char *e = terra_last_error();
+        CHECK(strstr(e, "low plateau") && strstr(e, "x=6 z=-4") && strstr(e, "outside the range"), "%s", e);
+        float one = 0;
+        CHECK(terra_source_height(src, 1.5, 2.5, &one) == TERRA_E_SOURCE);
+        CHECK(strstr(terra_last_error(), "x=1.5 z=2.5") != NULL, "%s", terra_last_error());
+        terra_source_destroy(src);
+    }
+}
+
 int main(void) {
     RUN(height_range_is_conservative_and_tight);
     RUN(world_is_deterministic_and_varied);
     RUN(user_sources);
     RUN(bad_sources_refused);
+    RUN(range_is_a_promise);
     return finish();
 }

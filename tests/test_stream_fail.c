@@ -403,7 +403,7 @@ static void render_over_a_damaged_archive_fails_once_and_names_it(void) {
     snprintf(png, sizeof png, "%s/w.png", dir);
     terra_source *world;
     CHECK(terra_world_create(&(terra_world_desc){.seed = 1}, &world) == TERRA_OK);
-    terra_bake_desc bd = {.levels = 2, .area = {0, 0, 256, 256}, .compression = TERRA_COMPRESS_GZIP, .name = "test"};
+    terra_bake_desc bd = {.levels = 3, .area = {0, 0, 256, 256}, .compression = TERRA_COMPRESS_GZIP, .name = "test"};
     terra_bake_desc r;
     CHECK(terra_bake_desc_resolve(&bd, &r) == TERRA_OK, "%s", terra_last_error());
     CHECK(terra_bake(world, arc, &r, NULL) == TERRA_OK, "%s", terra_last_error());

@@ -25,7 +25,7 @@ extern "C" {
 
 typedef struct terra_bake_desc {
     terra_frame frame;
-    int levels;                /* levels 0..levels are baked; 0 = 4; -1 = level 0 alone */
+    int levels;                /* how many levels: 0..levels-1 are baked, 1..25; 0 = 5 */
     int cells;                 /* cells along a tile side, power of two in [2, 256]; 0 = 32 */
     double tile0_size;         /* local: side of a level-0 (finest) tile in metres; 0 = 64 */
     double area[4];            /* local: x0, z0, x1, z1 in metres; all 0 = 0, 0, 1024, 1024 */

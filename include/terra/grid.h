@@ -61,7 +61,7 @@ static inline int terra_grid_scratch_floats(int cells) {
     return n + (n + 3) / 4;
 }
 
-/* Side and sample spacing of a tile at `level`. */
+/* Side of a tile at `level` (a resolved desc; NULL: the defaults'). */
 TERRA_API double terra_grid_tile_side(const terra_grid_desc *d, int level);
 
 /* Meshes tile `key` from `src` into out[terra_grid_vertex_count(cells)], using caller-owned

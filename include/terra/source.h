@@ -41,7 +41,8 @@ typedef struct terra_grid_request {
 /* A source described by callbacks; all take the user pointer. At least one of height_at and
  * sample_grid is required. Missing pieces are filled in:
  *  - sample_grid from height_at (+ surface_at), one call per point;
- *  - height_range from min_height/max_height (a global bound, which must then be given);
+ *  - height_range from min_height/max_height (a global bound, which must then be given: a source
+ *    with neither, or with both 0, is refused);
  *  - surface_at absent: every sample is TERRA_SURFACE_NONE. */
 typedef struct terra_source_desc {
     float (*height_at)(void *user, double x, double z);
@@ -58,7 +59,10 @@ typedef struct terra_source_desc {
 
 typedef struct terra_source terra_source;
 
-/* Creates a source from callbacks. Fails with TERRA_E_INVALID naming the missing piece. */
+/* Creates a source from callbacks. Fails with TERRA_E_INVALID naming the missing piece. The range
+ * is a promise the rest of terra builds on (selection refines only where the ground may come near
+ * the eye): terra_source_sample and terra_source_height fail with TERRA_E_SOURCE, naming the point,
+ * on a height that is not finite or lies outside the range the source states there. */
 TERRA_API terra_status terra_source_create(const terra_source_desc *desc, terra_source **out);
 TERRA_API void terra_source_destroy(terra_source *src);
 TERRA_API const char *terra_source_name(const terra_source *src);

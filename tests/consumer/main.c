@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: consumer ARCHIVE\n");
         return 2;
     }
-    terra_bake_desc bake = {.levels = -1, .area = {0, 0, 512, 512}, .tile0_size = 256, .threads = 1};
+    terra_bake_desc bake = {.levels = 1, .area = {0, 0, 512, 512}, .tile0_size = 256, .threads = 1};
     terra_bake_stats stats;
     st = terra_bake(world, argv[1], &bake, &stats);
     if (st != TERRA_OK) return fail("terra_bake", st);
