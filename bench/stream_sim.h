@@ -255,10 +255,11 @@ static void *sim_alloc(size_t n, void *u) { (void)u; sim_allocs += sim_counting;
 static void *sim_realloc(void *p, size_t n, void *u) { (void)u; sim_allocs += sim_counting; return realloc(p, n); }
 static void sim_free(void *p, void *u) { (void)u; free(p); }
 typedef struct sim_upload_ctx { double *clock_s; double ms; } sim_upload_ctx;
-static void sim_upload_cost(void *user, terra_tile_key key, const void *data, size_t bytes) {
+static terra_status sim_upload_cost(void *user, terra_tile_key key, const void *data, size_t bytes) {
     (void)key, (void)data, (void)bytes;
     sim_upload_ctx *u = user;
     *u->clock_s += u->ms * 1e-3;
+    return TERRA_OK;
 }
 static double sim_clock(void *user) { return *(double *)user; }
 

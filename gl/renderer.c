@@ -52,7 +52,6 @@ struct terra_gl {
     int *free_slots;
     int nfree;
     key_map index; /* tile key -> slot */
-    const terra_stream *attached_stream;
     /* per-frame scratch */
     gl_draw_record *recs;
     gl_draw_command *cmds;
@@ -280,9 +279,17 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
 
 /* ---- tiles arriving and leaving ----------------------------------------------------------------------- */
 
-void terra_gl_attach(terra_gl *r, terra_stream_desc *desc) {
+terra_status terra_gl_attach(terra_gl *r, terra_stream_desc *desc) {
+    terra_grid_desc g;
+    terra_status st = terra_grid_desc_resolve(&desc->select.grid, &g);
+    if (st != TERRA_OK) return st;
+    if (g.cells != r->d.grid.cells || g.tile0_size != r->d.grid.tile0_size)
+        return terra_fail(TERRA_E_INVALID, "gl: the stream's tiles (%d cells, %g m at level 0) are not the renderer's (%d cells, %g m)",
+                          g.cells, g.tile0_size, r->d.grid.cells, r->d.grid.tile0_size);
     desc->upload = terra_gl_upload;
+    desc->release = terra_gl_release;
     desc->upload_user = r;
+    return TERRA_OK;
 }
 
 static void release_slot(terra_gl *r, int slot) {
@@ -292,37 +299,24 @@ static void release_slot(terra_gl *r, int slot) {
     r->acc_releases++;
 }
 
-int terra_gl_release_gone(terra_gl *r, const terra_stream *s) {
-    r->attached_stream = s;
-    int n = 0;
-    for (uint32_t i = 0; i <= r->index.mask; i++) {
-        if (r->index.vals[i] < 0) continue;
-        const terra_tile_key k = r->index.keys[i];
-        if (terra_stream_is_standing(s, k)) continue;
-        release_slot(r, r->index.vals[i]);
-        n++;
-        i--; /* backward shift may have moved another entry into i */
-    }
-    return n;
+void terra_gl_release(void *user, terra_tile_key key) {
+    terra_gl *r = user;
+    const int32_t slot = map_get(&r->index, key);
+    if (slot >= 0) release_slot(r, slot);
 }
 
-void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes) {
+terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes) {
     terra_gl *r = user;
     const double t0 = terra_now_s();
-    if (bytes != r->tile_bytes) {
-        terra_log(TERRA_LOG_WARN, "gl: tile (level %d, %d, %d) has %zu bytes, not the %zu of a %d-cell grid tile",
-                  terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key), bytes, r->tile_bytes,
-                  r->d.grid.cells);
-        return;
-    }
+    if (bytes != r->tile_bytes)
+        return terra_fail(TERRA_E_INVALID, "gl: tile (level %d, %d, %d) has %zu bytes, not the %zu of a %d-cell grid tile",
+                          terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key), bytes, r->tile_bytes,
+                          r->d.grid.cells);
     int32_t slot = map_get(&r->index, key);
     if (slot < 0) {
-        if (r->nfree == 0 && r->attached_stream) terra_gl_release_gone(r, r->attached_stream);
-        if (r->nfree == 0) {
-            terra_log(TERRA_LOG_WARN, "gl: all %d vertex-buffer slots are held; tile (level %d, %d, %d) not uploaded",
-                      r->d.capacity_tiles, terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key));
-            return;
-        }
+        if (r->nfree == 0)
+            return terra_fail(TERRA_E_CAPACITY, "gl: all %d vertex-buffer slots are held; tile (level %d, %d, %d) not uploaded",
+                              r->d.capacity_tiles, terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key));
         slot = r->free_slots[--r->nfree];
         r->slot_key[slot] = key;
         map_put(&r->index, key, slot);
@@ -345,6 +339,7 @@ void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t by
     glNamedBufferSubData(r->vbo, (GLintptr)((size_t)slot * r->tile_bytes), (GLsizeiptr)bytes, data);
     r->acc_uploads++;
     r->acc_upload_ms += (terra_now_s() - t0) * 1e3;
+    return TERRA_OK;
 }
 
 /* ---- surfaces ------------------------------------------------------------------------------------------ */

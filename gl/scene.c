@@ -47,8 +47,8 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
         terra_stream_desc sd = {.select = desc->select, .source = desc->source, .capacity_tiles = capacity,
                                 .budget_ms = desc->budget_ms, .pool = s->pool, .max_cameras = 1, .max_foci = 4,
                                 .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64};
-        terra_gl_attach(s->gl, &sd);
-        st = terra_stream_create(&sd, &s->stream);
+        st = terra_gl_attach(s->gl, &sd);
+        if (st == TERRA_OK) st = terra_stream_create(&sd, &s->stream);
     }
     if (st != TERRA_OK) {
         terra_gl_scene_destroy(s);
@@ -91,7 +91,6 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
         if (st != TERRA_OK) return st;
         fs->select_ms = ss->select_ms; /* the selection of the last update (each update selects) */
         stream_ms -= ss->select_ms;
-        terra_gl_release_gone(s->gl, s->stream);
         fs->updates++;
         /* settled: every wanted tile stands or has failed (a failed tile is never asked for again,
          * its ancestor stands in for good: waiting for it would only run out the clock) */

@@ -168,6 +168,7 @@ typedef struct focus {
     terra_focus_kind kind;
     terra_camera camera;
     bool collision;
+    terra_vec3 velocity;
     double load_radius, unload_radius; /* 0: unlimited */
     int camera_index; /* cameras: which draw list; -1 otherwise */
 } focus;
@@ -376,6 +377,8 @@ static focus *find_focus(terra_stream *s, terra_focus h) {
     return NULL;
 }
 
+static bool vec_finite(terra_vec3 v) { return isfinite(v.x) && isfinite(v.y) && isfinite(v.z); }
+
 static bool camera_ok(const terra_camera *c) {
     return isfinite(c->eye.x) && isfinite(c->eye.y) && isfinite(c->eye.z) && isfinite(c->yaw_rad) &&
            isfinite(c->pitch_rad);
@@ -385,6 +388,7 @@ terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *des
     if (desc->kind != TERRA_FOCUS_CAMERA && desc->kind != TERRA_FOCUS_ENTITY && desc->kind != TERRA_FOCUS_FIXED)
         return terra_fail(TERRA_E_INVALID, "stream: unknown focus kind %d", (int)desc->kind);
     if (!camera_ok(&desc->camera)) return terra_fail(TERRA_E_INVALID, "stream: focus position is not finite");
+    if (!vec_finite(desc->velocity)) return terra_fail(TERRA_E_INVALID, "stream: focus velocity is not finite");
     focus *f = NULL;
     for (int i = 0; i < s->d.max_foci && !f; i++)
         if (s->foci[i].handle == 0) f = &s->foci[i];
@@ -398,7 +402,7 @@ terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *des
     if (desc->load_radius < 0 || !isfinite(desc->load_radius))
         return terra_fail(TERRA_E_INVALID, "stream: focus load_radius must be >= 0 (got %g)", desc->load_radius);
     *f = (focus){.handle = s->next_handle++, .kind = desc->kind, .camera = desc->camera,
-                 .collision = desc->collision, .camera_index = cam};
+                 .collision = desc->collision, .velocity = desc->velocity, .camera_index = cam};
     if (desc->load_radius > 0) {
         f->load_radius = desc->load_radius;
         f->unload_radius = 1.25 * desc->load_radius;
@@ -420,6 +424,14 @@ terra_status terra_stream_update_focus(terra_stream *s, terra_focus h, const ter
     return TERRA_OK;
 }
 
+terra_status terra_stream_set_focus_velocity(terra_stream *s, terra_focus h, terra_vec3 velocity) {
+    focus *f = find_focus(s, h);
+    if (!f) return terra_fail(TERRA_E_NOT_FOUND, "stream: no focus %u", h);
+    if (!vec_finite(velocity)) return terra_fail(TERRA_E_INVALID, "stream: focus %u: velocity is not finite", h);
+    f->velocity = velocity;
+    return TERRA_OK;
+}
+
 terra_status terra_stream_remove_focus(terra_stream *s, terra_focus h) {
     focus *f = find_focus(s, h);
     if (!f) return terra_fail(TERRA_E_NOT_FOUND, "stream: no focus %u", h);
@@ -433,7 +445,7 @@ int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max) {
     for (int i = 0; i < s->d.max_foci; i++) {
         const focus *f = &s->foci[i];
         if (!f->handle) continue;
-        if (n < max) out[n] = (terra_focus_info){f->handle, f->kind, f->camera.eye, f->collision, {0, 0, 0}};
+        if (n < max) out[n] = (terra_focus_info){f->handle, f->kind, f->camera.eye, f->collision, f->velocity};
         n++;
     }
     return n;
@@ -465,8 +477,11 @@ static slot *slot_of(const terra_stream *s, terra_tile_key k) {
     return i < 0 ? NULL : &s->slots[i];
 }
 
-static void release_slot(terra_stream *s, int i) {
+/* Frees slot i; `tell`: a standing tile's client hears that it is let go of (not one whose key a
+ * newer version takes over). */
+static void release_slot(terra_stream *s, int i, bool tell) {
     slot *sl = &s->slots[i];
+    if (tell && sl->state == SLOT_STANDING && s->d.upload && s->d.release) s->d.release(s->d.upload_user, sl->key);
     if (map_get(&s->index, sl->key) == i) map_del(&s->index, sl->key); /* a replacement is not mapped yet */
     if (sl->replacement >= 0) s->slots[sl->replacement].replaces = -1;
     if (sl->replaces >= 0) s->slots[sl->replaces].replacement = -1;
@@ -480,7 +495,7 @@ static void release_slot(terra_stream *s, int i) {
 static void now_standing(terra_stream *s, int i) {
     slot *sl = &s->slots[i];
     sl->state = SLOT_STANDING;
-    if (sl->replaces >= 0) release_slot(s, sl->replaces);
+    if (sl->replaces >= 0) release_slot(s, sl->replaces, false);
     map_put(&s->index, sl->key, i);
 }
 
@@ -551,11 +566,29 @@ static void spent(terra_stream *s, int kind, double ms) {
     s->ran[kind]++;
 }
 
+/* A tile failed for good: logged, remembered so it is never asked for again (its ancestor stands
+ * in), and a stale tile it was to replace stays drawn meanwhile. */
+static void failed(terra_stream *s, int i, const char *why) {
+    slot *sl = &s->slots[i];
+    terra_log(TERRA_LOG_WARN, "stream: tile %d/%d/%d failed and will not be asked for again: %s",
+              terra_tile_key_level(sl->key), terra_tile_key_x(sl->key), terra_tile_key_y(sl->key), why);
+    record_failed(s, sl->key);
+    release_slot(s, i, false);
+    s->stats.failed++;
+    s->stats.total_failed++;
+}
+
 static void upload(terra_stream *s, int i) {
     slot *sl = &s->slots[i];
     double t0 = clock_ms(s);
-    s->d.upload(s->d.upload_user, sl->key, sl->data, sl->bytes);
-    now_standing(s, i);
+    terra_status st = s->d.upload(s->d.upload_user, sl->key, sl->data, sl->bytes);
+    if (st == TERRA_OK) {
+        now_standing(s, i);
+    } else {
+        char why[160];
+        snprintf(why, sizeof why, "its upload failed: %s", terra_last_error()[0] ? terra_last_error() : terra_error_string(st));
+        failed(s, i, why);
+    }
     spent(s, TERRA_WORK_UPLOAD, clock_ms(s) - t0);
 }
 
@@ -595,16 +628,8 @@ static void take_in(terra_stream *s) {
         }
         slot *sl = &s->slots[i];
         if (st != TERRA_OK || bytes > s->tile_bytes) {
-            /* Failed once, for good: logged here, remembered so it is never asked for again (its
-             * ancestor stands in), and a stale tile it was to replace stays drawn meanwhile. */
-            const char *why = st != TERRA_OK ? (s->mesh && s->mesh->why[0] ? s->mesh->why : terra_error_string(st))
-                                             : "larger than its buffer";
-            terra_log(TERRA_LOG_WARN, "stream: tile %d/%d/%d failed and will not be asked for again: %s",
-                      terra_tile_key_level(sl->key), terra_tile_key_x(sl->key), terra_tile_key_y(sl->key), why);
-            record_failed(s, sl->key);
-            release_slot(s, i);
-            s->stats.failed++;
-            s->stats.total_failed++;
+            failed(s, i, st != TERRA_OK ? (s->mesh && s->mesh->why[0] ? s->mesh->why : terra_error_string(st))
+                                        : "larger than its buffer");
         } else {
             sl->bytes = bytes;
             if (s->d.upload) sl->state = SLOT_READY;
@@ -771,7 +796,7 @@ static void request_missing(terra_stream *s) {
     for (int i = 0; i < s->nslots; i++) {
         slot *sl = &s->slots[i];
         if (sl->state == SLOT_LOADING && sl->last_wanted < s->frame && s->loader.cancel(s->loader.user, ticket_of(s, i))) {
-            release_slot(s, i);
+            release_slot(s, i, true);
             s->stats.cancelled++;
         }
     }
@@ -790,7 +815,7 @@ static void request_missing(terra_stream *s) {
         if (s->nfree == 0) {
             int v = eviction_victim(s);
             if (v < 0) break; /* everything held is needed now */
-            release_slot(s, v);
+            release_slot(s, v, true);
             s->stats.evicted++;
         }
         int i = s->free_slots[--s->nfree];
@@ -837,7 +862,7 @@ static void unload_far(terra_stream *s) {
         slot *sl = &s->slots[i];
         if ((sl->state != SLOT_STANDING && sl->state != SLOT_READY) || sl->last_wanted == s->frame) continue;
         if (beyond_every_focus(s, sl->key)) {
-            release_slot(s, i);
+            release_slot(s, i, true);
             s->stats.unloaded++;
         }
     }

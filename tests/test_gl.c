@@ -368,10 +368,16 @@ static const char *only;
         if (!only || strcmp(only, #fn) == 0) RUN(fn);   \
     } while (0)
 
-/* A NULL description: the defaults for the renderer; the scene, which must be given a source, says so. */
+/* A NULL description: the defaults for the renderer; the scene, which must be given a source, says so.
+ * A stream is attached only if its tiles are the renderer's. */
 static void null_desc(void) {
     terra_gl *r = NULL;
     CHECK(terra_gl_create(NULL, &r) == TERRA_OK && r, "%s", terra_last_error());
+    terra_stream_desc sd = {0};
+    CHECK(terra_gl_attach(r, &sd) == TERRA_OK && sd.upload == terra_gl_upload && sd.release == terra_gl_release);
+    sd = (terra_stream_desc){.select.grid.cells = 16};
+    CHECK(terra_gl_attach(r, &sd) == TERRA_E_INVALID && !sd.upload && strstr(terra_last_error(), "16 cells"), "%s",
+          terra_last_error());
     terra_gl_destroy(r);
     terra_gl_scene *s = NULL;
     CHECK(terra_gl_scene_create(NULL, &s) == TERRA_E_INVALID && !s && strstr(terra_last_error(), "source"));

@@ -1,6 +1,7 @@
 /* The streamer: cache rules as unit tests, the real loader on a pool, the pool itself.
  * (The scenarios are in test_stream_sim.c: single-threaded, so ThreadSanitizer skips them.) */
 #include "check.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "terra/stream.h"
@@ -280,9 +281,10 @@ static double model_clock(void *u) {
     (void)u;
     return model_ms * 1e-3;
 }
-static void slow_upload(void *u, terra_tile_key k, const void *d, size_t n) {
+static terra_status slow_upload(void *u, terra_tile_key k, const void *d, size_t n) {
     (void)u, (void)k, (void)d, (void)n;
     model_ms += 6.0; /* one upload costs more than the whole 4 ms budget */
+    return TERRA_OK;
 }
 
 /* Work larger than the budget still lands: a frame after one that ran nothing for want of budget
@@ -313,6 +315,128 @@ static void budget_lets_oversized_work_land(void) {
     CHECK(idle_runs == 0, "%d times two frames in a row uploaded nothing while tiles waited", idle_runs);
     CHECK(uploads_total >= 25, "only %d uploads landed in 60 frames", uploads_total);
     CHECK(terra_stream_get_stats(s)->cost_ms[TERRA_WORK_UPLOAD] == 6.0);
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+/* ---- what the client is told ------------------------------------------------------------------------ */
+
+/* A client that keeps what it was uploaded, as a renderer does, and refuses the tiles of one level. */
+typedef struct client {
+    terra_tile_key held[1024];
+    int n, uploads, releases, bad_releases, refused;
+    int refuse_level; /* -1: none */
+} client;
+static int client_find(const client *c, terra_tile_key k) {
+    for (int i = 0; i < c->n; i++)
+        if (c->held[i] == k) return i;
+    return -1;
+}
+static terra_status client_upload(void *u, terra_tile_key k, const void *d, size_t n) {
+    (void)d, (void)n;
+    client *c = u;
+    if (terra_tile_key_level(k) == c->refuse_level) {
+        c->refused++;
+        return terra_fail(TERRA_E_CAPACITY, "test client: no room for level %d", c->refuse_level);
+    }
+    c->uploads++;
+    if (client_find(c, k) < 0 && c->n < 1024) c->held[c->n++] = k; /* a second upload: the new version */
+    return TERRA_OK;
+}
+static void client_release(void *u, terra_tile_key k) {
+    client *c = u;
+    int i = client_find(c, k);
+    c->releases++;
+    if (i < 0) {
+        c->bad_releases++;
+        return;
+    }
+    c->held[i] = c->held[--c->n];
+}
+
+static void log_to_stderr(terra_log_level level, const char *message, void *user) {
+    (void)user;
+    if (level >= TERRA_LOG_WARN) fprintf(stderr, "terra: %s\n", message);
+}
+static int upload_warnings;
+static void count_upload_warnings(terra_log_level level, const char *message, void *user) {
+    (void)user;
+    upload_warnings += level == TERRA_LOG_WARN && strstr(message, "its upload failed: test client: no room") != NULL;
+}
+
+/* Every frame of a flight that evicts, unloads and replaces its source: what the client holds
+ * (uploaded and not released) is exactly what the streamer has standing; a refused upload fails
+ * the tile for good, its parent stands in, and the view still covers the ground. */
+static void the_client_holds_what_stands(void) {
+    terra_source *src = world();
+    manual m = {0};
+    client c = {.refuse_level = -1};
+    terra_stream_desc d = {.source = src, .capacity_tiles = 96, .max_in_flight = 16, .load_radius = 900,
+                           .loader = {man_start, man_cancel, man_poll, 1024, &m},
+                           .upload = client_upload, .release = client_release, .upload_user = &c};
+    d.select.grid.cells = 16;
+    d.select.levels = 6;
+    terra_stream *s = NULL;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    if (!s) return;
+    terra_focus f;
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = {.eye = {0, 80, 0}}}, &f);
+    terra_tile_key standing[1024];
+    int mismatched = 0;
+    terra_set_log(count_upload_warnings, NULL); /* each refused tile is logged once, with the client's reason */
+    for (int frame = 0; frame < 240; frame++) {
+        if (frame == 120) terra_stream_set_source(s, src);  /* every tile made again */
+        if (frame == 160) c.refuse_level = 0;              /* the finest tiles cannot be uploaded now */
+        float ground = 0;
+        terra_source_height(src, frame * 25.0, frame * 7.0, &ground);
+        terra_camera cam = {.eye = {frame * 25.0, ground + 20.0, frame * 7.0}, .yaw_rad = 0.3};
+        terra_stream_update_focus(s, f, &cam);
+        if (frame % 3 != 2) man_finish_all(&m);
+        CHECK(terra_stream_update(s) == TERRA_OK, "%s", terra_last_error());
+        int ns = terra_stream_standing(s, standing, 1024);
+        bool same = ns == c.n;
+        for (int i = 0; i < ns && same; i++) same = client_find(&c, standing[i]) >= 0;
+        mismatched += !same;
+        const terra_stream_stats *st = terra_stream_get_stats(s);
+        if (frame > 170) CHECK(st->uncovered == 0, "frame %d: %d tiles uncovered", frame, st->uncovered);
+    }
+    terra_set_log(log_to_stderr, NULL);
+    const terra_stream_stats *st = terra_stream_get_stats(s);
+    CHECK(mismatched == 0, "%d frames where the client held other tiles than stood", mismatched);
+    CHECK(upload_warnings == (int)st->total_failed, "%d warnings for %llu failed tiles", upload_warnings,
+          (unsigned long long)st->total_failed);
+    CHECK(c.bad_releases == 0, "%d releases of tiles the client was never given", c.bad_releases);
+    CHECK(c.releases > 50 && st->total_failed > 0 && c.refused > 0, "releases %d, failed %llu, refused %d", c.releases,
+          (unsigned long long)st->total_failed, c.refused);
+    terra_tile_key failed[64];
+    int nf = terra_stream_failed(s, failed, 64);
+    for (int i = 0; i < nf && i < 64; i++) CHECK(terra_tile_key_level(failed[i]) == 0, "a level-%d tile failed", terra_tile_key_level(failed[i]));
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+}
+
+/* A focus's velocity is kept and reported; one that is not finite is refused. */
+static void focus_velocity_is_reported(void) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream *s = make(src, &m, 64, 4, 500);
+    if (!s) return;
+    terra_focus a, b;
+    CHECK(terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_ENTITY, .collision = true,
+                                                        .velocity = {3, -1, 40}},
+                                 &a) == TERRA_OK);
+    CHECK(terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_FIXED}, &b) == TERRA_OK);
+    CHECK(terra_stream_set_focus_velocity(s, b, (terra_vec3){-7, 0, 0.5}) == TERRA_OK);
+    terra_focus_info info[4];
+    CHECK(terra_stream_foci(s, info, 4) == 2);
+    for (int i = 0; i < 2; i++) {
+        const terra_vec3 v = info[i].velocity, want = info[i].handle == a ? (terra_vec3){3, -1, 40} : (terra_vec3){-7, 0, 0.5};
+        CHECK(v.x == want.x && v.y == want.y && v.z == want.z, "focus %u: velocity %g %g %g", info[i].handle, v.x, v.y, v.z);
+    }
+    CHECK(terra_stream_set_focus_velocity(s, a, (terra_vec3){NAN, 0, 0}) == TERRA_E_INVALID);
+    CHECK(terra_stream_set_focus_velocity(s, 999, (terra_vec3){0, 0, 0}) == TERRA_E_NOT_FOUND);
+    CHECK(terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_ENTITY, .velocity = {INFINITY, 0, 0}}, &b) ==
+          TERRA_E_INVALID);
     terra_stream_destroy(s);
     terra_source_destroy(src);
 }
@@ -515,6 +639,8 @@ int main(void) {
     RUN(pool_runs_cancels_and_queues);
     RUN(bad_options_refused);
     RUN(foci_are_listed);
+    RUN(focus_velocity_is_reported);
+    RUN(the_client_holds_what_stands);
     RUN(requests_coarsest_first_and_limited);
     RUN(never_evicts_wanted_or_drawn_and_caps_hold);
     RUN(late_arrivals_evicted_before_tiles_in_view);

@@ -5,8 +5,8 @@
  *  - Every resident tile lives in ONE vertex buffer, sub-allocated in fixed slots of one tile each
  *    (no buffer object per tile), and every grid tile shares ONE index buffer
  *    (terra_grid_indices). Tiles arrive through the streamer's `upload` callback, inside its
- *    per-frame budget (terra_gl_attach), and leave when the streamer lets go of them
- *    (terra_gl_release_gone).
+ *    per-frame budget (terra_gl_attach), and leave when the streamer lets go of them (its
+ *    `release` callback).
  *  - A frame is ONE glMultiDrawElementsIndirect over the tiles drawn: one command per tile with
  *    its slot as the base vertex and its index in the frame as the base instance, which reaches
  *    the per-draw record (tile origin relative to the camera, level, morph range) in a shader
@@ -95,15 +95,16 @@ typedef struct terra_gl terra_gl;
 TERRA_API terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out);
 TERRA_API void terra_gl_destroy(terra_gl *r);
 
-/* Points a stream description's upload callback at the renderer: tiles then reach the vertex
- * buffer inside the streamer's frame budget. The stream's tiles must be grid tiles of the same
- * cells, and capacity_tiles at least terra_stream_slots() of the stream. */
-TERRA_API void terra_gl_attach(terra_gl *r, terra_stream_desc *desc);
-/* The upload callback itself (user = the renderer): copies one tile into a free slot. */
-TERRA_API void terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes);
-/* Frees the slots of tiles the stream no longer holds; returns how many. Call after each
- * terra_stream_update (the streamer has no unload callback, so the renderer asks it). */
-TERRA_API int terra_gl_release_gone(terra_gl *r, const terra_stream *s);
+/* Points a stream description's upload and release callbacks at the renderer: tiles then reach
+ * the vertex buffer inside the streamer's frame budget, and leave it when the streamer lets go of
+ * them. TERRA_E_INVALID unless the stream's grid (resolved) is the renderer's: the same cells and
+ * tile size. Its capacity_tiles should be at least terra_stream_slots() of the stream (an upload
+ * past it fails with TERRA_E_CAPACITY: the tile's ancestor stands in). */
+TERRA_API terra_status terra_gl_attach(terra_gl *r, terra_stream_desc *desc);
+/* The callbacks themselves (user = the renderer): copies one tile into a free slot (or over its
+ * older version); frees a tile's slot. */
+TERRA_API terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes);
+TERRA_API void terra_gl_release(void *user, terra_tile_key key);
 
 /* Draws one frame of `draws` seen by `cam` (aspect from the target size). One draw call. */
 TERRA_API terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_stream_draw *draws, int count,

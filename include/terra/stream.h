@@ -71,9 +71,16 @@ typedef struct terra_stream_desc {
     int max_cameras;              /* cameras with a draw list; 0 = 4 */
     terra_stream_loader loader;   /* zero: mesh grid tiles from `source` on `pool` */
     terra_pool *pool;             /* for the default loader; NULL: the streamer starts its own */
-    /* Main-thread upload of a tile that came in (a renderer's copy to the GPU); NULL: none. */
-    void (*upload)(void *user, terra_tile_key key, const void *data, size_t bytes);
-    void *upload_user;
+    /* Main-thread upload of a tile that came in (a renderer's copy to the GPU); NULL: none. A
+     * status other than TERRA_OK is a failed tile (see Failure above): not standing, its ancestor
+     * stands in. A second upload of a key the client holds is its new version (a replaced source):
+     * it takes the old one's place. */
+    terra_status (*upload)(void *user, terra_tile_key key, const void *data, size_t bytes);
+    /* Main thread: a tile the client was given by upload is no longer held (evicted, unloaded, or
+     * gone with its source); the client may free what it keeps for it. Not called for a version
+     * an upload replaced, nor by terra_stream_destroy. NULL: the client asks terra_stream_is_standing. */
+    void (*release)(void *user, terra_tile_key key);
+    void *upload_user; /* for upload and release */
     /* Clock for budget accounting, in seconds; NULL: the monotonic clock. */
     double (*clock)(void *user);
     void *clock_user;
@@ -90,6 +97,7 @@ typedef struct terra_focus_desc {
     terra_camera camera;  /* cameras: the whole camera; others: camera.eye is the position */
     bool collision;       /* entities: needs collider blocks (see ground.h) */
     double load_radius;   /* this focus's load radius; 0: the stream's. Unload radius: 1.25 x. */
+    terra_vec3 velocity;  /* m/s, if known: reported by terra_stream_foci (colliders stand ahead) */
 } terra_focus_desc;
 
 typedef uint32_t terra_focus; /* a handle; 0 is never a valid one */
@@ -121,6 +129,8 @@ TERRA_API int terra_stream_slots(const terra_stream *s);
 
 TERRA_API terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *desc, terra_focus *out);
 TERRA_API terra_status terra_stream_update_focus(terra_stream *s, terra_focus f, const terra_camera *camera);
+/* Sets a focus's velocity (m/s, finite), which terra_stream_foci reports until it is set again. */
+TERRA_API terra_status terra_stream_set_focus_velocity(terra_stream *s, terra_focus f, terra_vec3 velocity);
 TERRA_API terra_status terra_stream_remove_focus(terra_stream *s, terra_focus f);
 
 typedef struct terra_focus_info {
@@ -128,7 +138,7 @@ typedef struct terra_focus_info {
     terra_focus_kind kind;
     terra_vec3 position;
     bool collision;
-    terra_vec3 velocity; /* m/s if known (zero otherwise): lets colliders stand where a body is going */
+    terra_vec3 velocity; /* m/s as last set (zero if never): lets colliders stand where a body is going */
 } terra_focus_info;
 /* This frame's focus points; returns how many (at most max written). */
 TERRA_API int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max);
