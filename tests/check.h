@@ -1,5 +1,7 @@
 /* A tiny test harness: CHECK(cond, fmt, ...) records a failure with its place and goes on;
- * RUN(fn) runs one test function; finish() prints "N passed, N failed" and returns the exit code. */
+ * RUN(fn) runs one test function; finish() prints "N passed, N failed" and returns the exit code:
+ * 1 on a failure, 77 (ctest's SKIP_RETURN_CODE) when every test function skipped for want of
+ * ../shared's data (have_shared), else 0. */
 #ifndef TERRA_TEST_CHECK_H
 #define TERRA_TEST_CHECK_H
 
@@ -8,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int check_failures_;
-static int check_tests_passed_, check_tests_failed_;
+static int check_failures_, check_skips_;
+static int check_tests_passed_, check_tests_failed_, check_tests_skipped_;
 
 /* Reports one failed check; the message is printf-style (unchecked, so CHECK(x) alone works). */
 static inline void check_report_(const char *file, int line, const char *cond, const char *fmt, ...) {
@@ -32,9 +34,12 @@ static inline void check_report_(const char *file, int line, const char *cond, c
 
 #define RUN(fn)                                                                       \
     do {                                                                              \
-        int before_ = check_failures_;                                                \
+        int before_ = check_failures_, skips_ = check_skips_;                         \
         fn();                                                                         \
-        if (check_failures_ == before_) {                                             \
+        if (check_failures_ == before_ && check_skips_ != skips_) {                   \
+            check_tests_skipped_++;                                                   \
+            printf("skip %s\n", #fn);                                                 \
+        } else if (check_failures_ == before_) {                                      \
             check_tests_passed_++;                                                    \
             printf("ok   %s\n", #fn);                                                 \
         } else {                                                                      \
@@ -45,8 +50,10 @@ static inline void check_report_(const char *file, int line, const char *cond, c
     } while (0)
 
 static inline int finish(void) {
-    printf("%d passed, %d failed\n", check_tests_passed_, check_tests_failed_);
-    return check_tests_failed_ ? 1 : 0;
+    printf("%d passed, %d failed", check_tests_passed_, check_tests_failed_);
+    if (check_tests_skipped_) printf(", %d skipped", check_tests_skipped_);
+    printf("\n");
+    return check_tests_failed_ ? 1 : check_tests_passed_ == 0 && check_tests_skipped_ ? 77 : 0;
 }
 
 /* Path of a file in ../shared (CI sets TERRA_SHARED). */
@@ -66,6 +73,7 @@ static inline bool have_shared(const char *what) {
         return true;
     }
     printf("SKIP %s: %s not found (the real data lives in ../shared; set TERRA_SHARED)\n", what, p);
+    check_skips_++;
     return false;
 }
 

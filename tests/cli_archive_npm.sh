@@ -7,14 +7,14 @@
 set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 js=$(cd "$(dirname "$0")/js" && pwd)
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "SKIP: node/npm not installed"; exit 0; fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "SKIP: node/npm not installed"; exit 77; fi
 if [ ! -d "$js/node_modules/@here/quantized-mesh-decoder" ] || [ ! -d "$js/node_modules/@loaders.gl/terrain" ] ||
    [ ! -d "$js/node_modules/cesium" ]; then
   log=$(mktemp)
   if ! (cd "$js" && timeout 300 npm install --no-audit --no-fund --loglevel=error >/dev/null 2>"$log"); then
     echo "SKIP: npm install failed (no network to the npm registry?): $(tail -3 "$log")"
     rm -f "$log"
-    exit 0
+    exit 77
   fi
   rm -f "$log"
 fi

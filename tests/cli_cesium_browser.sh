@@ -12,14 +12,14 @@ set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 js=$(cd "$(dirname "$0")/js" && pwd)
 chromium=${CHROMIUM:-/usr/bin/chromium}
-[ -x "$chromium" ] || { echo "SKIP cli_cesium_browser: $chromium not installed"; exit 0; }
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "SKIP cli_cesium_browser: node/npm not installed"; exit 0; fi
+[ -x "$chromium" ] || { echo "SKIP cli_cesium_browser: $chromium not installed"; exit 77; }
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then echo "SKIP cli_cesium_browser: node/npm not installed"; exit 77; fi
 if [ ! -d "$js/node_modules/cesium/Build/Cesium" ] || [ ! -d "$js/node_modules/puppeteer-core" ]; then
   log=$(mktemp)
   if ! (cd "$js" && PUPPETEER_SKIP_DOWNLOAD=1 timeout 300 npm install --no-audit --no-fund --loglevel=error >/dev/null 2>"$log"); then
     echo "SKIP cli_cesium_browser: npm install failed (no network to the npm registry?): $(tail -3 "$log")"
     rm -f "$log"
-    exit 0
+    exit 77
   fi
   rm -f "$log"
 fi

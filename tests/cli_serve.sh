@@ -8,7 +8,7 @@ set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 helper="$(dirname "$T")/test_serve_request" # writes the hostile archives (tests/test_serve_request.c)
 for tool in curl python3; do
-  command -v "$tool" >/dev/null || { echo "SKIP cli_serve: $tool not installed"; exit 0; }
+  command -v "$tool" >/dev/null || { echo "SKIP cli_serve: $tool not installed"; exit 77; }
 done
 [ -x "$helper" ] || { echo "FAIL: $helper not built" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/terra_cli_serve.XXXXXX")
