@@ -478,6 +478,7 @@ struct terra_archive_writer {
     size_t count, cap;
     pthread_mutex_t lock;
     terra_status failed; /* first failure while adding */
+    char failed_why[256]; /* and its message, for every later call on any thread */
 };
 
 static char *dup_str(const char *s) {
@@ -558,7 +559,7 @@ terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile
     terra_status st = TERRA_OK;
     pthread_mutex_lock(&w->lock);
     if (w->failed) {
-        st = w->failed;
+        st = terra_fail(w->failed, "%s", w->failed_why);
     } else if (w->count == w->cap) {
         size_t ncap = w->cap ? w->cap * 2 : 1024;
         terra_archive_entry *ne = terra_realloc(w->entries, ncap * sizeof *ne);
@@ -570,9 +571,10 @@ terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile
     }
     if (st == TERRA_OK) {
         e.offset = w->spill_size; /* relative for now; made absolute in finish */
-        if (size && fwrite(stored, 1, size, w->spill) != size)
+        if (size && fwrite(stored, 1, size, w->spill) != size) {
             st = w->failed = terra_fail(TERRA_E_IO, "archive: cannot write a temporary file: %s", strerror(errno));
-        else {
+            snprintf(w->failed_why, sizeof w->failed_why, "%s", terra_last_error());
+        } else {
             /* the checksum covers the final entry, so finish computes it once offsets are known */
             w->spill_size += size;
             w->entries[w->count++] = e;
@@ -675,6 +677,7 @@ static bool read_spill(terra_archive_writer *w, uint8_t *buf, size_t n, uint64_t
 terra_status terra_archive_writer_finish(terra_archive_writer *w) {
     terra_status st = w->failed;
     if (st) {
+        st = terra_fail(st, "%s", w->failed_why);
         writer_free(w);
         return st;
     }

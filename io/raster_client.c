@@ -158,8 +158,11 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
     reader_args(d, args);
     char *argv[] = {path, (char *)d->path, args[0], args[1], args[2], args[3], args[4], args[5], NULL};
 
+    /* Close-on-exec from the start (a socket pair: POSIX has no pipe2): a child another thread spawns
+     * meanwhile must not inherit the write ends, or the reads below would wait for it to exit. */
     int data[2] = {-1, -1}, err[2] = {-1, -1};
-    if (pipe(data) != 0 || pipe(err) != 0) {
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) != 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, err) != 0) {
         terra_status st = terra_fail(TERRA_E_IO, "%s: cannot start the raster reader: %s", d->path, strerror(errno));
         for (int i = 0; i < 2; i++) {
             if (data[i] >= 0) close(data[i]);

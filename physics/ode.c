@@ -217,6 +217,7 @@ terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result 
         return st;
     }
     dInitODE2(0);
+    dAllocateODEDataForThread(dAllocateMaskAll); /* ODE: required on every thread that collides */
     dWorldID world = dWorldCreate();
     dWorldSetGravity(world, 0, -9.81, 0);
     dWorldSetERP(world, 0.8);

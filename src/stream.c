@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { SLOT_FREE = 0, SLOT_LOADING, SLOT_READY, SLOT_STANDING };
 
@@ -236,15 +237,35 @@ size_t terra_stream_tile_bytes(const terra_stream *s) { return s->tile_bytes; }
 int terra_stream_slots(const terra_stream *s) { return s->nslots; }
 const terra_stream_stats *terra_stream_get_stats(const terra_stream *s) { return &s->stats; }
 
+static uint64_t ticket_of(const terra_stream *s, int i);
+
 void terra_stream_destroy(terra_stream *s) {
     if (!s) return;
     /* stop every load before any buffer goes */
     if (s->mesh) {
         mesh_loader_destroy(s->mesh);
-    } else if (s->slots) {
+    } else if (s->slots) { /* a loader of the caller's: what it has started is polled for until it ends */
+        int started = 0;
         for (int i = 0; i < s->nslots; i++)
-            if (s->slots[i].state == SLOT_LOADING)
-                s->loader.cancel(s->loader.user, ((uint64_t)s->slots[i].generation << 32) | (uint32_t)i);
+            if (s->slots[i].state == SLOT_LOADING) {
+                if (s->loader.cancel(s->loader.user, ticket_of(s, i))) s->slots[i].state = SLOT_FREE;
+                else started++;
+            }
+        while (started > 0) {
+            uint64_t ticket;
+            terra_status st;
+            size_t bytes;
+            if (!s->loader.poll(s->loader.user, &ticket, &st, &bytes)) {
+                nanosleep(&(struct timespec){0, 1000000}, NULL);
+                continue;
+            }
+            const int i = (int)(uint32_t)ticket;
+            if (i >= 0 && i < s->nslots && s->slots[i].generation == (uint32_t)(ticket >> 32) &&
+                s->slots[i].state == SLOT_LOADING) {
+                s->slots[i].state = SLOT_FREE;
+                started--;
+            }
+        }
     }
     if (s->slots)
         for (int i = 0; i < s->nslots; i++) terra_free(s->slots[i].data);

@@ -2,6 +2,9 @@
  * (The scenarios are in test_stream_sim.c: single-threaded, so ThreadSanitizer skips them.) */
 #include "check.h"
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include "terra/stream.h"
@@ -441,6 +444,74 @@ static void focus_velocity_is_reported(void) {
     terra_source_destroy(src);
 }
 
+/* A loader of the caller's that makes each tile on a thread of its own, 30 ms late, and cannot
+ * cancel what it started: destroy waits for every one (under ASan, a write into a freed buffer
+ * would be reported). */
+typedef struct late_job {
+    pthread_t thread;
+    uint64_t ticket;
+    void *buffer;
+    _Atomic bool done, taken;
+} late_job;
+typedef struct late_loader {
+    late_job jobs[64];
+    int n;
+} late_loader;
+static void *late_run(void *p) {
+    late_job *j = p;
+    nanosleep(&(struct timespec){0, 30000000}, NULL);
+    memset(j->buffer, 0x5a, 1024);
+    j->done = true;
+    return NULL;
+}
+static bool late_start(void *u, uint64_t t, terra_tile_key k, void *b, size_t c) {
+    (void)k, (void)c;
+    late_loader *l = u;
+    if (l->n == 64) return false;
+    late_job *j = &l->jobs[l->n];
+    j->ticket = t;
+    j->buffer = b;
+    j->done = false;
+    j->taken = false;
+    if (pthread_create(&j->thread, NULL, late_run, j) != 0) return false;
+    l->n++;
+    return true;
+}
+static bool late_cancel(void *u, uint64_t t) { return (void)u, (void)t, false; }
+static bool late_poll(void *u, uint64_t *t, terra_status *s, size_t *b) {
+    late_loader *l = u;
+    for (int i = 0; i < l->n; i++)
+        if (l->jobs[i].done && !l->jobs[i].taken) {
+            l->jobs[i].taken = true;
+            *t = l->jobs[i].ticket, *s = TERRA_OK, *b = 16;
+            return true;
+        }
+    return false;
+}
+static void destroy_waits_for_a_callers_loader(void) {
+    terra_source *src = world();
+    late_loader l = {0};
+    terra_stream_desc d = {.source = src, .capacity_tiles = 64, .max_in_flight = 8,
+                           .loader = {late_start, late_cancel, late_poll, 1024, &l}};
+    d.select.grid.cells = 16;
+    d.select.levels = 4;
+    terra_stream *s = NULL;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    if (!s) return;
+    terra_focus f;
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = {.eye = {0, 3000, 0}}}, &f);
+    terra_stream_update(s);
+    CHECK(l.n == 8, "%d requests started", l.n);
+    terra_stream_destroy(s);
+    int unanswered = 0;
+    for (int i = 0; i < l.n; i++) {
+        unanswered += !l.jobs[i].taken;
+        pthread_join(l.jobs[i].thread, NULL);
+    }
+    CHECK(unanswered == 0, "destroy returned with %d started requests unanswered", unanswered);
+    terra_source_destroy(src);
+}
+
 /* ---- memory, measured ------------------------------------------------------------------------------ */
 
 static size_t live_bytes, peak_live;
@@ -641,6 +712,7 @@ int main(void) {
     RUN(foci_are_listed);
     RUN(focus_velocity_is_reported);
     RUN(the_client_holds_what_stands);
+    RUN(destroy_waits_for_a_callers_loader);
     RUN(requests_coarsest_first_and_limited);
     RUN(never_evicts_wanted_or_drawn_and_caps_hold);
     RUN(late_arrivals_evicted_before_tiles_in_view);

@@ -13,6 +13,9 @@
  * immutable after terra_archive_open: any number of threads may look up and read through one
  * reader at once (mmap, or pread with explicit offsets; there is no shared cursor).
  */
+/* Threads: terra_archive_close must not overlap any other use of the archive; the bytes
+ * terra_archive_view_stored hands out live until then. The format functions (order, crc32c, pack and
+ * unpack) are pure. */
 #ifndef TERRA_ARCHIVE_H
 #define TERRA_ARCHIVE_H
 

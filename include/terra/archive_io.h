@@ -1,6 +1,12 @@
 /* libterra-io side of qmesh and archive: compression (zlib, zstd), writing archives (temporary
  * file renamed into place, metadata written with cJSON), reading and decompressing tiles, and
  * decoding quantized-mesh files that may be gzipped. */
+/* Threads: compression, decompression and decoding keep no state: any number of calls may run at once.
+ * The reading and checking functions take a const archive and are as thread-safe as the reader
+ * (archive.h). A writer takes terra_archive_writer_add and _add_stored from several threads at once
+ * (one mutex; compression happens outside it); create, finish and abort must not overlap anything
+ * else on it. An archive source is thread-safe: every point read takes one mutex (the cache of
+ * decoded tiles), so readers on several threads take turns, while height ranges read without one. */
 #ifndef TERRA_ARCHIVE_IO_H
 #define TERRA_ARCHIVE_IO_H
 

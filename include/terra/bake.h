@@ -13,6 +13,11 @@
  *    plane is laid over longitude and latitude at metres_per_degree (x = lon * k, z = -lat * k);
  *    header fields and normals in WGS84 ECEF, as Cesium expects.
  */
+/* Threads: terra_bake runs desc->threads threads of its own, each meshing tiles and calling the
+ * source, and returns when all have stopped: the source must be thread-safe (see source.h). A
+ * terra_bake_tile carries its scratch, so one tile is used by one thread at a time; several threads
+ * may build at once, each with its own terra_bake_tile, and calls the source on its own thread.
+ * terra_bake_desc_resolve and terra_bake_keys are pure. */
 #ifndef TERRA_BAKE_H
 #define TERRA_BAKE_H
 

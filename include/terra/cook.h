@@ -23,9 +23,14 @@
  *    Archive keys: level = zoom_finest - d, x = tx, y = ty (TMS: row 0 in the south).
  * Triangles turn counter-clockwise seen from above in the plane (x right, y up); the encoder turns
  * them into each frame's convention (docs/FORMAT.md).
- *
- * Concurrency: terra_cook_pyramid runs its callbacks on worker threads, several at once.
  */
+/* Threads: terra_cook_pyramid calls make_finest, simplify, emit, distance and window on pool workers,
+ * several at once and for neighbouring tiles at the same time: each must be safe to call
+ * concurrently with itself and the others. progress runs on the calling thread, which waits for the
+ * whole pyramid. The pyramid's jobs hold every worker of the pool (up to 64) until it is done, so a
+ * shared pool runs nothing else meanwhile; do not call it from a job of that pool (with one worker it
+ * never returns). terra_cook_simplify_plane, the vertical distances, encoding and the mesh and key
+ * functions keep no state. */
 #ifndef TERRA_COOK_H
 #define TERRA_COOK_H
 

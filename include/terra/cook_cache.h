@@ -47,6 +47,13 @@
  *   5. terra_archive_writer_finish, then terra_cook_cache_commit; terra_cook_cache_close.
  * --no-cache: skip the cache altogether (no open, no commit): the cook neither reads nor writes it.
  */
+/* Threads: a manifest is written by one thread (create, add_input, add_named); once complete it is
+ * only read, and the cache reads it until closed. open, begin, set_finest, plan, commit and close run
+ * on one thread, never during another call on the cache. Between plan and commit,
+ * terra_cook_cache_reusable, _copy_tile, _keep_finest and _load_finest may be called from several
+ * threads at once (keep_finest takes a mutex; the others only read, and copy_tile adds through the
+ * writer's own lock); get_outcome, reason and input_change only read what open set.
+ * terra_cook_xxh64 is pure. */
 #ifndef TERRA_COOK_CACHE_H
 #define TERRA_COOK_CACHE_H
 

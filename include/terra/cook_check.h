@@ -34,6 +34,8 @@
  * rule there is that the neighbour's ground meets it (a vertex within the wall's heights).
  *
  * libterra-cook; rasters are read with terra_raster_read_isolated. */
+/* Threads: terra_cook_check runs on the calling thread alone and starts no threads; separate calls
+ * share nothing but the raster reader's child processes (see terra/raster.h). */
 #ifndef TERRA_COOK_CHECK_H
 #define TERRA_COOK_CHECK_H
 

@@ -1,6 +1,12 @@
 /* terra cook, the whole job: elevation rasters and scenery meshes in, a TIN tile archive out
  * (libterra-cook: links terra-io, meshoptimizer and assimp; rasters are read through terra-raster,
  * the isolated GDAL reader). The pyramid itself is terra/cook.h, in the core. */
+/* Threads: terra_cook runs the pyramid (terra/cook.h) on a pool of desc->threads workers of its own and
+ * returns when it is done; progress runs on the calling thread. During the call the workers read the
+ * inputs (a raster read whole by all of them at once, each opened source by one worker at a time) and
+ * use the cache: do not change or close any of them until it returns. terra_cook_raster_window_read,
+ * terra_cook_raster_finest, terra_cook_raster_distance and terra_cook_simplify_meshopt keep no state:
+ * the pyramid's workers call them several at once. */
 #ifndef TERRA_COOK_IO_H
 #define TERRA_COOK_IO_H
 

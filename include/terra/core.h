@@ -6,6 +6,13 @@
  *  - Every fallible function returns a terra_status; on failure a sentence saying what broke is
  *    available from terra_last_error() on the same thread until the next failure.
  */
+/* Threads: terra_last_error() and terra_fail() are per thread: a failure on a worker is seen there
+ * only (terra's functions that run workers copy the first worker's message to the calling thread).
+ * terra_set_allocator and terra_set_log write process-wide variables without a lock: call them before
+ * any other thread uses terra (pools, streamers, bakes and cooks start threads) and never while a
+ * terra call runs on another thread; memory goes back to the allocator that gave it. The hooks
+ * themselves are called on whichever thread allocates or logs, pool workers included, several at
+ * once: they must be thread-safe. Tile keys, camera and frustum math and terra_now_s are pure. */
 #ifndef TERRA_CORE_H
 #define TERRA_CORE_H
 

@@ -26,6 +26,12 @@
  * Every function below except the context ones needs the renderer's context current on the
  * calling thread.
  */
+/* Threads: terra_gl_* calls on a renderer or a scene come from the one thread whose GL context is
+ * current, terra_gl_renderer_name included. terra_gl_context_create_headless makes its context current
+ * on the calling thread; destroy it on that thread (it releases that thread's EGL state). After
+ * terra_gl_attach the streamer's upload callback issues GL, so terra_stream_update runs on that
+ * thread too. terra_gl_draw reads the style's surface table: do not set it meanwhile. A scene's pool
+ * workers mesh tiles from its source at the same time as the frame (see source.h). */
 #ifndef TERRA_GL_H
 #define TERRA_GL_H
 

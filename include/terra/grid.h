@@ -11,6 +11,8 @@
  * A tile whose vertices are all fully morphed is exactly its parent's surface: every cell is split
  * along the same diagonal, so the collapsed triangles are the parent's triangles.
  */
+/* Threads: terra_grid_build keeps no state: several threads may build tiles at once, each with its own
+ * out and scratch; it calls the source on the calling thread (see source.h). The rest is pure. */
 #ifndef TERRA_GRID_H
 #define TERRA_GRID_H
 

@@ -16,6 +16,12 @@
  * missing, whatever the budget. Neighbouring blocks share their edge rows, and a block's surface is
  * exactly what terra_ground_height_at answers.
  */
+/* Threads: the queries (height_at, normal_at, surface_at, query) do not change the ground, though they
+ * take a non-const pointer: they may run on several threads at once, and alongside the const
+ * functions, between updates. terra_ground_update, _set_source, _set_transform, _set_physics and
+ * _destroy must not overlap any other call on the same ground. A query where no block stands samples
+ * the source on the querying thread, so queries from several threads need a thread-safe source (see
+ * source.h). Blocks and stats handed out stay valid until the next update. */
 #ifndef TERRA_GROUND_H
 #define TERRA_GROUND_H
 

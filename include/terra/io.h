@@ -1,4 +1,8 @@
 /* libterra-io: files and images. Depends on libpng (and, for rasters, GDAL); not part of the core. */
+/* Threads: every function here may run on several threads at once. Writers of one target, even from
+ * one process, get distinct temporaries (PID plus an atomic counter, O_EXCL) and the last rename
+ * wins; the sweep of stale temporaries and its per-directory record are shared under a mutex. The PNG
+ * functions share nothing between calls. */
 #ifndef TERRA_IO_H
 #define TERRA_IO_H
 

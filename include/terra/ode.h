@@ -7,6 +7,11 @@
  *
  * Not part of the core: link terra-ode (which links libode).
  */
+/* Threads: terra_ode_sync changes the ODE space: run it on the thread that steps the world and collides
+ * the space, after terra_ground_update and never during it or a collision pass. terra_ode_is_ground
+ * and terra_ode_contact_surface only read (contact_surface makes a ground query): they may run on any
+ * thread between a sync and the next update. terra_ode_drop_test calls dInitODE2 and dCloseODE itself:
+ * run it only where no other thread uses ODE. */
 #ifndef TERRA_ODE_H
 #define TERRA_ODE_H
 

@@ -8,6 +8,13 @@
  * Jobs of every kind share the pool: meshing a tile from a source, reading and decoding a tile
  * from an archive. Threads meet only at the two queues.
  */
+/* Threads: every function here but terra_pool_destroy and terra_job_queue_destroy may be called from
+ * any thread at once, a job's run included: submit, cancel and the polls take the pool's or the
+ * queue's mutex. A job runs on a worker alongside other jobs, so whatever it touches besides its own
+ * memory must be thread-safe. From submit until it comes back from a queue (or a cancel returns true)
+ * a job is the pool's: do not read or change it. terra_pool_wait_idle waits for every owner's jobs;
+ * called from a job it never returns (the job counts itself). Destroy a queue only when no job bound
+ * for it is queued or running, and a pool only when no other call on it can come. */
 #ifndef TERRA_POOL_H
 #define TERRA_POOL_H
 

@@ -12,6 +12,9 @@
  * (already decompressed) bytes; gzip is the io library's job (terra_qmesh_decode_any in
  * terra/archive_io.h accepts both).
  */
+/* Threads: nothing here keeps state: decode, encode and the helpers may run on any number of threads at
+ * once. A terra_qmesh is plain data: several threads may encode or read one tile, while decode, reorder
+ * and free write the tile they are given. */
 #ifndef TERRA_QMESH_H
 #define TERRA_QMESH_H
 

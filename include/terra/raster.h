@@ -1,6 +1,11 @@
 /* Elevation rasters through GDAL, and triangle meshes out (OBJ, PLY, STL). Not part of the core.
  * terra_raster_read lives in libterra-gdal (the one library linking GDAL); everything else here,
  * terra_raster_read_isolated included, in libterra-io. */
+/* Threads: terra_raster_read, terra_raster_read_isolated and terra_raster_open share nothing between
+ * calls (each opens its own GDAL dataset, child process or PNG reader), so several may run at once.
+ * A terra_raster_source serves one read at a time: window and geographic reads from several threads
+ * are serialised by its mutex, and terra_raster_close must not overlap them. The mesh writers and
+ * terra_io_read_obj share nothing between calls. */
 #ifndef TERRA_RASTER_H
 #define TERRA_RASTER_H
 

@@ -20,6 +20,10 @@
  * top view mirrored (y up, x east makes z point south), so the cut turns every triangle
  * counter-clockwise in the plane whichever way it faced.
  */
+/* Threads: terra_scenery_read runs one at a time in a process (assimp keeps its last error in one
+ * place); terra takes no lock, so the caller serialises. A terra_scenery_cut is read-only once built:
+ * terra_scenery_cut_tile may run on any number of threads at once, as the pyramid's make_finest.
+ * terra_scenery_drop_repeats and terra_scenery_cut_build keep no state. */
 #ifndef TERRA_SCENERY_H
 #define TERRA_SCENERY_H
 

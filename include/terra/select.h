@@ -12,6 +12,11 @@
  *
  * A selection object is created once; a frame's selection allocates nothing.
  */
+/* Threads: a terra_select is used by one thread at a time: terra_select_run rewrites its range cache,
+ * output buffer and stats and asks the source's height_range on the calling thread, and
+ * terra_select_set_source clears the cache. terra_select_get_desc, _range, _morph, _tile_side and
+ * terra_select_origin_shift read only what creation fixed: any thread may call them while the object
+ * lives, even during a run. The tiles and stats a run hands out change with the next run. */
 #ifndef TERRA_SELECT_H
 #define TERRA_SELECT_H
 

@@ -10,6 +10,13 @@
  * deterministic source answers the same height: neighbouring tiles and tiles of different levels
  * agree exactly where they share samples.
  */
+/* Threads: terra calls a source's callbacks from several threads at once with the same user pointer:
+ * the streamer's pool workers (its default loader, terra_gl_scene's too), terra_bake's threads, ground
+ * queries on whatever threads make them, and selection on the thread updating a streamer. Every
+ * terra_source_sample also asks height_range on its own thread. So every callback but destroy must be
+ * safe to call concurrently; a callback that fails calls terra_fail on the thread it runs on.
+ * terra_source_* add no state of their own. terra_source_destroy must not overlap any use of the
+ * source. The default world is immutable once created: any number of threads may sample it. */
 #ifndef TERRA_SOURCE_H
 #define TERRA_SOURCE_H
 

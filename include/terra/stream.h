@@ -28,6 +28,16 @@
  * tile_bytes) of them; tiles held plus tiles in flight never exceed either cap, and a frame
  * allocates nothing.
  */
+/* Threads: a streamer is used by one thread at a time. The const queries (draws, wanted, foci, stats,
+ * standing, failed...) read what an update writes: they may run concurrently with each other, between
+ * updates only. The loader's start, cancel and poll, the upload and release callbacks, the clock and
+ * the failure log line all run on the thread calling terra_stream_update (destroy calls cancel). The
+ * default loader meshes tiles on the pool's workers, several at once, calling the source while the
+ * updating thread asks it for height ranges (see source.h). A loader of the caller's may make tiles
+ * on other threads; a buffer is the loader's from start until poll returns its ticket or cancel
+ * returns true. A source replaced by terra_stream_set_source is still called by requests started
+ * before: keep it alive until an update reports in_flight 0, or until the streamer is destroyed. With
+ * a shared pool, terra_stream_destroy waits until the whole pool is idle. */
 #ifndef TERRA_STREAM_H
 #define TERRA_STREAM_H
 
@@ -122,7 +132,8 @@ typedef struct terra_stream_stats {
 typedef struct terra_stream terra_stream;
 
 TERRA_API terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **out);
-/* Cancels what has not started and waits for what has; frees every buffer. */
+/* Cancels what has not started and waits for what has (a loader of the caller's is polled until it
+ * has answered for every request it started); frees every buffer. */
 TERRA_API void terra_stream_destroy(terra_stream *s);
 TERRA_API size_t terra_stream_tile_bytes(const terra_stream *s);
 TERRA_API int terra_stream_slots(const terra_stream *s);

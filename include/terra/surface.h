@@ -9,6 +9,11 @@
  * A tile draws at most TERRA_TILE_SURFACES surfaces: the ones covering most of it
  * (terra_surface_palette), with a log line when it names more.
  */
+/* Threads: a surface table is used by one thread at a time while it is written: terra_surface_table_set
+ * frees the look it replaces, so it must not overlap a get, a version, a destroy, or a terra_gl_draw
+ * whose style names the table. A look's texture paths stay valid until that id is set again or the
+ * table is destroyed. Versions come from one atomic counter, so separate tables may be written on
+ * separate threads. terra_surface_palette is pure (it may log). */
 #ifndef TERRA_SURFACE_H
 #define TERRA_SURFACE_H
 

@@ -1,6 +1,10 @@
 /* terra: terrain too large to hold whole. Includes every module of the core library
  * (libc, libm and pthreads only). libterra-io (io.h, raster.h, archive_io.h), libterra-gl (gl.h)
  * and libterra-ode (ode.h) have headers of their own. */
+/* Threads: each module's header says what may run concurrently. In short: set the allocator and log
+ * hooks before any other thread uses terra; a source's callbacks are called from several threads at
+ * once; an archive is shared freely once open; a streamer, a selection and a ground's updates belong
+ * to one thread at a time; terra_last_error() is per thread. */
 #ifndef TERRA_H
 #define TERRA_H
 

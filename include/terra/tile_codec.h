@@ -18,6 +18,8 @@
  * and vertices in first-use order, as the quantized-mesh encoder requires anyway:
  * terra_tile_codec_order puts a tile in that order.
  */
+/* Threads: pack and unpack keep no state (each call has its own zstd context): any number may run at
+ * once. terra_tile_codec_order rewrites the mesh it is given. */
 #ifndef TERRA_TILE_CODEC_H
 #define TERRA_TILE_CODEC_H
 

@@ -19,6 +19,11 @@
  * Triangles are listed so that they turn counter-clockwise when y is flipped to point north
  * (y_out = height - 1 - row), i.e. their normals point up.
  */
+/* Threads: terra_tin_build, terra_tin_check, terra_tin_error_colors, terra_tin_layers_build and
+ * terra_tin_level_for_distance keep no state: any number of calls may run at once. terra_tin_tiles_build
+ * meshes on a pool, one job per worker (up to 64), every job reading desc->heights, and blocks the
+ * caller until all are done. Do not call it from a job of the pool it meshes on: with one worker it
+ * never returns. */
 #ifndef TERRA_TIN_H
 #define TERRA_TIN_H
 
