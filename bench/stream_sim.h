@@ -113,6 +113,9 @@ static bool sim_cancel(void *user, uint64_t ticket) {
     return false;
 }
 
+/* Its requests finish on the modelled clock and write no buffer: nothing to wait for. */
+static void sim_drain(void *user) { (void)user; }
+
 static bool sim_poll(void *user, uint64_t *ticket, terra_status *status, size_t *bytes) {
     sim_loader *l = user;
     int best = -1;
@@ -323,7 +326,7 @@ static int sim_run(const terra_source *src, const sim_scenario *sc, const sim_co
     terra_set_allocator(&(terra_allocator){sim_alloc, sim_realloc, sim_free, NULL});
     terra_stream_desc d = {.source = src, .capacity_tiles = cfg->capacity_tiles, .max_in_flight = cfg->max_in_flight,
                            .load_radius = cfg->load_radius, .budget_ms = cfg->budget_ms,
-                           .loader = {sim_start, sim_cancel, sim_poll, SIM_TILE_BYTES, &l},
+                           .loader = {sim_start, sim_cancel, sim_poll, SIM_TILE_BYTES, &l, sim_drain},
                            .upload = sim_upload_cost, .upload_user = &up, .clock = sim_clock, .clock_user = &clock_s};
     d.select.grid.cells = 32;
     if (sc->world_half > 0) {

@@ -29,7 +29,7 @@ static void help(FILE *f) {
             "  --scale S                 the default world's horizontal scale, 0.001..1000 (default 1)\n"
             "  --no-normals              leave out the normals extension\n"
             "  --no-surfaces             leave out the material extension\n"
-            "  --threads N               worker threads, 1..64 (default 2)\n"
+            "  --threads N               worker threads, 1..64 (default: one per core)\n"
             "  -q, --quiet               print nothing on success\n"
             "  -h, --help                this text\n");
 }

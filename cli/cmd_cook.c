@@ -40,7 +40,7 @@ static void help(FILE *f) {
             "      --tile-size S         samples along a finest tile's side (default 256; geographic:\n"
             "                            a power of two)\n"
             "      --frame F             auto (default), local or geographic\n"
-            "      --threads N           worker threads (default 2)\n"
+            "      --threads N           worker threads, 1..64 (default: one per core)\n"
             "      --compression C       packed (default: quantized-mesh packed losslessly, about half of\n"
             "                            gzip; export and serve hand out plain quantized-mesh), gzip,\n"
             "                            zstd or none\n"
@@ -146,7 +146,7 @@ int cmd_cook(int argc, char **argv) {
     const char *out = NULL, *cache = NULL;
     bool quiet = false, no_cache = false;
     double max_error = 1.0, zscale = 0, spacing = 0;
-    int levels = 0, tile = 0, threads = 2, band = 0;
+    int levels = 0, tile = 0, threads = terra_default_threads(), band = 0;
     terra_cook_frame frame = TERRA_COOK_FRAME_AUTO;
     terra_compression comp = TERRA_COMPRESS_PACKED;
     terra_raster_encoding enc = TERRA_RASTER_PLAIN;

@@ -63,7 +63,7 @@ static void help(FILE *f) {
             "                            or turned over, or (with -e) one is over the bound\n"
             "      --tile-size T         tiles of TxT samples sharing borders, each bound a level; writes\n"
             "                            OUT with .l<level>.<tx>_<ty> before the extension (0 coarsest)\n"
-            "      --threads N           threads for the tiles (default 2)\n"
+            "      --threads N           threads for the tiles, 1..64 (default: one per core)\n"
             "      --max-memory SIZE     memory budget for reading IN (e.g. 512M, 2G; default half of\n"
             "                            physical memory): a larger raster is refused before reading\n"
             "  -q, --quiet               no progress on stderr\n"
@@ -679,7 +679,7 @@ int cmd_mesh(int argc, char **argv) {
     const char *out = NULL, *heatmap = NULL, *upper_path = NULL, *check_path = NULL;
     double errs[MAX_LEVELS];
     int nerr = 0;
-    long max_tri = 0, max_vert = 0, band = 0, tile_size = 0, threads = 2, upper_band = 0;
+    long max_tri = 0, max_vert = 0, band = 0, tile_size = 0, threads = terra_default_threads(), upper_band = 0;
     double zscale = 0, spacing = 0, thickness = 0;
     size_t max_bytes = 0;
     terra_raster_encoding enc = TERRA_RASTER_PLAIN;

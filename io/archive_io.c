@@ -503,6 +503,8 @@ static void writer_free(terra_archive_writer *w) {
 terra_status terra_archive_writer_create(const char *path, const terra_archive_write_desc *desc,
                                          terra_archive_writer **out) {
     *out = NULL;
+    const terra_archive_write_desc defaults = {0};
+    if (!desc) desc = &defaults;
     if (desc->frame != TERRA_FRAME_LOCAL && desc->frame != TERRA_FRAME_GEOGRAPHIC)
         return terra_fail(TERRA_E_INVALID, "archive: unknown frame %d", (int)desc->frame);
     if (desc->compression > TERRA_COMPRESS_PACKED)

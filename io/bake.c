@@ -17,7 +17,7 @@ terra_status terra_bake_desc_resolve(const terra_bake_desc *in, terra_bake_desc 
     if (!d->cells) d->cells = 32;
     if (!d->tile0_size) d->tile0_size = 64;
     if (!d->metres_per_degree) d->metres_per_degree = 111319.49;
-    if (!d->threads) d->threads = 2;
+    if (!d->threads) d->threads = terra_default_threads();
     if (d->area[0] == 0 && d->area[1] == 0 && d->area[2] == 0 && d->area[3] == 0)
         d->area[2] = d->area[3] = 1024;
     if (d->bounds[0] == 0 && d->bounds[1] == 0 && d->bounds[2] == 0 && d->bounds[3] == 0) {

@@ -116,10 +116,7 @@ terra_status terra_pool_create(const terra_pool_desc *desc, terra_pool **out) {
     *out = NULL;
     int n = desc ? desc->threads : 0;
     if (n < 0 || n > 256) return terra_fail(TERRA_E_INVALID, "pool: threads must be from 0 to 256 (got %d)", n);
-    if (n == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        n = cores > 1 ? (int)cores - 1 : 1;
-    }
+    if (n == 0) n = terra_default_threads();
     terra_pool *p = terra_calloc(1, sizeof *p);
     if (!p) return terra_fail(TERRA_E_NOMEM, "pool: out of memory");
     p->threads = terra_calloc((size_t)n, sizeof *p->threads);

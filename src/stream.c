@@ -251,6 +251,10 @@ void terra_stream_destroy(terra_stream *s) {
                 if (s->loader.cancel(s->loader.user, ticket_of(s, i))) s->slots[i].state = SLOT_FREE;
                 else started++;
             }
+        if (started && s->loader.drain) {
+            s->loader.drain(s->loader.user);
+            started = 0;
+        }
         while (started > 0) {
             uint64_t ticket;
             terra_status st;
@@ -330,7 +334,7 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
         }
         s->loader = (terra_stream_loader){mesh_start, mesh_cancel, mesh_poll,
                                           sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(s->sd->grid.cells),
-                                          s->mesh};
+                                          s->mesh, NULL}; /* destroy waits through the pool */
     }
     s->tile_bytes = s->loader.tile_bytes;
     if (s->d.capacity_bytes == 0) s->d.capacity_bytes = (size_t)d.capacity_tiles * s->tile_bytes;

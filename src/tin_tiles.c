@@ -218,7 +218,7 @@ terra_status terra_tin_tiles_build(const terra_tin_tiles_desc *d, terra_tin_tile
         }
     /* One job per worker, each taking tiles until none is left. */
     terra_pool *pool = d->pool, *own = NULL;
-    if (!pool && (st = terra_pool_create(&(terra_pool_desc){.threads = d->threads > 0 ? d->threads : 2}, &own)) != TERRA_OK)
+    if (!pool && (st = terra_pool_create(&(terra_pool_desc){.threads = d->threads > 0 ? d->threads : terra_default_threads()}, &own)) != TERRA_OK)
         goto done;
     if (!pool) pool = own;
     terra_job_queue *queue = NULL;

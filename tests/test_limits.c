@@ -2,12 +2,15 @@
  * the rule (or answered conservatively), never a hang or an overflow. The default world's height
  * range over any rectangle, the selection's size rules, the bake's, the streamer's. */
 #include "check.h"
+#include "terra/archive_io.h"
 #include "terra/bake.h"
 #include "terra/select.h"
 #include "terra/stream.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static terra_source *world(double scale) {
     terra_source *src = NULL;
@@ -175,6 +178,13 @@ static void null_desc_is_the_defaults(void) {
     terra_pool *pool = NULL;
     CHECK(terra_pool_create(NULL, &pool) == TERRA_OK, "%s", terra_last_error());
     terra_pool_destroy(pool);
+    terra_archive_writer *aw = NULL;
+    char path[64];
+    snprintf(path, sizeof path, "null_desc_%d.terra", (int)getpid());
+    CHECK(terra_archive_writer_create(path, NULL, &aw) == TERRA_OK && aw, "%s", terra_last_error());
+    terra_archive_writer_abort(aw);
+    const int threads = terra_default_threads();
+    CHECK(threads >= 1 && threads <= 64, "default threads %d", threads);
     /* where a description must name something, NULL is refused with the reason, never a crash */
     terra_stream *st = NULL;
     CHECK(terra_stream_create(NULL, &st) == TERRA_E_INVALID && strstr(terra_last_error(), "source"));

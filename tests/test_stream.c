@@ -62,7 +62,7 @@ static terra_source *world(void) {
 
 static terra_stream *make(terra_source *src, manual *m, int capacity, int in_flight, double radius) {
     terra_stream_desc d = {.source = src, .capacity_tiles = capacity, .max_in_flight = in_flight,
-                           .load_radius = radius, .loader = {man_start, man_cancel, man_poll, 1024, m}};
+                           .load_radius = radius, .loader = {man_start, man_cancel, man_poll, 1024, m, NULL}};
     d.select.grid.cells = 16;
     d.select.levels = 6;
     terra_stream *s = NULL;
@@ -296,7 +296,7 @@ static void budget_lets_oversized_work_land(void) {
     terra_source *src = world();
     manual m = {0};
     terra_stream_desc d = {.source = src, .capacity_tiles = 256, .max_in_flight = 8, .budget_ms = 4,
-                           .loader = {man_start, man_cancel, man_poll, 1024, &m},
+                           .loader = {man_start, man_cancel, man_poll, 1024, &m, NULL},
                            .upload = slow_upload, .clock = model_clock};
     d.select.grid.cells = 16;
     d.select.levels = 5;
@@ -375,7 +375,7 @@ static void the_client_holds_what_stands(void) {
     manual m = {0};
     client c = {.refuse_level = -1};
     terra_stream_desc d = {.source = src, .capacity_tiles = 96, .max_in_flight = 16, .load_radius = 900,
-                           .loader = {man_start, man_cancel, man_poll, 1024, &m},
+                           .loader = {man_start, man_cancel, man_poll, 1024, &m, NULL},
                            .upload = client_upload, .release = client_release, .upload_user = &c};
     d.select.grid.cells = 16;
     d.select.levels = 6;
@@ -492,7 +492,7 @@ static void destroy_waits_for_a_callers_loader(void) {
     terra_source *src = world();
     late_loader l = {0};
     terra_stream_desc d = {.source = src, .capacity_tiles = 64, .max_in_flight = 8,
-                           .loader = {late_start, late_cancel, late_poll, 1024, &l}};
+                           .loader = {late_start, late_cancel, late_poll, 1024, &l, NULL}};
     d.select.grid.cells = 16;
     d.select.levels = 4;
     terra_stream *s = NULL;
@@ -550,7 +550,7 @@ static void memory_cap_is_measured(void) {
     live_bytes = peak_live = 0;
     const size_t tile = 34848, cap = 150 * tile + tile / 2;
     terra_stream_desc d = {.source = src, .capacity_tiles = 4000, .capacity_bytes = cap, .max_in_flight = 16,
-                           .loader = {man_start, man_cancel, man_poll, tile, &m}};
+                           .loader = {man_start, man_cancel, man_poll, tile, &m, NULL}};
     d.select.grid.cells = 32;
     terra_stream *s;
     CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());

@@ -306,7 +306,7 @@ static void oversized_tiles_fail_once(void) {
     terra_source *src = make_source(&none);
     big_loader l = {0};
     terra_stream_desc d = {.source = src, .capacity_tiles = 500, .max_in_flight = 8,
-                           .loader = {big_start, big_cancel, big_poll, 1024, &l}};
+                           .loader = {big_start, big_cancel, big_poll, 1024, &l, NULL}};
     d.select.grid.cells = CELLS;
     d.select.levels = 4;
     terra_stream *s;

@@ -39,7 +39,7 @@ typedef struct terra_bake_desc {
     bool no_normals, no_surfaces;
     terra_compression compression; /* NONE (0) is honoured; the CLI defaults to gzip */
     int compression_level;
-    int threads;               /* 0 = 2 */
+    int threads;               /* 0 = terra_default_threads() */
     const char *source_json;   /* manifest of the source, embedded in the archive's metadata */
     const char *name;
 } terra_bake_desc;

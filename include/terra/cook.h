@@ -168,7 +168,7 @@ typedef struct terra_cook_pyramid_desc {
     void *window_user;
     int64_t window_max;
     terra_pool *pool;               /* NULL: one of `threads` workers for the call */
-    int threads;                    /* 0 = 2 */
+    int threads;                    /* 0 = terra_default_threads() */
     /* Progress: tiles done of the total (every tile of every depth), called on the calling thread
      * (may be NULL). */
     void (*progress)(void *user, uint64_t done, uint64_t total);

@@ -102,7 +102,7 @@ typedef struct terra_cook_desc {
     int tile_size;                  /* S, samples (a scenery: metres) along a finest tile's side; 0 = 256
                                        (geographic: a power of two) */
     terra_cook_frame frame;
-    int threads;                    /* 0 = 2 */
+    int threads;                    /* 0 = terra_default_threads() */
     terra_compression compression;  /* 0 (none) is allowed; the CLI's default is packed (tiles are
                                        then put in the packed codec's order) */
     int compression_level;          /* 0 = the default (gzip 6, zstd 9) */

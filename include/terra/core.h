@@ -174,6 +174,10 @@ TERRA_API void terra_oct_decode(const int8_t in[2], float n[3]);
 /* Monotonic clock in seconds. */
 TERRA_API double terra_now_s(void);
 
+/* What a `threads` of 0 means everywhere (pools, streamers, bakes, cooks, tiled meshing): one
+ * worker per online core, 1 to 64. */
+TERRA_API int terra_default_threads(void);
+
 #ifdef __cplusplus
 }
 #endif

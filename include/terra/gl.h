@@ -134,7 +134,7 @@ typedef struct terra_gl_scene_desc {
     int width, height;          /* offscreen size; 0 × 0: draw into the current framebuffer */
     int capacity_tiles;         /* tiles held (streamer and vertex buffer); 0 = 2048 */
     double budget_ms;           /* the streamer's per-frame budget; 0 = 4 */
-    int threads;                /* workers meshing tiles; 0 = cores - 1, at least 1 */
+    int threads;                /* workers meshing tiles; 0 = terra_default_threads() */
     int max_in_flight;          /* tile requests at once; 0 = 64 (a frame of a software
                                    renderer is long: many tiles can be meshed meanwhile) */
 } terra_gl_scene_desc;

@@ -44,7 +44,7 @@ TERRA_API void terra_job_queue_destroy(terra_job_queue *q);
 TERRA_API int terra_job_queue_poll(terra_job_queue *q, terra_job **done, int max);
 
 typedef struct terra_pool_desc {
-    int threads; /* worker threads; 0 = cores - 1, at least 1 */
+    int threads; /* worker threads; 0 = terra_default_threads() */
 } terra_pool_desc;
 
 typedef struct terra_pool terra_pool;

@@ -61,6 +61,10 @@ typedef struct terra_stream_loader {
     bool (*poll)(void *user, uint64_t *ticket, terra_status *status, size_t *bytes);
     size_t tile_bytes; /* buffer each tile needs (the largest tile) */
     void *user;
+    /* terra_stream_destroy, after cancelling: ends every request still started (completes or
+     * abandons it) and returns once none will touch its buffer again. NULL: destroy polls until
+     * each started request has come back, so such a loader must finish them without more updates. */
+    void (*drain)(void *user);
 } terra_stream_loader;
 
 /* Kinds of main-thread work the budget governs. */
@@ -132,8 +136,8 @@ typedef struct terra_stream_stats {
 typedef struct terra_stream terra_stream;
 
 TERRA_API terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **out);
-/* Cancels what has not started and waits for what has (a loader of the caller's is polled until it
- * has answered for every request it started); frees every buffer. */
+/* Cancels what has not started and waits for what has (a loader of the caller's is drained, or
+ * polled until it has answered for every request it started); frees every buffer. */
 TERRA_API void terra_stream_destroy(terra_stream *s);
 TERRA_API size_t terra_stream_tile_bytes(const terra_stream *s);
 TERRA_API int terra_stream_slots(const terra_stream *s);

@@ -145,7 +145,7 @@ typedef struct terra_tin_tiles_desc {
     int tile_size;              /* samples per side, 0 = 128 (>= 3) */
     const double *levels;       /* error bounds, coarsest first, strictly decreasing, > 0 */
     int level_count;            /* 1..16 */
-    int threads;                /* 0 = 2; workers of a pool made for the call, when pool is NULL */
+    int threads;                /* 0 = terra_default_threads(); workers of a pool made for the call, when pool is NULL */
     terra_pool *pool;           /* mesh on this pool's workers (shared with, say, a streamer); NULL:
                                    a pool of `threads` workers for the call */
 } terra_tin_tiles_desc;

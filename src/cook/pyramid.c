@@ -747,7 +747,7 @@ terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *d, terra_cook_pyr
         st = terra_fail(TERRA_E_NOMEM, "cook pyramid: out of memory");
     terra_pool *pool = d->pool, *own = NULL;
     if (st == TERRA_OK && !pool &&
-        (st = terra_pool_create(&(terra_pool_desc){.threads = d->threads > 0 ? d->threads : 2}, &own)) == TERRA_OK)
+        (st = terra_pool_create(&(terra_pool_desc){.threads = d->threads > 0 ? d->threads : terra_default_threads()}, &own)) == TERRA_OK)
         pool = own;
     terra_job_queue *queue = NULL;
     if (st == TERRA_OK) st = terra_job_queue_create(&queue);
