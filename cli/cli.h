@@ -2,8 +2,10 @@
 #ifndef TERRA_CLI_H
 #define TERRA_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "terra/select.h"
 #include "terra/source.h"
@@ -60,15 +62,51 @@ bool cli_opt_seed(const char *cmd, const char *opt, const char *arg, uint64_t *o
 bool cli_opt_cells(const char *cmd, const char *opt, const char *arg, int lo, int hi, int *out);
 /* WxH, each side from lo to hi pixels. */
 bool cli_opt_size(const char *cmd, const char *opt, const char *arg, int lo, int hi, int *w, int *h);
-/* Checks a drawing command's tiles and levels against the selection's rules (select.h); on a
- * broken rule prints it as bad usage and returns false. */
-bool cli_check_select(const char *cmd, const terra_select_desc *sel);
 
-/* The source a drawing command shows: the archive when one is named (its tile size, cells, levels
- * and area then replace those in *sel, and a non-NULL `centre_eye` is moved over the middle of the
- * area), else the default world of `seed`. */
-terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel,
-                             double *centre_eye);
+/* ---- the world and camera of the drawing commands (fly, render, view) ---------------------------
+ * Their shared options are one table in common.c: each option's range (checked, named in the
+ * message and stated in --help, all from the same numbers), its default and its help line. A
+ * command takes the groups it names; its own options it parses itself, through a callback. */
+enum {
+    CLI_WORLD = 1 << 0,   /* --seed --cells --tile0 --levels --range0 */
+    CLI_ARCHIVE = 1 << 1, /* --archive */
+    CLI_LENS = 1 << 2,    /* --size --fov */
+    CLI_POSE = 1 << 3,    /* --eye --above --yaw --pitch */
+    CLI_STYLE = 1 << 4,   /* --level-tint --no-morph */
+};
+typedef struct cli_scene {
+    unsigned groups;           /* the groups parsed */
+    uint64_t seed;             /* the default world's */
+    terra_select_desc sel;     /* grid (tile0_size, cells), levels, range0 (0: the selection's default) */
+    const char *archive;       /* NULL: the default world of `seed` */
+    int width, height;         /* pixels */
+    double fov;                /* vertical field of view, degrees */
+    double eye[3];             /* metres, y up */
+    double above;              /* metres over the ground at the eye's x, z */
+    double yaw, pitch;         /* degrees */
+    bool have_eye, have_above; /* given (without --eye, --above is implied) */
+    bool level_tint, no_morph;
+} cli_scene;
+/* A command's own option (getopt_long's value, below CLI_SCENE_OPT, and its argument): false once
+ * it has said why the value is refused (the cli_opt_* parsers do). */
+typedef bool (*cli_own_fn)(void *own, int opt, const char *arg);
+enum { CLI_SCENE_OPT = 0x1000, CLI_HELP = -1 };
+/* Parses argv (argv[0] the command's name): the shared options of `groups` into *scene, from the
+ * shared defaults; -h, --help; and the command's own (`shortopts` without h, `longopts` ending in a
+ * zero entry, either may be NULL), each handed to fn(own, ...). Refuses an unknown option, an
+ * argument left over and, unless --archive is given, tiles and levels that break the selection's
+ * rules (select.h). Returns EXIT_OK; EXIT_USAGE after the message; CLI_HELP after usage(stdout). */
+int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, const char *shortopts,
+                    const struct option *longopts, cli_own_fn fn, void *own, void (*usage)(FILE *),
+                    cli_scene *scene);
+/* Prints the help lines of the shared options of `groups`, under a heading of their own. */
+void cli_scene_help(FILE *f, unsigned groups);
+/* Opens the scene's source: the archive when one is named (its tile size, cells, levels and area
+ * then replace those in scene->sel, and without --eye the eye moves over the middle of the area),
+ * else the default world of the seed; with CLI_POSE, --above then sets the eye's height. */
+terra_status cli_scene_open(cli_scene *scene, terra_source **src);
+/* The camera of CLI_POSE and CLI_LENS (the aspect is the picture's, set when drawing). */
+terra_camera cli_scene_camera(const cli_scene *scene);
 
 /* After drawing: if any tile failed to load (the streamer logged each once and drew its ancestor
  * in its place), names the first few and the count on stderr and returns EXIT_FAIL; else EXIT_OK. */

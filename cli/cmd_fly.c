@@ -20,13 +20,14 @@ typedef struct fly_opts {
     int frames;
     int maps;
     int map_size;
-    int width, height;
     int sheet;     /* frames on the contact sheet */
     const char *out;
-    uint64_t seed;
-    terra_select_desc sel;
-    bool quiet, settle, no_frames, level_tint;
+    bool quiet, settle, no_frames;
+    cli_scene scene; /* the world, --size and --fov, the style */
 } fly_opts;
+
+/* No --archive and no pose: the path flies over the default world. */
+enum { FLY_GROUPS = CLI_WORLD | CLI_LENS | CLI_STYLE };
 
 static void fly_usage(FILE *f) {
     fprintf(f,
@@ -48,26 +49,19 @@ static void fly_usage(FILE *f) {
             "ras ms waiting for the picture (the driver's: llvmpipe shades vertices and pixels on the\n"
             "CPU); '*' marks frames where ancestors stood in for tiles still streaming.\n\n"
             "Options:\n"
-            "  -n, --frames N      frames to fly, 1..1000000 (default 240)\n"
-            "  -o, --out DIR       where pictures go (default fly-out; created if missing)\n"
-            "      --size WxH      frame size (default 960x540)\n"
-            "      --sheet N       frames on the contact sheet (default 8; 0: no sheet)\n"
-            "      --no-frames     write no frame PNGs (the contact sheet and maps still)\n"
-            "      --realtime      run the streamer once a frame instead of until it settles\n"
-            "      --level-tint    colour tiles by level instead of surface\n"
-            "      --map           write top-down maps of the selection (4, spread over the path)\n"
-            "      --maps N        how many maps (implies --map; 0: none)\n"
-            "      --map-size PX   side of each map panel in pixels (default 512)\n"
-            "      --seed N        world seed (default 1)\n"
-            "      --cells N       cells per tile side, power of two 16..256 (default 32)\n"
-            "      --tile0 M       side of a level-0 tile in metres, 0.01..100000 (default 64)\n"
-            "      --levels N      number of levels, 1..24 (default 12)\n"
-            "      --range0 M      range of level 0 in metres (default: 1.5x the smallest valid); the\n"
-            "                      coarsest level's range, range0 x 2^(levels - 1), at most 64 of its tiles\n"
-            "  -q, --quiet         print the summary only\n"
-            "  -h, --help          this help\n\n"
-            "Exit status: 0 on success, 1 on failure (also when a tile failed to load: it is reported\n"
-            "once, drawn as its ancestor and named at the end), 2 on bad usage.\n");
+            "  -n, --frames N        frames to fly, from 1 to 1000000 (default 240)\n"
+            "  -o, --out DIR         where pictures go (default fly-out; created if missing)\n"
+            "      --sheet N         frames on the contact sheet, from 0 to 64 (default 8; 0: no sheet)\n"
+            "      --no-frames       write no frame PNGs (the contact sheet and maps still)\n"
+            "      --realtime        run the streamer once a frame instead of until it settles\n"
+            "      --map             write top-down maps of the selection (4, spread over the path)\n"
+            "      --maps N          how many maps, from 0 to 1000 (implies --map; 0: none)\n"
+            "      --map-size PX     side of each map panel in pixels, from 64 to 4096 (default 512)\n"
+            "  -q, --quiet           print the summary only\n"
+            "  -h, --help            this help\n");
+    cli_scene_help(f, FLY_GROUPS);
+    fprintf(f, "\nExit status: 0 on success, 1 on failure (also when a tile failed to load: it is reported\n"
+               "once, drawn as its ancestor and named at the end), 2 on bad usage.\n");
 }
 
 static terra_camera path_camera(const terra_source *src, double t) { return terra_fly_path_camera(src, t); }
@@ -219,72 +213,35 @@ static double median_of(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int parse_fly(int argc, char **argv, fly_opts *o) {
-    enum { OPT_MAPS = 256, OPT_MAP_SIZE, OPT_SEED, OPT_CELLS, OPT_TILE0, OPT_LEVELS, OPT_RANGE0, OPT_SIZE, OPT_SHEET,
-           OPT_NO_FRAMES, OPT_SETTLE, OPT_MAP, OPT_LEVEL_TINT };
-    static const struct option longopts[] = {
-        {"frames", required_argument, 0, 'n'}, {"out", required_argument, 0, 'o'},
-        {"maps", required_argument, 0, OPT_MAPS}, {"map-size", required_argument, 0, OPT_MAP_SIZE},
-        {"map", no_argument, 0, OPT_MAP}, {"size", required_argument, 0, OPT_SIZE},
-        {"sheet", required_argument, 0, OPT_SHEET}, {"no-frames", no_argument, 0, OPT_NO_FRAMES},
-        {"realtime", no_argument, 0, OPT_SETTLE}, {"level-tint", no_argument, 0, OPT_LEVEL_TINT},
-        {"seed", required_argument, 0, OPT_SEED}, {"cells", required_argument, 0, OPT_CELLS},
-        {"tile0", required_argument, 0, OPT_TILE0}, {"levels", required_argument, 0, OPT_LEVELS},
-        {"range0", required_argument, 0, OPT_RANGE0}, {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
-    };
-    *o = (fly_opts){.frames = 240, .maps = 0, .map_size = 512, .out = "fly-out", .seed = 1, .width = 960,
-                    .height = 540, .sheet = 8, .settle = true};
-    o->sel.grid.cells = 32;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "n:o:qh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (!cli_opt_int("fly", "--frames", optarg, 1, 1000000, &o->frames)) return EXIT_USAGE;
-            break;
-        case 'o': o->out = optarg; break;
-        case OPT_MAP: o->maps = 4; break;
-        case OPT_MAPS:
-            if (!cli_opt_int("fly", "--maps", optarg, 0, 1000, &o->maps)) return EXIT_USAGE;
-            break;
-        case OPT_MAP_SIZE:
-            if (!cli_opt_int("fly", "--map-size", optarg, 64, 4096, &o->map_size)) return EXIT_USAGE;
-            break;
-        case OPT_SIZE:
-            if (!cli_opt_size("fly", "--size", optarg, 16, 8192, &o->width, &o->height)) return EXIT_USAGE;
-            break;
-        case OPT_SHEET:
-            if (!cli_opt_int("fly", "--sheet", optarg, 0, 64, &o->sheet)) return EXIT_USAGE;
-            break;
-        case OPT_NO_FRAMES: o->no_frames = true; break;
-        case OPT_SETTLE: o->settle = false; break;
-        case OPT_LEVEL_TINT: o->level_tint = true; break;
-        case OPT_SEED:
-            if (!cli_opt_seed("fly", "--seed", optarg, &o->seed)) return EXIT_USAGE;
-            break;
-        case OPT_CELLS:
-            if (!cli_opt_cells("fly", "--cells", optarg, 16, 256, &o->sel.grid.cells)) return EXIT_USAGE;
-            break;
-        case OPT_TILE0:
-            if (!cli_opt_double("fly", "--tile0", optarg, "metres", 0.01, 100000, &o->sel.grid.tile0_size))
-                return EXIT_USAGE;
-            break;
-        case OPT_LEVELS:
-            if (!cli_opt_int("fly", "--levels", optarg, 1, 24, &o->sel.levels)) return EXIT_USAGE;
-            break;
-        case OPT_RANGE0:
-            if (!cli_opt_double("fly", "--range0", optarg, "metres", 0.01, 1e9, &o->sel.range0)) return EXIT_USAGE;
-            break;
-        case 'q': o->quiet = true; break;
-        case 'h': fly_usage(stdout); return -1;
-        default: return cli_usage_error("fly", "unknown option");
-        }
+enum { OPT_MAPS = 256, OPT_MAP_SIZE, OPT_SHEET, OPT_NO_FRAMES, OPT_SETTLE, OPT_MAP };
+
+static bool fly_opt(void *own, int c, const char *arg) {
+    fly_opts *o = own;
+    switch (c) {
+    case 'n': return cli_opt_int("fly", "--frames", arg, 1, 1000000, &o->frames);
+    case 'o': o->out = arg; return true;
+    case 'q': o->quiet = true; return true;
+    case OPT_MAP: o->maps = 4; return true;
+    case OPT_MAPS: return cli_opt_int("fly", "--maps", arg, 0, 1000, &o->maps);
+    case OPT_MAP_SIZE: return cli_opt_int("fly", "--map-size", arg, 64, 4096, &o->map_size);
+    case OPT_SHEET: return cli_opt_int("fly", "--sheet", arg, 0, 64, &o->sheet);
+    case OPT_NO_FRAMES: o->no_frames = true; return true;
+    case OPT_SETTLE: o->settle = false; return true;
+    default: return cli_usage_error("fly", "unknown option"), false;
     }
-    if (optind < argc) return cli_usage_error("fly", "unexpected argument '%s'", argv[optind]);
-    /* --tile0, --levels and --range0 together: the selection's rules (a range0 long enough for the
-     * morph, a coarsest level of bounded size) */
-    if (!cli_check_select("fly", &o->sel)) return EXIT_USAGE;
+}
+
+static int parse_fly(int argc, char **argv, fly_opts *o) {
+    static const struct option longopts[] = {
+        {"frames", required_argument, 0, 'n'},       {"out", required_argument, 0, 'o'},
+        {"maps", required_argument, 0, OPT_MAPS},    {"map-size", required_argument, 0, OPT_MAP_SIZE},
+        {"map", no_argument, 0, OPT_MAP},            {"sheet", required_argument, 0, OPT_SHEET},
+        {"no-frames", no_argument, 0, OPT_NO_FRAMES}, {"realtime", no_argument, 0, OPT_SETTLE},
+        {"quiet", no_argument, 0, 'q'},              {0, 0, 0, 0},
+    };
+    *o = (fly_opts){.frames = 240, .maps = 0, .map_size = 512, .out = "fly-out", .sheet = 8, .settle = true};
+    int rc = cli_scene_parse("fly", argc, argv, FLY_GROUPS, "n:o:q", longopts, fly_opt, o, fly_usage, &o->scene);
+    if (rc != EXIT_OK) return rc;
     if (o->sheet > o->frames) o->sheet = o->frames;
     return EXIT_OK;
 }
@@ -307,12 +264,12 @@ static void sheet_put(uint8_t *sheet, int sw, const uint8_t *rgb, int w, int h, 
 int cmd_fly(int argc, char **argv) {
     fly_opts o;
     int rc = parse_fly(argc, argv, &o);
-    if (rc < 0) return EXIT_OK; /* --help */
+    if (rc == CLI_HELP) return EXIT_OK;
     if (rc != EXIT_OK) return rc;
     if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
         return cli_error("fly", "%s: cannot create directory: %s", o.out, strerror(errno));
 
-    const int w = o.width, h = o.height, n = o.frames;
+    const int w = o.scene.width, h = o.scene.height, n = o.frames;
     const int sheet_cols = o.sheet <= 4 ? (o.sheet ? o.sheet : 1) : (o.sheet + 1) / 2;
     const int sheet_rows = o.sheet ? (o.sheet + sheet_cols - 1) / sheet_cols : 0;
     const int cell_w = w > 480 ? 480 : w, cell_h = cell_w * h / w, gap = 4;
@@ -330,10 +287,10 @@ int cmd_fly(int argc, char **argv) {
         goto done;
     }
     if (sheet) memset(sheet, 24, (size_t)sheet_w * sheet_h * 3);
-    terra_status st = terra_world_create(&(terra_world_desc){.seed = o.seed}, &src);
+    terra_status st = cli_scene_open(&o.scene, &src);
     if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
     if (st == TERRA_OK)
-        st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = o.sel, .width = w, .height = h},
+        st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = o.scene.sel, .width = w, .height = h},
                                    &scene);
     if (st != TERRA_OK) {
         rc = cli_error("fly", "%s", terra_last_error());
@@ -341,11 +298,11 @@ int cmd_fly(int argc, char **argv) {
     }
     const terra_select *sel = terra_gl_scene_select(scene);
     const terra_select_desc *d = terra_select_get_desc(sel);
-    terra_gl_style style = {.level_tint = o.level_tint};
+    terra_gl_style style = {.level_tint = o.scene.level_tint, .no_morph = o.scene.no_morph};
     if (!o.quiet) {
         printf("terra fly: %d frames of %dx%d over the default world (seed %llu) on %s; tiles of %d cells, level 0 %.0f "
                "m, %d levels, range0 %.0f m\n",
-               n, w, h, (unsigned long long)o.seed, terra_gl_renderer_name(), d->grid.cells, d->grid.tile0_size,
+               n, w, h, (unsigned long long)o.scene.seed, terra_gl_renderer_name(), d->grid.cells, d->grid.tile0_size,
                d->levels, d->range0);
         printf("%6s %9s %7s %9s %5s %9s %5s %7s %7s %7s %7s | %7s %7s %8s  %s\n", "frame", "x", "height", "z", "tiles",
                "triangles", "calls", "sel ms", "str ms", "upl ms", "sub ms", "drv ms", "ras ms", "held MB",
@@ -358,6 +315,7 @@ int cmd_fly(int argc, char **argv) {
     for (int f = 0; f < n; f++) {
         const double t = n > 1 ? (double)f / (n - 1) : 0.0;
         terra_camera cam = path_camera(src, t);
+        cam.fov_y_rad = cli_scene_camera(&o.scene).fov_y_rad; /* --fov (the path's own is the default, 60) */
         terra_gl_frame_stats fs;
         /* the first frame always waits for its tiles; later ones too unless --realtime */
         st = terra_gl_scene_frame(scene, &cam, &style, o.settle || f == 0, 60, &fs);

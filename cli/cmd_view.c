@@ -14,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define PI 3.14159265358979323846
-
 /* Marks the OpenGL driver's libraries as never to be unloaded. glfwTerminate closes the X display
  * and Mesa then unloads its driver, after which a leak checker can no longer name the driver's
  * one allocation kept for the process (see gl/lsan.supp); kept loaded, it can. */
@@ -28,6 +26,8 @@ static int pin_driver(struct dl_phdr_info *info, size_t size, void *user) {
     return 0;
 }
 
+enum { VIEW_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE };
+
 static void view_usage(FILE *f) {
     fprintf(f,
             "Usage: terra view [OPTIONS]\n\n"
@@ -39,19 +39,12 @@ static void view_usage(FILE *f) {
             "The title bar shows frame time, tiles, triangles, draw calls, tiles streaming and memory.\n"
             "Needs a display ($DISPLAY); without one try xvfb-run -a -s \"-screen 0 1280x720x24\".\n\n"
             "Options:\n"
-            "      --size WxH        window size (default 1280x720)\n"
-            "      --eye X,Y,Z       start position, each within 1e9 m (default 0,0,0 with --above 60)\n"
-            "      --above H         start H metres (0.01..1000000) above the ground at X, Z\n"
-            "      --yaw DEG         start heading, -360..360 (default 90: east)\n"
-            "      --pitch DEG       start pitch (default -8)\n"
-            "      --archive A       fly over a local-frame archive from terra bake instead of the\n"
-            "                        default world (its tile size, cells, levels and area)\n"
-            "      --seed N          world seed (default 1)\n"
-            "      --cells N         cells per tile side, power of two 16..256 (default 32)\n"
-            "      --frames N        quit after N frames (0: run until closed)\n"
+            "      --frames N        quit after N frames, from 0 to 1000000000 (0: run until closed)\n"
             "      --screenshot PNG  write the last frame to PNG before quitting\n"
-            "  -h, --help            this help\n\n"
-            "Exit status: 0 on success, 1 on failure, 2 on bad usage.\n");
+            "  -h, --help            this help\n");
+    cli_scene_help(f, VIEW_GROUPS);
+    fprintf(f, "\nThe pose and style options set the start; the keys change them as you fly.\n"
+               "Exit status: 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 
 typedef struct view_state {
@@ -117,64 +110,33 @@ static void move_camera(GLFWwindow *w, view_state *v, double dt) {
     v->cam.eye.z += (f.z * fw + r.z * rt) * s;
 }
 
-int cmd_view(int argc, char **argv) {
-    enum { OPT_SIZE = 256, OPT_EYE, OPT_ABOVE, OPT_YAW, OPT_PITCH, OPT_SEED, OPT_CELLS, OPT_FRAMES, OPT_SHOT, OPT_ARCHIVE };
-    static const struct option longopts[] = {
-        {"size", required_argument, 0, OPT_SIZE},   {"eye", required_argument, 0, OPT_EYE},
-        {"above", required_argument, 0, OPT_ABOVE}, {"yaw", required_argument, 0, OPT_YAW},
-        {"pitch", required_argument, 0, OPT_PITCH}, {"seed", required_argument, 0, OPT_SEED},
-        {"cells", required_argument, 0, OPT_CELLS}, {"frames", required_argument, 0, OPT_FRAMES},
-        {"screenshot", required_argument, 0, OPT_SHOT}, {"archive", required_argument, 0, OPT_ARCHIVE},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    int w = 1280, h = 720;
-    double eye[3] = {0, 0, 0}, above = 60, yaw = 90, pitch = -8;
-    bool have_eye = false, have_above = false;
-    long frames = 0;
-    uint64_t seed = 1;
-    const char *shot = NULL, *archive = NULL;
-    terra_select_desc sel = {.grid.cells = 32};
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_SIZE:
-            if (!cli_opt_size("view", "--size", optarg, 16, 8192, &w, &h)) return EXIT_USAGE;
-            break;
-        case OPT_EYE:
-            if (!cli_opt_doubles("view", "--eye", optarg, "X,Y,Z in metres", 3, -CLI_MAX_COORD, CLI_MAX_COORD, eye))
-                return EXIT_USAGE;
-            have_eye = true;
-            break;
-        case OPT_ABOVE:
-            if (!cli_opt_double("view", "--above", optarg, "a height in metres", 0.01, 1e6, &above)) return EXIT_USAGE;
-            have_above = true;
-            break;
-        case OPT_YAW:
-            if (!cli_opt_double("view", "--yaw", optarg, "degrees", -360, 360, &yaw)) return EXIT_USAGE;
-            break;
-        case OPT_PITCH:
-            if (!cli_opt_double("view", "--pitch", optarg, "degrees", -90, 90, &pitch)) return EXIT_USAGE;
-            break;
-        case OPT_SEED:
-            if (!cli_opt_seed("view", "--seed", optarg, &seed)) return EXIT_USAGE;
-            break;
-        case OPT_CELLS:
-            if (!cli_opt_cells("view", "--cells", optarg, 16, 256, &sel.grid.cells)) return EXIT_USAGE;
-            break;
-        case OPT_FRAMES:
-            if (!cli_opt_long("view", "--frames", optarg, 0, 1000000000, &frames)) return EXIT_USAGE;
-            break;
-        case OPT_SHOT: shot = optarg; break;
-        case OPT_ARCHIVE: archive = optarg; break;
-        case 'h': view_usage(stdout); return EXIT_OK;
-        default: return cli_usage_error("view", "unknown option");
-        }
+typedef struct view_opts {
+    long frames;
+    const char *shot;
+} view_opts;
+
+enum { OPT_FRAMES = 256, OPT_SHOT };
+
+static bool view_opt(void *own, int c, const char *arg) {
+    view_opts *o = own;
+    switch (c) {
+    case OPT_FRAMES: return cli_opt_long("view", "--frames", arg, 0, 1000000000, &o->frames);
+    case OPT_SHOT: o->shot = arg; return true;
+    default: return cli_usage_error("view", "unknown option"), false;
     }
-    if (optind < argc) return cli_usage_error("view", "unexpected argument '%s'", argv[optind]);
-    if (!archive && !cli_check_select("view", &sel)) return EXIT_USAGE; /* an archive brings its own */
-    if (!have_eye) have_above = true;
+}
+
+int cmd_view(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"frames", required_argument, 0, OPT_FRAMES}, {"screenshot", required_argument, 0, OPT_SHOT}, {0, 0, 0, 0}};
+    view_opts o = {0};
+    cli_scene sc;
+    int rc = cli_scene_parse("view", argc, argv, VIEW_GROUPS, NULL, longopts, view_opt, &o, view_usage, &sc);
+    if (rc == CLI_HELP) return EXIT_OK;
+    if (rc != EXIT_OK) return rc;
+    const long frames = o.frames;
+    const char *shot = o.shot;
+    const int w = sc.width, h = sc.height;
 
     if (!glfwInit()) return cli_error("view", "cannot start GLFW (no display? try xvfb-run -a terra view)");
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
@@ -190,20 +152,15 @@ int cmd_view(int argc, char **argv) {
     glfwSwapInterval(1);
     dl_iterate_phdr(pin_driver, NULL);
 
-    int rc = EXIT_OK;
     terra_source *src = NULL;
     terra_gl_scene *scene = NULL;
     uint8_t *rgb = NULL;
-    terra_status st = cli_open_source(archive, seed, &src, &sel, have_eye ? NULL : eye);
-    if (st == TERRA_OK && have_above) {
-        float g = 0;
-        st = terra_source_height(src, eye[0], eye[2], &g);
-        eye[1] = g + above;
-    }
-    if (st == TERRA_OK) st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = sel}, &scene);
-    view_state vs = {.cam = {.eye = {eye[0], eye[1], eye[2]}, .yaw_rad = yaw * PI / 180, .pitch_rad = pitch * PI / 180,
-                             .fov_y_rad = 60 * PI / 180},
-                     .speed = 60, .captured = true};
+    terra_status st = cli_scene_open(&sc, &src);
+    if (st == TERRA_OK) st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = sc.sel}, &scene);
+    view_state vs = {.cam = cli_scene_camera(&sc),
+                     .style = {.level_tint = sc.level_tint, .no_morph = sc.no_morph},
+                     .speed = 60,
+                     .captured = true};
     int fbw = w, fbh = h;
     if (st == TERRA_OK) {
         vs.gl = terra_gl_scene_renderer(scene);

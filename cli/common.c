@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,28 +162,212 @@ bool cli_opt_size(const char *cmd, const char *opt, const char *arg, int lo, int
     return false;
 }
 
-bool cli_check_select(const char *cmd, const terra_select_desc *sel) {
-    terra_select_desc r;
-    if (terra_select_desc_resolve(sel, &r) == TERRA_OK) return true;
-    cli_usage_error(cmd, "%s", terra_last_error());
-    return false;
+/* ---- the world and camera of the drawing commands ----------------------------------------------- */
+
+#define PI 3.14159265358979323846
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The defaults of fly, render and view. */
+static const cli_scene scene_defaults = {
+    .seed = 1,
+    .sel = {.grid = {.tile0_size = 64, .cells = 32}, .levels = 12}, /* range0 0: the selection's default */
+    .width = 960,
+    .height = 540,
+    .fov = 60,
+    .above = 40,
+    .yaw = 0,
+    .pitch = -10,
+};
+
+typedef enum { K_SEED, K_CELLS, K_INT, K_DOUBLE, K_XYZ, K_SIZE, K_TEXT, K_FLAG } opt_kind;
+
+typedef struct scene_opt {
+    const char *name, *arg; /* --name ARG; arg NULL: a flag */
+    unsigned group;
+    opt_kind kind;
+    double lo, hi;      /* the range: checked, and named in the message and in --help */
+    const char *what;   /* what a value is, in the message ("metres") */
+    size_t off, have;   /* the field of cli_scene it sets; a bool set when it is given (0: none) */
+    const char *help;   /* %R: the range, %D: the default; a newline goes on under the text */
+} scene_opt;
+
+#define TILE0_MAX 100000.0 /* metres: a level-0 tile's side at most */
+#define AT(field) offsetof(cli_scene, field)
+static const scene_opt scene_opts[] = {
+    {"seed", "N", CLI_WORLD, K_SEED, 0, 0, NULL, AT(seed), 0, "world seed, %R (default %D)"},
+    {"cells", "N", CLI_WORLD, K_CELLS, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS, NULL, AT(sel.grid.cells), 0,
+     "cells per tile side, a power of two %R (default %D)"},
+    {"tile0", "M", CLI_WORLD, K_DOUBLE, 0.01, TILE0_MAX, "metres", AT(sel.grid.tile0_size), 0,
+     "side of a level-0 tile in metres, %R (default %D)"},
+    {"levels", "N", CLI_WORLD, K_INT, 1, 24 /* select.h */, NULL, AT(sel.levels), 0, "number of levels, %R (default %D)"},
+    /* at most: the coarsest level's range, range0 x 2^(levels - 1), within 64 of its tiles, whose side is
+     * tile0 x 2^(levels - 1); the rules of select.h say the rest */
+    {"range0", "M", CLI_WORLD, K_DOUBLE, 0.01, TERRA_SELECT_MAX_RANGE_TILES * TILE0_MAX, "metres", AT(sel.range0), 0,
+     "range of level 0 in metres, %R (default: 1.5x the\nsmallest valid); the coarsest level's range, range0 x "
+     "2^(levels - 1),\nat most " STR(TERRA_SELECT_MAX_RANGE_TILES) " of its tiles"},
+    {"archive", "A", CLI_ARCHIVE, K_TEXT, 0, 0, NULL, AT(archive), 0,
+     "draw a local-frame archive baked by terra bake instead of the default\nworld: its tile size, cells, levels "
+     "and area (--seed, --cells, --tile0,\n--levels, --range0 do not apply); points past its edge are not drawn"},
+    {"size", "WxH", CLI_LENS, K_SIZE, 16, 8192, NULL, 0, 0,
+     "picture size in pixels (terra view: the window's),\n%R (default %D)"},
+    {"fov", "DEG", CLI_LENS, K_DOUBLE, 1, 170, "degrees", AT(fov), 0, "vertical field of view, %R (default %D)"},
+    {"eye", "X,Y,Z", CLI_POSE, K_XYZ, -CLI_MAX_COORD, CLI_MAX_COORD, "X,Y,Z in metres", AT(eye), AT(have_eye),
+     "eye position in world metres (y up), each %R\n(default: --above over 0,0,0, or over an archive's middle)"},
+    {"above", "H", CLI_POSE, K_DOUBLE, 0.01, 1e6, "a height in metres", AT(above), AT(have_above),
+     "put the eye H metres above the ground at X, Z (Y is\nignored), %R (default %D)"},
+    {"yaw", "DEG", CLI_POSE, K_DOUBLE, -360, 360, "degrees", AT(yaw), 0,
+     "heading, turning from -z toward +x, %R (default %D)"},
+    {"pitch", "DEG", CLI_POSE, K_DOUBLE, -90, 90, "degrees", AT(pitch), 0, "up from the horizon, %R (default %D)"},
+    {"level-tint", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(level_tint), 0, "colour tiles by level instead of surface"},
+    {"no-morph", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(no_morph), 0, "draw tiles unmorphed (shows what morphing hides)"},
+};
+#undef AT
+#undef TILE0_MAX
+enum { NSCENE_OPTS = (int)(sizeof scene_opts / sizeof scene_opts[0]) };
+
+/* The range of an option as its message says it ("from 16 to 256"). */
+static const char *range_text(const scene_opt *o, char *buf, size_t n) {
+    char a[32], b[32];
+    switch (o->kind) {
+    case K_SEED: snprintf(buf, n, "from 0 to %llu", (unsigned long long)UINT64_MAX); break;
+    case K_CELLS:
+    case K_INT: snprintf(buf, n, "from %ld to %ld", (long)o->lo, (long)o->hi); break;
+    case K_SIZE: snprintf(buf, n, "from %dx%d to %dx%d", (int)o->lo, (int)o->lo, (int)o->hi, (int)o->hi); break;
+    case K_DOUBLE:
+    case K_XYZ: snprintf(buf, n, "from %s to %s", num(a, sizeof a, o->lo), num(b, sizeof b, o->hi)); break;
+    default: snprintf(buf, n, "%s", "");
+    }
+    return buf;
 }
 
-terra_status cli_open_source(const char *archive, uint64_t seed, terra_source **src, terra_select_desc *sel,
-                             double *centre_eye) {
-    if (!archive) return terra_world_create(&(terra_world_desc){.seed = seed}, src);
-    terra_archive_source_info ai;
-    terra_status st = terra_archive_source_create(archive, src, &ai);
-    if (st == TERRA_OK) {
-        sel->grid = ai.grid;
-        sel->levels = ai.levels;
-        memcpy(sel->bounds, ai.bounds, sizeof sel->bounds);
-        if (centre_eye) {
-            centre_eye[0] = 0.5 * (ai.bounds[0] + ai.bounds[2]);
-            centre_eye[2] = 0.5 * (ai.bounds[1] + ai.bounds[3]);
+static const char *default_text(const scene_opt *o, char *buf, size_t n) {
+    const char *p = (const char *)&scene_defaults + o->off;
+    switch (o->kind) {
+    case K_SEED: snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case K_CELLS:
+    case K_INT: snprintf(buf, n, "%d", *(const int *)p); break;
+    case K_SIZE: snprintf(buf, n, "%dx%d", scene_defaults.width, scene_defaults.height); break;
+    case K_DOUBLE: num(buf, n, *(const double *)p); break;
+    default: snprintf(buf, n, "%s", "");
+    }
+    return buf;
+}
+
+/* Takes one shared option's argument into *s; false after the message. */
+static bool scene_opt_set(const char *cmd, const scene_opt *o, const char *arg, cli_scene *s) {
+    char opt[32];
+    snprintf(opt, sizeof opt, "--%s", o->name);
+    char *p = (char *)s + o->off;
+    bool ok = true;
+    switch (o->kind) {
+    case K_SEED: ok = cli_opt_seed(cmd, opt, arg, (uint64_t *)p); break;
+    case K_CELLS: ok = cli_opt_cells(cmd, opt, arg, (int)o->lo, (int)o->hi, (int *)p); break;
+    case K_INT: ok = cli_opt_int(cmd, opt, arg, (int)o->lo, (int)o->hi, (int *)p); break;
+    case K_DOUBLE: ok = cli_opt_double(cmd, opt, arg, o->what, o->lo, o->hi, (double *)p); break;
+    case K_XYZ: ok = cli_opt_doubles(cmd, opt, arg, o->what, 3, o->lo, o->hi, (double *)p); break;
+    case K_SIZE: ok = cli_opt_size(cmd, opt, arg, (int)o->lo, (int)o->hi, &s->width, &s->height); break;
+    case K_TEXT: *(const char **)p = arg; break;
+    case K_FLAG: *(bool *)p = true; break;
+    }
+    if (ok && o->have) *(bool *)((char *)s + o->have) = true;
+    return ok;
+}
+
+void cli_scene_help(FILE *f, unsigned groups) {
+    enum { COL = 24 };
+    fprintf(f, "\nWorld and camera (the same options in terra fly, render and view, where they apply):\n");
+    for (int i = 0; i < NSCENE_OPTS; i++) {
+        const scene_opt *o = &scene_opts[i];
+        if (!(o->group & groups)) continue;
+        char head[48], range[128], dflt[32];
+        snprintf(head, sizeof head, "      --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        fprintf(f, "%-*s", COL, head);
+        for (const char *p = o->help; *p; p++) {
+            if (p[0] == '%' && p[1] == 'R') fputs(range_text(o, range, sizeof range), f), p++;
+            else if (p[0] == '%' && p[1] == 'D') fputs(default_text(o, dflt, sizeof dflt), f), p++;
+            else if (*p == '\n') fprintf(f, "\n%*s", COL, "");
+            else fputc(*p, f);
+        }
+        fputc('\n', f);
+    }
+}
+
+int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, const char *shortopts,
+                    const struct option *longopts, cli_own_fn fn, void *own, void (*usage)(FILE *),
+                    cli_scene *s) {
+    enum { CAP = 64 };
+    struct option opts[CAP];
+    int n = 0;
+    for (int i = 0; longopts && longopts[i].name; i++) {
+        if (n >= CAP - NSCENE_OPTS - 2) return cli_error(cmd, "too many options");
+        opts[n++] = longopts[i];
+    }
+    for (int i = 0; i < NSCENE_OPTS; i++)
+        if (scene_opts[i].group & groups)
+            opts[n++] = (struct option){scene_opts[i].name, scene_opts[i].arg ? required_argument : no_argument, NULL,
+                                        CLI_SCENE_OPT + i};
+    opts[n++] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[n] = (struct option){NULL, 0, NULL, 0};
+    char so[64];
+    snprintf(so, sizeof so, "%sh", shortopts ? shortopts : "");
+
+    *s = scene_defaults;
+    s->groups = groups;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, so, opts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return CLI_HELP;
+        }
+        if (c >= CLI_SCENE_OPT && c < CLI_SCENE_OPT + NSCENE_OPTS) {
+            if (!scene_opt_set(cmd, &scene_opts[c - CLI_SCENE_OPT], optarg, s)) return EXIT_USAGE;
+        } else if (c == '?' || c == ':' || !fn) {
+            return cli_usage_error(cmd, "unknown option");
+        } else if (!fn(own, c, optarg)) {
+            return EXIT_USAGE;
         }
     }
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    /* --tile0, --levels and --range0 together: the selection's rules (a range0 long enough for the
+     * morph, a coarsest level of bounded size); an archive brings its own */
+    terra_select_desc r;
+    if (!s->archive && terra_select_desc_resolve(&s->sel, &r) != TERRA_OK)
+        return cli_usage_error(cmd, "%s", terra_last_error());
+    if (!s->have_eye) s->have_above = true; /* default: above the ground at the origin (or an archive's middle) */
+    return EXIT_OK;
+}
+
+terra_status cli_scene_open(cli_scene *s, terra_source **src) {
+    *src = NULL;
+    terra_status st;
+    if (!s->archive) {
+        st = terra_world_create(&(terra_world_desc){.seed = s->seed}, src);
+    } else {
+        terra_archive_source_info ai;
+        st = terra_archive_source_create(s->archive, src, &ai);
+        if (st == TERRA_OK) {
+            s->sel.grid = ai.grid;
+            s->sel.levels = ai.levels;
+            memcpy(s->sel.bounds, ai.bounds, sizeof s->sel.bounds);
+            if (!s->have_eye) { /* over the middle of its area */
+                s->eye[0] = 0.5 * (ai.bounds[0] + ai.bounds[2]);
+                s->eye[2] = 0.5 * (ai.bounds[1] + ai.bounds[3]);
+            }
+        }
+    }
+    if (st == TERRA_OK && (s->groups & CLI_POSE) && s->have_above) {
+        float g = 0;
+        st = terra_source_height(*src, s->eye[0], s->eye[2], &g);
+        s->eye[1] = g + s->above;
+    }
     return st;
+}
+
+terra_camera cli_scene_camera(const cli_scene *s) {
+    return (terra_camera){.eye = {s->eye[0], s->eye[1], s->eye[2]}, .yaw_rad = s->yaw * PI / 180,
+                          .pitch_rad = s->pitch * PI / 180, .fov_y_rad = s->fov * PI / 180};
 }
 
 int cli_failed_tiles(const char *cmd, const terra_stream *stream) {
