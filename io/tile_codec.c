@@ -409,7 +409,8 @@ terra_status terra_tile_codec_pack(const uint8_t *qm, size_t n, int level, uint8
         st = terra_tile_codec_unpack(z, zn, n, &back, &back_n);
         if (!st && (back_n != n || memcmp(back, qm, n) != 0))
             st = terra_fail(TERRA_E_UNSUPPORTED, "tile codec: the packed tile does not unpack to the tile");
-        else if (st) st = terra_fail(TERRA_E_UNSUPPORTED, "tile codec: the packed tile does not unpack: %s", terra_last_error());
+        else if (st && st != TERRA_E_NOMEM) /* out of memory says nothing of the tile: not stored otherwise */
+            st = terra_fail(TERRA_E_UNSUPPORTED, "tile codec: the packed tile does not unpack: %s", terra_last_error());
         terra_free(back);
     }
     if (st) {

@@ -380,8 +380,9 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     ok = ok && map_init(&s->failed_index, s->max_failed);
     for (int i = 0; ok && i < s->nslots; i++) ok = (s->slots[i].data = terra_alloc(s->tile_bytes)) != NULL;
     if (!ok) {
+        terra_status st = terra_fail(TERRA_E_NOMEM, "stream: out of memory for %d tiles of %zu bytes", s->nslots, s->tile_bytes);
         terra_stream_destroy(s);
-        return terra_fail(TERRA_E_NOMEM, "stream: out of memory for %d tiles of %zu bytes", s->nslots, s->tile_bytes);
+        return st;
     }
     for (int i = 0; i < s->nslots; i++) {
         s->free_slots[s->nfree++] = s->nslots - 1 - i;

@@ -1496,6 +1496,10 @@ terra_status TIN_ENTRY(const terra_tin_desc *d, terra_tin_mesh *out) {
     terra_tin_stop stop = TERRA_TIN_STOP_ERROR;
     for (;;) {
         q_clean_top(&T);
+        if (T.nomem) { /* an empty queue then says nothing of the error left */
+            st = terra_fail(TERRA_E_NOMEM, "tin: out of memory at %zu triangles", T.nt);
+            goto done;
+        }
         double top = T.nq ? key_err(T.q[0]) : 0.0;
         while (li < nb && top <= bounds[li]) {
             terra_tin_level *lv = &out->levels[li];
