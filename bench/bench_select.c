@@ -203,11 +203,40 @@ static void bench_grid(const terra_source *world) {
     free(v), free(scratch), free(c.h), free(c.s);
 }
 
+/* Selection by screen-space error: a per-tile error callback (an archive's index answers it from
+ * an array, as this one does from a formula), tau 2 px on a 1080-pixel view. */
+static float sse_error(void *u, terra_tile_key k) {
+    (void)u;
+    return 0.4f * (float)(1u << terra_tile_key_level(k));
+}
+
+static void bench_sse(const terra_source *src) {
+    terra_select *sel;
+    if (terra_select_create(&(terra_select_desc){.tile_error = sse_error}, src, &sel) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    static const struct { const char *name; double above; } cases[] = {{"ground", 2}, {"air", 2000}};
+    for (size_t c = 0; c < 2; c++) {
+        terra_camera cam = same_ground_camera(src, 0, cases[c].above);
+        double v[RUNS];
+        frame_ns_per_visit(sel, &cam, 10);
+        for (int r = 0; r < RUNS; r++) v[r] = frame_ns_per_visit(sel, &cam, 400);
+        char name[128];
+        snprintf(name, sizeof name, "select.sse.ns_per_visited.%s", cases[c].name);
+        bench_record(name, bench_median(v, RUNS), "ns", RUNS, "median");
+        snprintf(name, sizeof name, "select.sse.drawn.%s", cases[c].name);
+        bench_record(name, terra_select_get_stats(sel)->drawn, "tiles", 1, "value");
+    }
+    terra_select_destroy(sel);
+}
+
 int main(void) {
     terra_source *world;
     if (terra_world_create(&(terra_world_desc){.seed = 1}, &world) != TERRA_OK) return 1;
     bench_selection(world);
     bench_distance(world);
+    bench_sse(world);
     bench_grid(world);
     terra_source_destroy(world);
     return 0;

@@ -20,6 +20,8 @@ struct terra_select {
     double side[TERRA_TILE_MAX_LEVEL + 1];
     float morph_start[TERRA_TILE_MAX_LEVEL + 1], morph_end[TERRA_TILE_MAX_LEVEL + 1];
     double allowance2[TERRA_TILE_MAX_LEVEL + 1]; /* squared 3-D box diagonal a subdivided tile may have */
+    double sse_k;       /* pixels per metre of error at 1 m: view_height_px / (2 tan(fov / 2)) */
+    bool by_error;      /* tile_error given: screen-space error decides, no ranges, no morph */
     range_entry *cache;
     range_entry *recent[TERRA_TILE_MAX_LEVEL + 1]; /* entry last used at each level, and its parent */
     int32_t recent_x[TERRA_TILE_MAX_LEVEL + 1], recent_y[TERRA_TILE_MAX_LEVEL + 1];
@@ -43,6 +45,27 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
     terra_status st = terra_grid_desc_resolve(&d.grid, &d.grid);
     if (st != TERRA_OK) return st;
     if (d.levels == 0) d.levels = 12;
+    if (d.max_sse_px == 0) d.max_sse_px = 2.0;
+    if (d.view_height_px == 0) d.view_height_px = 1080;
+    if (d.view_fov_y_rad == 0) d.view_fov_y_rad = 60.0 * 3.14159265358979323846 / 180.0;
+    if (!(d.max_sse_px > 0) || !isfinite(d.max_sse_px))
+        return terra_fail(TERRA_E_INVALID, "select: max_sse_px must be a positive number of pixels (got %g)", d.max_sse_px);
+    if (d.view_height_px < 1 || d.view_height_px > 65536)
+        return terra_fail(TERRA_E_INVALID, "select: view_height_px must be from 1 to 65536 (got %d)", d.view_height_px);
+    if (!(d.view_fov_y_rad > 0 && d.view_fov_y_rad < 3.1))
+        return terra_fail(TERRA_E_INVALID, "select: view_fov_y_rad must lie in (0, 3.1) (got %g)", d.view_fov_y_rad);
+    const double sse_k = d.view_height_px / (2.0 * tan(0.5 * d.view_fov_y_rad));
+    const bool derive = d.level_error[0] > 0 && d.range0 == 0 && d.range_ratio == 0;
+    for (int l = 0; l <= TERRA_TILE_MAX_LEVEL; l++)
+        if (!(d.level_error[l] >= 0) || !isfinite(d.level_error[l]))
+            return terra_fail(TERRA_E_INVALID, "select: level_error[%d] must be finite and not negative (got %g)", l,
+                              (double)d.level_error[l]);
+    if (derive) { /* the smallest ratio under which no level's error outgrows level 0's */
+        double r = 1.25;
+        for (int l = 1; l < d.levels && l <= 24; l++)
+            if (d.level_error[l] > d.level_error[0]) r = fmax(r, pow(d.level_error[l] / d.level_error[0], 1.0 / l));
+        d.range_ratio = fmin(r, 4.0);
+    }
     if (d.range_ratio == 0) d.range_ratio = 2.0;
     if (d.morph_start_ratio == 0) d.morph_start_ratio = 0.5;
     if (d.max_tiles == 0) d.max_tiles = 4096;
@@ -65,6 +88,14 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           d.bounds[2], d.bounds[1], d.bounds[3]);
     const double diag0 = d.grid.tile0_size * sqrt(2.0);
     const double min_range0 = 2.0 * diag0 / (d.morph_start_ratio * (d.range_ratio - 1.0));
+    if (derive) { /* where level L starts to morph onto level L+1, L+1's error must be under tau */
+        const double m = d.morph_start_ratio, r = d.range_ratio;
+        double need = 0;
+        for (int l = 0; l + 1 < d.levels; l++)
+            need = fmax(need, d.level_error[l + 1] * sse_k / d.max_sse_px / (l ? pow(r, l - 1) * (1 + (r - 1) * m) : m));
+        if (d.levels == 1) need = d.level_error[0] * sse_k / d.max_sse_px;
+        d.range0 = fmax(need, min_range0);
+    }
     if (d.range0 == 0) d.range0 = 1.5 * min_range0;
     if (!isfinite(d.range0) || d.range0 < min_range0)
         return terra_fail(TERRA_E_INVALID,
@@ -81,6 +112,11 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           "select: the coarsest tiles, tile0_size x 2^(levels - 1) = %g m, must be at most 2^44 m "
                           "(%g m): fewer levels or a smaller tile0_size",
                           top_side, TERRA_SELECT_MAX_SIDE);
+    /* Derived ranges that outgrow the tiles (errors rising faster than sides): the coarsest levels
+     * would only be drawn past where finer ones already reach; leave them out. */
+    while (derive && d.levels > 1 &&
+           d.range0 * pow(d.range_ratio, d.levels - 1) > TERRA_SELECT_MAX_RANGE_TILES * ldexp(d.grid.tile0_size, d.levels - 1))
+        d.levels--;
     const double top_range = d.range0 * pow(d.range_ratio, d.levels - 1);
     if (!(top_range <= TERRA_SELECT_MAX_RANGE_TILES * top_side))
         return terra_fail(TERRA_E_INVALID,
@@ -101,6 +137,8 @@ terra_status terra_select_create(const terra_select_desc *desc, const terra_sour
     if (!s) return terra_fail(TERRA_E_NOMEM, "select: out of memory");
     s->d = d;
     s->src = src;
+    s->sse_k = d.view_height_px / (2.0 * tan(0.5 * d.view_fov_y_rad));
+    s->by_error = d.tile_error != NULL;
     s->bounded = d.bounds[0] != 0 || d.bounds[1] != 0 || d.bounds[2] != 0 || d.bounds[3] != 0;
     s->cache = terra_alloc((size_t)d.range_cache_size * sizeof *s->cache);
     s->out = terra_alloc((size_t)d.max_tiles * sizeof *s->out);
@@ -117,6 +155,7 @@ terra_status terra_select_create(const terra_select_desc *desc, const terra_sour
         double band_lo = l ? s->range[l - 1] : 0.0;
         s->morph_start[l] = (float)(band_lo + (s->range[l] - band_lo) * d.morph_start_ratio);
         s->morph_end[l] = (float)s->range[l];
+        if (s->by_error) s->morph_start[l] = s->morph_end[l] = 0; /* drawn unmorphed */
     }
     for (int l = 1; l < d.levels; l++) {
         double a = (s->morph_start[l] - s->range[l - 1]);
@@ -143,6 +182,9 @@ void terra_select_set_source(terra_select *s, const terra_source *src) {
 const terra_select_stats *terra_select_get_stats(const terra_select *s) { return &s->stats; }
 double terra_select_range(const terra_select *s, int level) { return s->range[level]; }
 double terra_select_tile_side(const terra_select *s, int level) { return s->side[level]; }
+double terra_select_sse_px(const terra_select *s, double error_m, double distance_m) {
+    return error_m * s->sse_k / fmax(distance_m, 1e-9);
+}
 void terra_select_morph(const terra_select *s, int level, float *start, float *end) {
     *start = s->morph_start[level];
     *end = s->morph_end[level];
@@ -212,7 +254,8 @@ static __attribute__((noinline)) void output_full(terra_select *s) {
 }
 
 static inline __attribute__((always_inline)) void emit(terra_select *s, int level, int32_t x, int32_t y,
-                                                       const double b[6]) {
+                                                       const double b[6], double sse) {
+    if (sse > s->stats.sse_px_max) s->stats.sse_px_max = sse;
     if (s->count >= s->d.max_tiles) {
         output_full(s);
         return;
@@ -241,6 +284,24 @@ static int cull_box(const terra_select *s, const double v[6], int mask) {
 
 enum { NODE_OUT_OF_RANGE = 0, NODE_HANDLED = 1 };
 
+static inline double box_distance2(const terra_select *s, const double box[6]) {
+    const double dx0 = box[BX0] - s->eye.x, dx1 = s->eye.x - box[BX1];
+    const double dy0 = box[BY0] - s->eye.y, dy1 = s->eye.y - box[BY1];
+    const double dz0 = box[BZ0] - s->eye.z, dz1 = s->eye.z - box[BZ1];
+    const double ex = dx0 > 0 ? dx0 : (dx1 > 0 ? dx1 : 0), ey = dy0 > 0 ? dy0 : (dy1 > 0 ? dy1 : 0);
+    const double ez = dz0 > 0 ? dz0 : (dz1 > 0 ? dz1 : 0);
+    return ex * ex + ey * ey + ez * ez;
+}
+
+/* The projected error of a CDLOD tile whose box is d from the eye: its level's error there, and
+ * where it morphs onto its parent's grid (from morph_start on), the parent level's error. */
+static double cdlod_sse(const terra_select *s, int level, double d) {
+    double e = s->d.level_error[level] / fmax(d, 1e-9);
+    if (level + 1 < s->d.levels)
+        e = fmax(e, s->d.level_error[level + 1] / fmax(d, fmax(s->morph_start[level], 1e-9)));
+    return e * s->sse_k;
+}
+
 /* Walks one tile; `planes` are the frustum planes its parent straddles. Returns NODE_OUT_OF_RANGE
  * when the tile is visible but beyond its level's range, with its box in *box, so its parent draws
  * it (fully morphed); NODE_HANDLED otherwise. */
@@ -251,6 +312,9 @@ static int select_node(terra_select *s, int level, int32_t x, int32_t y, int pla
             y * side >= s->d.bounds[3])
             return NODE_HANDLED; /* off the world */
     }
+    float error = 0;
+    if (s->by_error && !((error = s->d.tile_error(s->d.tile_error_user, terra_tile_key_make(0, level, x, y))) >= 0))
+        return NODE_HANDLED; /* no such tile: no ground here */
     if (!tile_box(s, level, x, y, box)) return NODE_HANDLED;
     s->stats.visited++;
     if (planes) {
@@ -260,15 +324,20 @@ static int select_node(terra_select *s, int level, int32_t x, int32_t y, int pla
             return NODE_HANDLED;
         }
     }
-    const double dx0 = box[BX0] - s->eye.x, dx1 = s->eye.x - box[BX1];
-    const double dy0 = box[BY0] - s->eye.y, dy1 = s->eye.y - box[BY1];
-    const double dz0 = box[BZ0] - s->eye.z, dz1 = s->eye.z - box[BZ1];
-    const double ex = dx0 > 0 ? dx0 : (dx1 > 0 ? dx1 : 0), ey = dy0 > 0 ? dy0 : (dy1 > 0 ? dy1 : 0);
-    const double ez = dz0 > 0 ? dz0 : (dz1 > 0 ? dz1 : 0);
-    const double dist2 = ex * ex + ey * ey + ez * ez; /* squared distance from the eye to the box */
+    const double dist2 = box_distance2(s, box); /* squared distance from the eye to the box */
+    if (s->by_error) { /* refined while the screen could tell it from finer ground */
+        const double sse = error * s->sse_k / fmax(sqrt(dist2), 1e-9);
+        if (level == 0 || sse <= s->d.max_sse_px) {
+            emit(s, level, x, y, box, sse);
+        } else {
+            double cb[6];
+            for (int c = 0; c < 4; c++) select_node(s, level - 1, x * 2 + (c & 1), y * 2 + (c >> 1), planes, cb);
+        }
+        return NODE_HANDLED;
+    }
     if (dist2 > s->range2[level]) return NODE_OUT_OF_RANGE;
     if (level == 0 || dist2 > s->range2[level - 1]) {
-        emit(s, level, x, y, box);
+        emit(s, level, x, y, box, cdlod_sse(s, level, sqrt(dist2)));
         return NODE_HANDLED;
     }
     /* The crack rule with heights: this tile's whole box must fit in the part of the next coarser
@@ -280,7 +349,8 @@ static int select_node(terra_select *s, int level, int32_t x, int32_t y, int pla
     for (int c = 0; c < 4; c++) {
         int32_t cx = x * 2 + (c & 1), cy = y * 2 + (c >> 1);
         double cb[6];
-        if (select_node(s, level - 1, cx, cy, planes, cb) == NODE_OUT_OF_RANGE) emit(s, level - 1, cx, cy, cb);
+        if (select_node(s, level - 1, cx, cy, planes, cb) == NODE_OUT_OF_RANGE)
+            emit(s, level - 1, cx, cy, cb, cdlod_sse(s, level - 1, sqrt(box_distance2(s, cb))));
     }
     return NODE_HANDLED;
 }

@@ -38,6 +38,32 @@ typedef struct terra_select_desc {
                                   Tiles wholly outside are never selected. */
     int range_cache_size;      /* sibling groups whose height ranges are remembered (power of two,
                                   4 to 2^24; 4-way associative); 0 = 4096 */
+    /* ---- screen-space error: what the screen can resolve decides the detail ----
+     * A tile of geometric error e metres (how far it departs from the finest ground) seen from d
+     * metres, the true 3-D distance from the eye to its box (the eye's height counted), spans
+     * e * view_height_px / (2 tan(view_fov_y_rad / 2)) / d pixels: its projected error. */
+    double max_sse_px;         /* tau: the projected error a drawn tile may have; 0 = 2 pixels */
+    int view_height_px;        /* the viewport's height; 0 = 1080 */
+    double view_fov_y_rad;     /* its vertical field of view; 0 = 60 degrees */
+    /* Per tile (an archive's index gives it before any tile is loaded): the walk refines a tile while
+     * its projected error exceeds tau, into those of its children that exist, and draws it otherwise
+     * or at level 0. Ranges then only bound how far the coarsest tiles are laid around the eye, and
+     * tiles are drawn unmorphed (morph start = morph end = 0). tile_error returns the tile's error in
+     * metres, or a negative value where the tile does not exist (nothing is drawn there). It runs on
+     * the thread running the selection, without allocating; NULL: ranges decide (CDLOD). */
+    float (*tile_error)(void *user, terra_tile_key key);
+    void *tile_error_user;
+    /* Per level, for CDLOD over a source (grid tiles, morphed): level L's error in metres
+     * (terra_source_level_errors measures it). With level_error[0] > 0 and range0 and range_ratio
+     * left 0, the ranges are derived from tau and the view: range_ratio is the smallest r in
+     * [1.25, 4] with level_error[L] <= level_error[0] * r^L at every level, and range0 the smallest
+     * under which every tile drawn has a projected error of at most tau: level L's own error from
+     * its box on, and its parent level's from where it starts to morph onto the parent's grid. The
+     * crack rule's minimum range0 wins where it is larger (the ground is then finer than tau asks).
+     * stats.sse_px_max reports the same measure. Levels past `levels` are ignored; where errors grow
+     * so fast that the coarsest levels' ranges would break the size rule below, those levels are
+     * left out (`levels` resolves smaller: finer levels already reach as far). */
+    float level_error[TERRA_TILE_MAX_LEVEL + 1];
 } terra_select_desc;
 
 /* One tile to draw. */
@@ -54,6 +80,8 @@ typedef struct terra_select_stats {
     int culled;                   /* subtrees dropped by the frustum */
     int range_misses;             /* sibling groups whose ranges were asked of the source */
     int crack_risk;               /* subdivided tiles too steep for the morph margin (see below) */
+    double sse_px_max;            /* the largest projected error of a drawn tile, pixels (tile_error or
+                                     level_error given; else 0). A tile drawn at level 0 counts too */
     int per_level[TERRA_TILE_MAX_LEVEL + 1];
 } terra_select_stats;
 
@@ -89,6 +117,10 @@ TERRA_API const terra_select_desc *terra_select_get_desc(const terra_select *s);
 TERRA_API terra_status terra_select_run(terra_select *s, terra_vec3 eye, const terra_frustum *frustum,
                               const terra_selected_tile **tiles, int *count);
 TERRA_API const terra_select_stats *terra_select_get_stats(const terra_select *s);
+
+/* The projected error of `error_m` metres at `distance_m` from the eye, in pixels, for the
+ * selection's view (see max_sse_px). */
+TERRA_API double terra_select_sse_px(const terra_select *s, double error_m, double distance_m);
 
 /* Range, morph start and morph end of a level. */
 TERRA_API double terra_select_range(const terra_select *s, int level);

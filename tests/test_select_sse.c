@@ -1,0 +1,279 @@
+/* Property tests of selection by screen-space error: over many random cameras, errors and missing
+ * subtrees, every drawn tile's projected error is within tau (or it is finest), every parent of a
+ * drawn tile was refined for a reason, the existing ground is covered exactly once, the walk agrees
+ * with a brute-force reference, and a frame allocates nothing. Then ranges derived from per-level
+ * errors keep CDLOD's drawn error within tau too. */
+#include "check.h"
+#include "terra/select.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t mix(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ull;
+    return k ^ (k >> 33);
+}
+
+/* A synthetic index: error doubling per level with a per-tile factor, some subtrees absent, only
+ * tiles inside `bounds` present. */
+typedef struct fake_index {
+    uint64_t seed;
+    int top;
+    double tile0, bounds[4];
+    int calls;
+} fake_index;
+
+static bool present(const fake_index *f, terra_tile_key k) {
+    const int L = terra_tile_key_level(k);
+    const double side = ldexp(f->tile0, L), x = terra_tile_key_x(k) * side, z = terra_tile_key_y(k) * side;
+    if (x + side <= f->bounds[0] || x >= f->bounds[2] || z + side <= f->bounds[1] || z >= f->bounds[3]) return false;
+    for (int l = L; l < f->top; l++, k = terra_tile_key_parent(k))
+        if (mix(k ^ f->seed) % 23 == 0) return false; /* this subtree is missing */
+    return true;
+}
+
+static float fake_error(void *user, terra_tile_key k) {
+    fake_index *f = user;
+    f->calls++;
+    if (!present(f, k)) return -1.0f;
+    const double u = (double)(mix(k * 31 + f->seed) >> 11) / 9007199254740992.0;
+    return (float)(0.25 * ldexp(1.0, terra_tile_key_level(k)) * (0.5 + u));
+}
+
+static terra_box3 tile_box(const terra_source *src, const fake_index *f, terra_tile_key k) {
+    const double side = ldexp(f->tile0, terra_tile_key_level(k));
+    const double x0 = terra_tile_key_x(k) * side, z0 = terra_tile_key_y(k) * side;
+    float lo, hi;
+    terra_source_height_range(src, x0, z0, x0 + side, z0 + side, &lo, &hi);
+    return (terra_box3){{x0, lo, z0}, {x0 + side, hi, z0 + side}};
+}
+
+static int cmp_key(const void *a, const void *b) {
+    terra_tile_key x = *(const terra_tile_key *)a, y = *(const terra_tile_key *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The reference: the same rule written as plainly as it reads. */
+static void brute(const terra_source *src, fake_index *f, const terra_select *sel, terra_vec3 eye, double tau,
+                  terra_tile_key k, terra_tile_key *out, int *n) {
+    const float e = fake_error(f, k);
+    if (e < 0) return;
+    const terra_box3 b = tile_box(src, f, k);
+    const int L = terra_tile_key_level(k);
+    if (L == 0 || terra_select_sse_px(sel, e, terra_box3_distance(&b, eye)) <= tau) {
+        out[(*n)++] = k;
+        return;
+    }
+    const int32_t x = terra_tile_key_x(k), y = terra_tile_key_y(k);
+    for (int c = 0; c < 4; c++) brute(src, f, sel, eye, tau, terra_tile_key_make(0, L - 1, 2 * x + (c & 1), 2 * y + (c >> 1)), out, n);
+}
+
+static void sse_selection_properties(void) {
+    unsigned long long s = 7;
+    terra_source *src;
+    CHECK(terra_world_create(&(terra_world_desc){.seed = 3}, &src) == TERRA_OK);
+    static terra_tile_key ref[1 << 16], got[1 << 16];
+    static int owner[64 * 64];
+    int cases = 0, refined_tiles = 0, finest_over = 0;
+    double worst = 0;
+    for (int it = 0; it < 300; it++) {
+        fake_index f = {.seed = test_rand_u64(&s), .top = 5, .tile0 = 64};
+        /* an area of at most 32 x 32 level-0 tiles somewhere, not aligned to the coarsest tiles */
+        f.bounds[0] = test_rand_range(&s, -3000, 1000), f.bounds[1] = test_rand_range(&s, -3000, 1000);
+        f.bounds[2] = f.bounds[0] + test_rand_range(&s, 200, 2048), f.bounds[3] = f.bounds[1] + test_rand_range(&s, 200, 2048);
+        const double tau = test_rand_range(&s, 0.5, 8);
+        terra_select_desc d = {.grid = {.tile0_size = f.tile0, .cells = 32}, .levels = f.top + 1, .max_tiles = 1 << 16,
+                               .max_sse_px = tau, .view_height_px = 200 + (int)(test_rand_u64(&s) % 2000),
+                               .view_fov_y_rad = test_rand_range(&s, 0.3, 1.6), .tile_error = fake_error,
+                               .tile_error_user = &f};
+        memcpy(d.bounds, f.bounds, sizeof f.bounds);
+        terra_select *sel;
+        if (terra_select_create(&d, src, &sel) != TERRA_OK) {
+            CHECK(0, "create: %s", terra_last_error());
+            continue;
+        }
+        terra_vec3 eye = {test_rand_range(&s, f.bounds[0] - 500, f.bounds[2] + 500), 0,
+                          test_rand_range(&s, f.bounds[1] - 500, f.bounds[3] + 500)};
+        float g;
+        terra_source_height(src, eye.x, eye.z, &g);
+        eye.y = g + exp(test_rand_range(&s, 0, log(5000.0)));
+        const terra_selected_tile *t;
+        int n;
+        CHECK(terra_select_run(sel, eye, NULL, &t, &n) == TERRA_OK, "%s", terra_last_error());
+        cases++;
+        /* the reference over the coarsest tiles the walk lays out (all of the area: it is small) */
+        int nr = 0;
+        const double top_side = ldexp(f.tile0, f.top);
+        for (int64_t ty = (int64_t)floor(f.bounds[1] / top_side); ty * top_side < f.bounds[3]; ty++)
+            for (int64_t tx = (int64_t)floor(f.bounds[0] / top_side); tx * top_side < f.bounds[2]; tx++)
+                brute(src, &f, sel, eye, tau, terra_tile_key_make(0, f.top, (int32_t)tx, (int32_t)ty), ref, &nr);
+        for (int i = 0; i < n; i++) got[i] = t[i].key;
+        qsort(ref, (size_t)nr, sizeof *ref, cmp_key);
+        qsort(got, (size_t)n, sizeof *got, cmp_key);
+        CHECK(n == nr && !memcmp(ref, got, sizeof *got * (size_t)n), "case %d: %d tiles, the reference %d", it, n, nr);
+        double sse_max = 0;
+        for (int i = 0; i < n; i++) {
+            const float e = fake_error(&f, t[i].key);
+            CHECK(e >= 0, "case %d: a drawn tile that does not exist", it);
+            const terra_box3 b = tile_box(src, &f, t[i].key);
+            const double sse = terra_select_sse_px(sel, e, terra_box3_distance(&b, eye));
+            sse_max = fmax(sse_max, sse);
+            CHECK(t[i].morph_start == 0 && t[i].morph_end == 0, "tiles are drawn unmorphed");
+            if (t[i].level > 0) {
+                CHECK(sse <= tau * (1 + 1e-9), "case %d: level %d drawn at %g px > tau %g", it, t[i].level, sse, tau);
+                worst = fmax(worst, sse / tau);
+            } else if (sse > tau) {
+                finest_over++;
+            }
+            if (t[i].level < f.top) { /* the parent was refined: the screen could tell it from finer ground */
+                const terra_tile_key p = terra_tile_key_parent(t[i].key);
+                const terra_box3 pb = tile_box(src, &f, p);
+                CHECK(terra_select_sse_px(sel, fake_error(&f, p), terra_box3_distance(&pb, eye)) > tau,
+                      "case %d: a parent within tau was refined", it);
+                refined_tiles++;
+            }
+        }
+        CHECK(fabs(terra_select_get_stats(sel)->sse_px_max - sse_max) <= 1e-9 * sse_max, "stats %g, measured %g",
+              terra_select_get_stats(sel)->sse_px_max, sse_max);
+        /* every existing level-0 tile of the area lies under exactly one drawn tile; no other is covered */
+        const int32_t ox = (int32_t)floor(f.bounds[0] / f.tile0), oz = (int32_t)floor(f.bounds[1] / f.tile0);
+        memset(owner, 0, sizeof owner);
+        for (int i = 0; i < n; i++) {
+            const int L = t[i].level;
+            for (int32_t j = 0; j < (1 << L); j++)
+                for (int32_t k = 0; k < (1 << L); k++) {
+                    const int32_t gx = (terra_tile_key_x(t[i].key) << L) + k - ox, gz = (terra_tile_key_y(t[i].key) << L) + j - oz;
+                    if (gx < 0 || gz < 0 || gx >= 64 || gz >= 64) continue;
+                    owner[gz * 64 + gx]++;
+                }
+        }
+        int twice = 0, missed = 0; /* (a coarse tile may reach past finer ground: its mesh has none there) */
+        for (int gz = 0; gz < 64; gz++)
+            for (int gx = 0; gx < 64; gx++) {
+                const bool there = present(&f, terra_tile_key_make(0, 0, gx + ox, gz + oz));
+                const int o = owner[gz * 64 + gx];
+                twice += o > 1, missed += there && o == 0;
+            }
+        CHECK(!twice && !missed, "case %d: %d level-0 tiles covered twice, %d missed", it, twice, missed);
+        terra_select_destroy(sel);
+    }
+    CHECK(refined_tiles > 1000, "only %d tiles with a refined parent: the cases do not refine", refined_tiles);
+    printf("sse: %d cases, %d drawn tiles under a refined parent, worst drawn error %.3f tau, %d finest tiles over tau\n",
+           cases, refined_tiles, worst, finest_over);
+    terra_source_destroy(src);
+}
+
+/* ---- a frame allocates nothing --------------------------------------------------------------------- */
+
+static long alloc_count;
+static void *count_alloc(size_t n, void *u) {
+    (void)u;
+    alloc_count++;
+    return malloc(n);
+}
+static void *count_realloc(void *p, size_t n, void *u) {
+    (void)u;
+    alloc_count++;
+    return realloc(p, n);
+}
+static void count_free(void *p, void *u) {
+    (void)u;
+    free(p);
+}
+
+static void sse_selection_allocates_nothing(void) {
+    terra_set_allocator(&(terra_allocator){count_alloc, count_realloc, count_free, NULL});
+    terra_source *src;
+    CHECK(terra_world_create(&(terra_world_desc){.seed = 1}, &src) == TERRA_OK);
+    fake_index f = {.seed = 9, .top = 7, .tile0 = 64, .bounds = {-20000, -20000, 20000, 20000}};
+    terra_select_desc d = {.levels = 8, .tile_error = fake_error, .tile_error_user = &f, .bounds = {-20000, -20000, 20000, 20000}};
+    terra_select *sel;
+    CHECK(terra_select_create(&d, src, &sel) == TERRA_OK, "%s", terra_last_error());
+    terra_camera cam = {.eye = {0, 400, 0}, .pitch_rad = -0.3, .aspect = 16.0 / 9};
+    terra_frustum fr;
+    const terra_selected_tile *t;
+    int n;
+    terra_camera_frustum(&cam, &fr);
+    CHECK(terra_select_run(sel, cam.eye, &fr, &t, &n) == TERRA_OK);
+    const long before = alloc_count;
+    for (int i = 0; i < 200; i++) {
+        cam.eye.x += 7.0;
+        cam.yaw_rad += 0.01;
+        terra_camera_frustum(&cam, &fr);
+        CHECK(terra_select_run(sel, cam.eye, &fr, &t, &n) == TERRA_OK);
+    }
+    CHECK(alloc_count == before, "%ld allocations in 200 frames", alloc_count - before);
+    CHECK(n > 10, "only %d tiles", n);
+    terra_select_destroy(sel);
+    terra_source_destroy(src);
+    terra_set_allocator(NULL);
+}
+
+/* ---- CDLOD ranges from per-level errors -------------------------------------------------------------- */
+
+static void derived_ranges_keep_cdlod_within_tau(void) {
+    unsigned long long s = 11;
+    terra_source *src;
+    CHECK(terra_world_create(&(terra_world_desc){.seed = 4}, &src) == TERRA_OK);
+    int cases = 0, raised = 0;
+    for (int it = 0; it < 60; it++) {
+        terra_select_desc d = {.grid = {.tile0_size = 64, .cells = 64}, .levels = 10, .max_tiles = 1 << 18};
+        d.max_sse_px = test_rand_range(&s, 1, 4);
+        d.view_height_px = 300 + (int)(test_rand_u64(&s) % 1200);
+        const double growth = test_rand_range(&s, 1.3, 4.0), e0 = test_rand_range(&s, 0.1, 2);
+        for (int l = 0; l < d.levels; l++) d.level_error[l] = (float)(e0 * pow(growth, l) * test_rand_range(&s, 0.7, 1.0));
+        terra_select_desc r;
+        CHECK(terra_select_desc_resolve(&d, &r) == TERRA_OK, "%s", terra_last_error());
+        CHECK(r.range_ratio >= 1.25 && r.range_ratio <= 4, "ratio %g", r.range_ratio);
+        CHECK(r.levels >= 1 && r.levels <= d.levels, "levels %d", r.levels);
+        for (int l = 1; l < r.levels; l++)
+            CHECK(r.level_error[l] <= r.level_error[0] * pow(r.range_ratio, l) * (1 + 1e-6) || r.range_ratio == 4,
+                  "level %d's error outgrows ratio %g", l, r.range_ratio);
+        const double min_range0 = 2.0 * 64 * sqrt(2.0) / (r.morph_start_ratio * (r.range_ratio - 1));
+        raised += r.range0 <= min_range0 * (1 + 1e-9);
+        terra_select *sel;
+        CHECK(terra_select_create(&d, src, &sel) == TERRA_OK, "%s", terra_last_error());
+        for (int k = 0; k < 5; k++) {
+            terra_vec3 eye = {test_rand_range(&s, -5000, 5000), 0, test_rand_range(&s, -5000, 5000)};
+            float g;
+            terra_source_height(src, eye.x, eye.z, &g);
+            eye.y = g + exp(test_rand_range(&s, 0, log(3000.0)));
+            const terra_selected_tile *t;
+            int n;
+            CHECK(terra_select_run(sel, eye, NULL, &t, &n) == TERRA_OK, "%s", terra_last_error());
+            double worst = 0; /* the measure of select.h, recomputed from the tiles drawn */
+            for (int i = 0; i < n; i++) {
+                if (t[i].level == 0) continue;
+                const double dist = terra_box3_distance(&t[i].box, eye);
+                double e = terra_select_sse_px(sel, d.level_error[t[i].level], dist);
+                if (t[i].level + 1 < r.levels)
+                    e = fmax(e, terra_select_sse_px(sel, d.level_error[t[i].level + 1], fmax(dist, t[i].morph_start)));
+                worst = fmax(worst, e);
+            }
+            CHECK(worst <= d.max_sse_px * (1 + 1e-6), "case %d: a tile drawn at %g px > tau %g", it, worst, d.max_sse_px);
+            cases++;
+        }
+        terra_select_destroy(sel);
+    }
+    printf("derived ranges: %d selections within tau; %d of 60 option sets raised to the crack rule's range0\n", cases,
+           raised);
+    /* explicit ranges stay the caller's */
+    terra_select_desc d = {.range0 = 900, .range_ratio = 2, .level_error = {1, 2, 4}}, r;
+    CHECK(terra_select_desc_resolve(&d, &r) == TERRA_OK && r.range0 == 900 && r.range_ratio == 2);
+    d = (terra_select_desc){.level_error = {1, -1}};
+    CHECK(terra_select_desc_resolve(&d, &r) == TERRA_E_INVALID);
+    d = (terra_select_desc){.max_sse_px = -1};
+    CHECK(terra_select_desc_resolve(&d, &r) == TERRA_E_INVALID);
+    terra_source_destroy(src);
+}
+
+int main(void) {
+    RUN(sse_selection_properties);
+    RUN(sse_selection_allocates_nothing);
+    RUN(derived_ranges_keep_cdlod_within_tau);
+    return finish();
+}
