@@ -178,6 +178,7 @@ typedef struct wanted_tile {
     terra_tile_key key;
     int level;
     double dist; /* to the nearest focus, metres */
+    bool top;    /* of the coarsest level */
 } wanted_tile;
 
 typedef struct camera_lists {
@@ -555,7 +556,7 @@ static uint64_t ticket_of(const terra_stream *s, int i) {
 
 static void add_wanted(terra_stream *s, terra_tile_key k, int level) {
     if (s->nwanted >= s->max_wanted || !set_add(&s->wanted_set, k)) return;
-    s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k)};
+    s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k), level == s->sd->levels - 1};
     slot *sl = slot_of(s, k);
     if (sl) {
         sl->last_wanted = s->frame;
@@ -715,6 +716,23 @@ static terra_status gather_wanted(terra_stream *s) {
                 if (rect_distance(s, k, f->camera.eye) <= reach) add_wanted(s, k, top);
             }
     }
+    /* The reserve: the parent, then the grandparent, of every tile a camera wants, while the cap has
+     * room for them beside the rest of what is wanted (and what may be in flight): a tile still
+     * coming then falls back one or two levels, not to the coarsest. */
+    int room = s->nslots - s->nwanted - s->d.max_in_flight;
+    for (int up = 1; up <= 2 && room > 0; up++)
+        for (int c = 0; c < s->d.max_cameras && room > 0; c++) {
+            const camera_lists *cl = &s->cams[c];
+            if (!cl->handle) continue;
+            for (int k = 0; k < cl->nwanted && room > 0; k++) {
+                if (cl->wanted[k].level + up > top) continue;
+                terra_tile_key a = cl->wanted[k].key;
+                for (int u = 0; u < up; u++) a = terra_tile_key_parent(a);
+                const int before = s->nwanted;
+                add_wanted(s, a, cl->wanted[k].level + up);
+                room -= s->nwanted - before;
+            }
+        }
     return TERRA_OK;
 }
 
@@ -804,10 +822,14 @@ static int eviction_victim(const terra_stream *s) {
     return best;
 }
 
+/* The coarsest level first (every wanted tile then soon has a stand-in), then nearest the eye
+ * first: a tile's rectangle holds its descendants', so no tile is asked for before its ancestors
+ * (ties go coarsest first). */
 static int cmp_request(const void *a, const void *b) {
     const wanted_tile *x = a, *y = b;
-    if (x->level != y->level) return y->level - x->level; /* coarsest first */
-    if (x->dist != y->dist) return x->dist < y->dist ? -1 : 1; /* then nearest */
+    if (x->top != y->top) return x->top ? -1 : 1;
+    if (x->dist != y->dist) return x->dist < y->dist ? -1 : 1;
+    if (x->level != y->level) return y->level - x->level;
     return x->key < y->key ? -1 : (x->key > y->key); /* deterministic */
 }
 

@@ -70,7 +70,7 @@ static terra_stream *make(terra_source *src, manual *m, int capacity, int in_fli
     return s;
 }
 
-static void requests_coarsest_first_and_limited(void) {
+static void requests_coarsest_then_nearest_and_limited(void) {
     terra_source *src = world();
     manual m = {0};
     terra_stream *s = make(src, &m, 512, 5, 0);
@@ -83,19 +83,39 @@ static void requests_coarsest_first_and_limited(void) {
     /* nothing held yet: everything is uncovered, nothing drawn */
     const terra_stream_stats *st = terra_stream_get_stats(s);
     CHECK(st->drawn == 0 && st->uncovered > 0);
-    int prev_level = 5;
-    for (int round = 0; round < 40; round++) {
+    /* then nearest first: within a round, tiles of the coarsest level, then by distance from the eye;
+     * and no tile is asked for before its ancestors (each wanted ancestor is held or was asked for) */
+    terra_tile_key asked[4096];
+    int nasked = 0;
+    for (int i = 0; i < m.n; i++) asked[nasked++] = m.keys[i];
+    for (int round = 0; round < 60; round++) {
         man_finish_all(&m);
         CHECK(terra_stream_update(s) == TERRA_OK);
         CHECK(m.n <= 5);
-        int lo = 99, hi = -1;
+        double prev = -1;
+        bool past_top = false;
         for (int i = 0; i < m.n; i++) {
-            int l = terra_tile_key_level(m.keys[i]);
-            lo = l < lo ? l : lo, hi = l > hi ? l : hi;
+            const terra_tile_key k = m.keys[i];
+            const int l = terra_tile_key_level(k);
+            const double side = 64.0 * (double)(1 << l); /* tile0 64 m */
+            const double x0 = terra_tile_key_x(k) * side, z0 = terra_tile_key_y(k) * side;
+            const double dx = fmax(fmax(x0 - 10, 10 - (x0 + side)), 0), dz = fmax(fmax(z0 - 10, 10 - (z0 + side)), 0);
+            const double d = sqrt(dx * dx + dz * dz);
+            if (l != 5) {
+                if (past_top) CHECK(d >= prev - 1e-9, "round %d: %g m asked after %g m", round, d, prev);
+                past_top = true, prev = d;
+            } else {
+                CHECK(!past_top, "round %d: a coarsest tile asked after finer ones", round);
+            }
+            for (terra_tile_key a = k; terra_tile_key_level(a) < 5;) {
+                a = terra_tile_key_parent(a);
+                if (!terra_stream_is_wanted(s, a)) continue;
+                bool seen = terra_stream_is_standing(s, a);
+                for (int j = 0; j < nasked && !seen; j++) seen = asked[j] == a;
+                CHECK(seen, "round %d: a tile asked for before its wanted ancestor", round);
+            }
+            if (nasked < 4096) asked[nasked++] = k;
         }
-        /* coarsest first: a round never asks for a coarser tile than one asked before it */
-        if (m.n) CHECK(hi <= prev_level, "round %d asked level %d after level %d", round, hi, prev_level);
-        if (m.n) prev_level = lo;
     }
     terra_stream_destroy(s);
     terra_source_destroy(src);
@@ -713,7 +733,7 @@ int main(void) {
     RUN(focus_velocity_is_reported);
     RUN(the_client_holds_what_stands);
     RUN(destroy_waits_for_a_callers_loader);
-    RUN(requests_coarsest_first_and_limited);
+    RUN(requests_coarsest_then_nearest_and_limited);
     RUN(never_evicts_wanted_or_drawn_and_caps_hold);
     RUN(late_arrivals_evicted_before_tiles_in_view);
     RUN(cancels_requests_no_longer_wanted);
