@@ -99,3 +99,40 @@ void terra_grid_indices(int cells, uint32_t *out) {
             }
     }
 }
+
+terra_status terra_grid_level_errors(const terra_source *src, const terra_grid_desc *desc, int levels, double x, double z,
+                                     float *out) {
+    enum { W = 16, F = 4, NF = W * F + 1 }; /* a window of W x W cells, sampled F times finer */
+    terra_grid_desc d;
+    terra_status st = terra_grid_desc_resolve(desc, &d);
+    if (st != TERRA_OK) return st;
+    if (levels < 1 || levels > TERRA_TILE_MAX_LEVEL + 1)
+        return terra_fail(TERRA_E_INVALID, "grid: levels must be from 1 to %d (got %d)", TERRA_TILE_MAX_LEVEL + 1, levels);
+    float *coarse = terra_alloc(sizeof(float) * ((W + 1) * (W + 1) + NF * NF));
+    if (!coarse) return terra_fail(TERRA_E_NOMEM, "grid: out of memory");
+    float *fine = coarse + (W + 1) * (W + 1);
+    for (int L = 0; L < levels && st == TERRA_OK; L++) {
+        const double side = terra_grid_tile_side(&d, L), s = side / d.cells;
+        double worst = 0;
+        for (int w = 0; w < 9 && st == TERRA_OK; w++) {
+            /* the window at the lower corner of a tile near (x, z) */
+            const int64_t tx = (int64_t)floor(x / side) + 3 * (w % 3 - 1), tz = (int64_t)floor(z / side) + 3 * (w / 3 - 1);
+            const terra_grid_request c = {tx * d.cells, tz * d.cells, s, W + 1, W + 1};
+            const terra_grid_request f = {c.ix0 * F, c.iz0 * F, s / F, NF, NF};
+            st = terra_source_sample(src, &c, coarse, NULL);
+            if (st == TERRA_OK) st = terra_source_sample(src, &f, fine, NULL);
+            for (int j = 0; j < NF && st == TERRA_OK; j++)
+                for (int i = 0; i < NF; i++) {
+                    const int ci = i / F < W ? i / F : W - 1, cj = j / F < W ? j / F : W - 1;
+                    const double fx = (double)(i - ci * F) / F, fz = (double)(j - cj * F) / F;
+                    const float *h = coarse + cj * (W + 1) + ci; /* h[0] v00, h[1] v10, h[W+1] v01, h[W+2] v11 */
+                    const double g = fx >= fz ? h[0] + fx * (h[1] - h[0]) + fz * (h[W + 2] - h[1])
+                                              : h[0] + fz * (h[W + 1] - h[0]) + fx * (h[W + 2] - h[W + 1]);
+                    worst = fmax(worst, fabs(g - fine[j * NF + i]));
+                }
+        }
+        out[L] = (float)worst;
+    }
+    terra_free(coarse);
+    return st;
+}

@@ -40,6 +40,33 @@ struct terra_select {
     uint8_t far_corner[6][3], near_corner[6][3];
 };
 
+/* The smallest range0 under which, with ratio r, every drawn tile's projected error is within tau:
+ * where level L starts to morph onto level L+1 (morph_start(L) = range0 r^(L-1) (1 + (r - 1) m),
+ * range0 m for level 0), level L+1's error must be; and at least the crack rule's minimum. */
+static double derived_range0(const terra_select_desc *d, double sse_k, double r) {
+    const double m = d->morph_start_ratio;
+    double need = d->levels == 1 ? d->level_error[0] * sse_k / d->max_sse_px : 0;
+    for (int l = 0; l + 1 < d->levels; l++)
+        need = fmax(need, d->level_error[l + 1] * sse_k / d->max_sse_px / (l ? pow(r, l - 1) * (1 + (r - 1) * m) : m));
+    return fmax(need, 2.0 * d->grid.tile0_size * sqrt(2.0) / (m * (r - 1.0)));
+}
+
+/* Ranges from per-level errors: the ratio in [1.25, 4] that draws the fewest triangles, each level's
+ * band of ground (range(L)^2 - range(L-1)^2) costing its area over its tiles' area (4^L). */
+static void derive_ranges(const terra_select_desc *d, double sse_k, double *ratio, double *range0) {
+    double best = INFINITY;
+    for (int i = 0; i <= 55; i++) {
+        const double r = 1.25 + 0.05 * i, r0 = derived_range0(d, sse_k, r);
+        double cost = 0, prev = 0;
+        for (int l = 0; l < d->levels; l++) {
+            const double band = r0 * pow(r, l);
+            cost += (band * band - prev * prev) / ldexp(1.0, 2 * l);
+            prev = band;
+        }
+        if (cost < best) best = cost, *ratio = r, *range0 = r0;
+    }
+}
+
 terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out) {
     terra_select_desc d = in ? *in : (terra_select_desc){0};
     terra_status st = terra_grid_desc_resolve(&d.grid, &d.grid);
@@ -60,23 +87,20 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
         if (!(d.level_error[l] >= 0) || !isfinite(d.level_error[l]))
             return terra_fail(TERRA_E_INVALID, "select: level_error[%d] must be finite and not negative (got %g)", l,
                               (double)d.level_error[l]);
-    if (derive) { /* the smallest ratio under which no level's error outgrows level 0's */
-        double r = 1.25;
-        for (int l = 1; l < d.levels && l <= 24; l++)
-            if (d.level_error[l] > d.level_error[0]) r = fmax(r, pow(d.level_error[l] / d.level_error[0], 1.0 / l));
-        d.range_ratio = fmin(r, 4.0);
-    }
-    if (d.range_ratio == 0) d.range_ratio = 2.0;
     if (d.morph_start_ratio == 0) d.morph_start_ratio = 0.5;
-    if (d.max_tiles == 0) d.max_tiles = 4096;
-    if (d.range_cache_size == 0) d.range_cache_size = 4096;
     if (d.levels < 1 || d.levels > 24)
         return terra_fail(TERRA_E_INVALID, "select: levels must be from 1 to 24 (got %d)", d.levels);
-    if (!(d.range_ratio > 1.0) || !isfinite(d.range_ratio))
-        return terra_fail(TERRA_E_INVALID, "select: range_ratio must be greater than 1 (got %g)", d.range_ratio);
     if (!(d.morph_start_ratio > 0.0 && d.morph_start_ratio < 1.0))
         return terra_fail(TERRA_E_INVALID, "select: morph_start_ratio must lie strictly between 0 and 1 (got %g)",
                           d.morph_start_ratio);
+    double ratio_of_errors = 0, range0_of_errors = 0;
+    if (derive) derive_ranges(&d, sse_k, &ratio_of_errors, &range0_of_errors);
+    if (derive) d.range_ratio = ratio_of_errors;
+    if (d.range_ratio == 0) d.range_ratio = 2.0;
+    if (d.max_tiles == 0) d.max_tiles = 4096;
+    if (d.range_cache_size == 0) d.range_cache_size = 4096;
+    if (!(d.range_ratio > 1.0) || !isfinite(d.range_ratio))
+        return terra_fail(TERRA_E_INVALID, "select: range_ratio must be greater than 1 (got %g)", d.range_ratio);
     if (d.max_tiles < 1 || d.max_tiles > TERRA_SELECT_MAX_TILES)
         return terra_fail(TERRA_E_INVALID, "select: max_tiles must be from 1 to 2^20 (got %d)", d.max_tiles);
     if (d.range_cache_size < 4 || d.range_cache_size > (1 << 24) || (d.range_cache_size & (d.range_cache_size - 1)))
@@ -88,14 +112,7 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           d.bounds[2], d.bounds[1], d.bounds[3]);
     const double diag0 = d.grid.tile0_size * sqrt(2.0);
     const double min_range0 = 2.0 * diag0 / (d.morph_start_ratio * (d.range_ratio - 1.0));
-    if (derive) { /* where level L starts to morph onto level L+1, L+1's error must be under tau */
-        const double m = d.morph_start_ratio, r = d.range_ratio;
-        double need = 0;
-        for (int l = 0; l + 1 < d.levels; l++)
-            need = fmax(need, d.level_error[l + 1] * sse_k / d.max_sse_px / (l ? pow(r, l - 1) * (1 + (r - 1) * m) : m));
-        if (d.levels == 1) need = d.level_error[0] * sse_k / d.max_sse_px;
-        d.range0 = fmax(need, min_range0);
-    }
+    if (derive) d.range0 = range0_of_errors;
     if (d.range0 == 0) d.range0 = 1.5 * min_range0;
     if (!isfinite(d.range0) || d.range0 < min_range0)
         return terra_fail(TERRA_E_INVALID,

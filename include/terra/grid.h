@@ -76,6 +76,15 @@ TERRA_API terra_status terra_grid_build(const terra_source *src, const terra_gri
  * strips of columns so the post-transform vertex cache is reused. */
 TERRA_API void terra_grid_indices(int cells, uint32_t *out);
 
+/* Measures the geometric error of each level's grid tiles over `src` (for terra_select_desc's
+ * level_error): out[L] for L in 0..levels-1 is the largest vertical distance between the surface a
+ * level-L tile draws (its cells split as terra_grid_indices splits them) and the source sampled four
+ * times finer, over windows of 16 x 16 cells in nine tiles per level around (x, z) (the tile there
+ * and eight three tiles away). An estimate from samples, not a bound: rougher ground elsewhere is
+ * drawn with more error there. Asks the source for about 40,000 samples per level. */
+TERRA_API terra_status terra_grid_level_errors(const terra_source *src, const terra_grid_desc *d, int levels, double x,
+                                               double z, float *out);
+
 /* The morph factor CDLOD applies to a vertex at distance `dist` from the eye for a level whose
  * morph runs from morph_start to morph_end: 0 below the start, 1 past the end. */
 static inline float terra_morph_factor(double dist, float morph_start, float morph_end) {

@@ -55,12 +55,12 @@ typedef struct terra_select_desc {
     void *tile_error_user;
     /* Per level, for CDLOD over a source (grid tiles, morphed): level L's error in metres
      * (terra_source_level_errors measures it). With level_error[0] > 0 and range0 and range_ratio
-     * left 0, the ranges are derived from tau and the view: range_ratio is the smallest r in
-     * [1.25, 4] with level_error[L] <= level_error[0] * r^L at every level, and range0 the smallest
-     * under which every tile drawn has a projected error of at most tau: level L's own error from
-     * its box on, and its parent level's from where it starts to morph onto the parent's grid. The
-     * crack rule's minimum range0 wins where it is larger (the ground is then finer than tau asks).
-     * stats.sse_px_max reports the same measure. Levels past `levels` are ignored; where errors grow
+     * left 0, the ranges are derived from tau and the view: for a ratio r, range0 is the smallest
+     * under which every tile drawn has a projected error of at most tau (level L's own error from
+     * its box on, and level L+1's from where it starts to morph onto its parent's grid), or the
+     * crack rule's minimum where that is larger (the ground is then finer than tau asks); r is the
+     * one of 1.25, 1.30, ... 4 that draws the fewest triangles (each level's band of ground over its
+     * tiles' area).      * stats.sse_px_max reports the same measure. Levels past `levels` are ignored; where errors grow
      * so fast that the coarsest levels' ranges would break the size rule below, those levels are
      * left out (`levels` resolves smaller: finer levels already reach as far). */
     float level_error[TERRA_TILE_MAX_LEVEL + 1];
