@@ -231,12 +231,76 @@ static void bench_sse(const terra_source *src) {
     terra_select_destroy(sel);
 }
 
+/* Triangles drawn against the ideal for tau: the ideal mesh at each point has the coarsest spacing
+ * whose error (the measured level errors, interpolated log-log in the spacing) the screen cannot
+ * see there, never finer than level 0's; it is integrated over the drawn tiles (8 x 8 pieces each,
+ * at each piece's distance) and compared with the triangles drawn. */
+static double ideal_triangles(const terra_select *sel, const terra_select_desc *d, const terra_selected_tile *t, int n,
+                              terra_vec3 eye) {
+    const double s0 = d->grid.tile0_size / d->grid.cells;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        const double side = t[i].box.max.x - t[i].box.min.x, piece = side / 8, ymid = 0.5 * (t[i].box.min.y + t[i].box.max.y);
+        for (int pj = 0; pj < 8; pj++)
+            for (int pi = 0; pi < 8; pi++) {
+                const double x = t[i].box.min.x + (pi + 0.5) * piece, z = t[i].box.min.z + (pj + 0.5) * piece;
+                const double dist = sqrt((x - eye.x) * (x - eye.x) + (z - eye.z) * (z - eye.z) + (ymid - eye.y) * (ymid - eye.y));
+                const double allowed = d->max_sse_px * dist / terra_select_sse_px(sel, 1.0, 1.0); /* metres */
+                double s = s0;
+                for (int l = 0; l + 1 < d->levels; l++) { /* the spacing where the error curve reaches `allowed` */
+                    const double e0 = fmax(d->level_error[l], 1e-6), e1 = fmax(d->level_error[l + 1], 1e-6);
+                    if (allowed <= e0) break;
+                    if (allowed >= e1) {
+                        s = s0 * ldexp(1.0, l + 1);
+                        continue;
+                    }
+                    s = s0 * ldexp(1.0, l) * pow(2.0, log(allowed / e0) / log(e1 / e0));
+                    break;
+                }
+                sum += 2.0 * piece * piece / (s * s);
+            }
+    }
+    return sum;
+}
+
+static void bench_triangles_vs_ideal(const terra_source *src) {
+    terra_select_desc d = {.view_height_px = 1080};
+    if (terra_grid_level_errors(src, &(terra_grid_desc){0}, 12, 0, 0, d.level_error) != TERRA_OK ||
+        terra_select_desc_resolve(&d, &d) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    terra_select *sel;
+    terra_select_create(&d, src, &sel);
+    double ratio[48];
+    int n = 0;
+    for (int k = 0; k < 48; k++) { /* 48 views: 2 m to 3 km up, all around */
+        terra_camera cam = same_ground_camera(src, 1000.0 * k, exp(log(2.0) + (log(3000.0) - log(2.0)) * (k % 8) / 7.0));
+        cam.yaw_rad = 0.37 * k, cam.pitch_rad = -0.05 - 0.05 * (k % 5), cam.aspect = 16.0 / 9;
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_selected_tile *t;
+        int count;
+        if (terra_select_run(sel, cam.eye, &fr, &t, &count) != TERRA_OK) continue;
+        const double drawn = 2.0 * d.grid.cells * d.grid.cells * count;
+        ratio[n++] = drawn / ideal_triangles(sel, &d, t, count, cam.eye);
+    }
+    bench_record("render.triangles_vs_ideal", bench_median(ratio, n), "x", n, "median");
+    double worst = 0;
+    for (int i = 0; i < n; i++) worst = fmax(worst, ratio[i]);
+    bench_record("render.triangles_vs_ideal.worst", worst, "x", n, "max");
+    bench_record("select.derived.range0", d.range0, "m", 1, "value");
+    bench_record("select.derived.range_ratio", d.range_ratio, "x", 1, "value");
+    terra_select_destroy(sel);
+}
+
 int main(void) {
     terra_source *world;
     if (terra_world_create(&(terra_world_desc){.seed = 1}, &world) != TERRA_OK) return 1;
     bench_selection(world);
     bench_distance(world);
     bench_sse(world);
+    bench_triangles_vs_ideal(world);
     bench_grid(world);
     terra_source_destroy(world);
     return 0;

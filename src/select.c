@@ -40,30 +40,19 @@ struct terra_select {
     uint8_t far_corner[6][3], near_corner[6][3];
 };
 
-/* The smallest range0 under which, with ratio r, every drawn tile's projected error is within tau:
- * where level L starts to morph onto level L+1 (morph_start(L) = range0 r^(L-1) (1 + (r - 1) m),
- * range0 m for level 0), level L+1's error must be; and at least the crack rule's minimum. */
-static double derived_range0(const terra_select_desc *d, double sse_k, double r) {
+/* Ranges from per-level errors: each level hands over to the next where the next's error projects to
+ * tau (see cdlod_sse), but no sooner than the morph margin allows (range(L) - range(L-1) at least a
+ * level-L tile's diagonal over morph_start_ratio: the crack rule, level by level); the coarsest
+ * reaches twice as far as the one before. */
+static void derive_ranges(terra_select_desc *d, double sse_k) {
     const double m = d->morph_start_ratio;
-    double need = d->levels == 1 ? d->level_error[0] * sse_k / d->max_sse_px : 0;
-    for (int l = 0; l + 1 < d->levels; l++)
-        need = fmax(need, d->level_error[l + 1] * sse_k / d->max_sse_px / (l ? pow(r, l - 1) * (1 + (r - 1) * m) : m));
-    return fmax(need, 2.0 * d->grid.tile0_size * sqrt(2.0) / (m * (r - 1.0)));
-}
-
-/* Ranges from per-level errors: the ratio in [1.25, 4] that draws the fewest triangles, each level's
- * band of ground (range(L)^2 - range(L-1)^2) costing its area over its tiles' area (4^L). */
-static void derive_ranges(const terra_select_desc *d, double sse_k, double *ratio, double *range0) {
-    double best = INFINITY;
-    for (int i = 0; i <= 55; i++) {
-        const double r = 1.25 + 0.05 * i, r0 = derived_range0(d, sse_k, r);
-        double cost = 0, prev = 0;
-        for (int l = 0; l < d->levels; l++) {
-            const double band = r0 * pow(r, l);
-            cost += (band * band - prev * prev) / ldexp(1.0, 2 * l);
-            prev = band;
-        }
-        if (cost < best) best = cost, *ratio = r, *range0 = r0;
+    double prev = 0;
+    for (int l = 0; l < d->levels; l++) {
+        const double margin = ldexp(d->grid.tile0_size, l) * sqrt(2.0) / m;
+        double r = prev + margin;
+        if (l + 1 < d->levels) r = fmax(r, d->level_error[l + 1] * sse_k / d->max_sse_px);
+        else r = fmax(r, 2 * prev);
+        d->ranges[l] = prev = r;
     }
 }
 
@@ -93,9 +82,16 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
     if (!(d.morph_start_ratio > 0.0 && d.morph_start_ratio < 1.0))
         return terra_fail(TERRA_E_INVALID, "select: morph_start_ratio must lie strictly between 0 and 1 (got %g)",
                           d.morph_start_ratio);
-    double ratio_of_errors = 0, range0_of_errors = 0;
-    if (derive) derive_ranges(&d, sse_k, &ratio_of_errors, &range0_of_errors);
-    if (derive) d.range_ratio = ratio_of_errors;
+    const bool given = d.ranges[0] > 0;
+    if (given || derive) { /* per level: their first and their growth stand for range0 and ratio */
+        if (derive) derive_ranges(&d, sse_k);
+        for (int l = 1; l < d.levels; l++)
+            if (!(d.ranges[l] > d.ranges[l - 1]) || !isfinite(d.ranges[l]))
+                return terra_fail(TERRA_E_INVALID, "select: ranges must grow from level to level (level %d: %g m after %g m)",
+                                  l, d.ranges[l], d.ranges[l - 1]);
+        d.range0 = d.ranges[0];
+        d.range_ratio = d.levels > 1 ? d.ranges[1] / d.ranges[0] : 2.0;
+    }
     if (d.range_ratio == 0) d.range_ratio = 2.0;
     if (d.max_tiles == 0) d.max_tiles = 4096;
     if (d.range_cache_size == 0) d.range_cache_size = 4096;
@@ -112,7 +108,6 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           d.bounds[2], d.bounds[1], d.bounds[3]);
     const double diag0 = d.grid.tile0_size * sqrt(2.0);
     const double min_range0 = 2.0 * diag0 / (d.morph_start_ratio * (d.range_ratio - 1.0));
-    if (derive) d.range0 = range0_of_errors;
     if (d.range0 == 0) d.range0 = 1.5 * min_range0;
     if (!isfinite(d.range0) || d.range0 < min_range0)
         return terra_fail(TERRA_E_INVALID,
@@ -129,17 +124,19 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           "select: the coarsest tiles, tile0_size x 2^(levels - 1) = %g m, must be at most 2^44 m "
                           "(%g m): fewer levels or a smaller tile0_size",
                           top_side, TERRA_SELECT_MAX_SIDE);
+    if (!given && !derive)
+        for (int l = 0; l < d.levels; l++) d.ranges[l] = d.range0 * pow(d.range_ratio, l);
     /* Derived ranges that outgrow the tiles (errors rising faster than sides): the coarsest levels
      * would only be drawn past where finer ones already reach; leave them out. */
-    while (derive && d.levels > 1 &&
-           d.range0 * pow(d.range_ratio, d.levels - 1) > TERRA_SELECT_MAX_RANGE_TILES * ldexp(d.grid.tile0_size, d.levels - 1))
+    while (derive && d.levels > 1 && d.ranges[d.levels - 1] > TERRA_SELECT_MAX_RANGE_TILES * ldexp(d.grid.tile0_size, d.levels - 1))
         d.levels--;
-    const double top_range = d.range0 * pow(d.range_ratio, d.levels - 1);
-    if (!(top_range <= TERRA_SELECT_MAX_RANGE_TILES * top_side))
+    for (int l = d.levels; l <= TERRA_TILE_MAX_LEVEL; l++) d.ranges[l] = 0;
+    const double top_range = d.ranges[d.levels - 1], top_side_now = ldexp(d.grid.tile0_size, d.levels - 1);
+    if (!(top_range <= TERRA_SELECT_MAX_RANGE_TILES * top_side_now))
         return terra_fail(TERRA_E_INVALID,
                           "select: the coarsest level's range, range0 x range_ratio^(levels - 1) = %g m, must be at "
                           "most %d of its tiles (%g m): a shorter range0, a smaller range_ratio or fewer levels",
-                          top_range, TERRA_SELECT_MAX_RANGE_TILES, TERRA_SELECT_MAX_RANGE_TILES * top_side);
+                          top_range, TERRA_SELECT_MAX_RANGE_TILES, TERRA_SELECT_MAX_RANGE_TILES * top_side_now);
     *out = d;
     return TERRA_OK;
 }
@@ -166,7 +163,7 @@ terra_status terra_select_create(const terra_select_desc *desc, const terra_sour
     for (int i = 0; i < d.range_cache_size; i++) s->cache[i] = (range_entry){.key = ~(terra_tile_key)0};
     s->set_mask = (uint32_t)(d.range_cache_size / RANGE_WAYS) - 1;
     for (int l = 0; l < d.levels; l++) {
-        s->range[l] = d.range0 * pow(d.range_ratio, l);
+        s->range[l] = d.ranges[l];
         s->range2[l] = s->range[l] * s->range[l];
         s->side[l] = terra_grid_tile_side(&d.grid, l);
         double band_lo = l ? s->range[l - 1] : 0.0;
@@ -310,12 +307,19 @@ static inline double box_distance2(const terra_select *s, const double box[6]) {
     return ex * ex + ey * ey + ez * ez;
 }
 
-/* The projected error of a CDLOD tile whose box is d from the eye: its level's error there, and
- * where it morphs onto its parent's grid (from morph_start on), the parent level's error. */
+/* The projected error of a CDLOD tile whose box is d from the eye. A vertex morphing by k toward
+ * its target on the parent's grid is taken to depart from the ground by the blend of the two
+ * levels' errors, (1 - k) e(L) + k e(L+1); over distance that blend divided by the distance is
+ * largest at one end of the morph, so the tile's worst is at its nearest point or where it has
+ * become its parent (its range), past which the parent's error only shrinks on screen. */
 static double cdlod_sse(const terra_select *s, int level, double d) {
-    double e = s->d.level_error[level] / fmax(d, 1e-9);
-    if (level + 1 < s->d.levels)
-        e = fmax(e, s->d.level_error[level + 1] / fmax(d, fmax(s->morph_start[level], 1e-9)));
+    const double eL = s->d.level_error[level];
+    double e = eL / fmax(d, 1e-9);
+    if (level + 1 < s->d.levels) {
+        const double eP = s->d.level_error[level + 1];
+        const double k = terra_morph_factor(d, s->morph_start[level], s->morph_end[level]);
+        e = fmax((eL + k * (eP - eL)) / fmax(d, 1e-9), eP / fmax(d, s->range[level]));
+    }
     return e * s->sse_k;
 }
 

@@ -228,10 +228,15 @@ static void derived_ranges_keep_cdlod_within_tau(void) {
         for (int l = 0; l < d.levels; l++) d.level_error[l] = (float)(e0 * pow(growth, l) * test_rand_range(&s, 0.7, 1.0));
         terra_select_desc r;
         CHECK(terra_select_desc_resolve(&d, &r) == TERRA_OK, "%s", terra_last_error());
-        CHECK(r.range_ratio >= 1.25 && r.range_ratio <= 4, "ratio %g", r.range_ratio);
         CHECK(r.levels >= 1 && r.levels <= d.levels, "levels %d", r.levels);
-        const double min_range0 = 2.0 * 64 * sqrt(2.0) / (r.morph_start_ratio * (r.range_ratio - 1));
-        raised += r.range0 <= min_range0 * (1 + 1e-9);
+        /* each level hands over where the next one's error projects to tau, or later for the margin */
+        const double K = d.view_height_px / (2 * tan(0.5 * r.view_fov_y_rad));
+        for (int l = 0; l + 1 < r.levels; l++) {
+            const double margin = ldexp(64, l) * sqrt(2.0) / r.morph_start_ratio;
+            CHECK(r.ranges[l] >= r.level_error[l + 1] * K / r.max_sse_px * (1 - 1e-9), "level %d hands over too near", l);
+            CHECK(r.ranges[l] - (l ? r.ranges[l - 1] : 0) >= margin * (1 - 1e-9), "level %d: no room to morph", l);
+            raised += r.ranges[l] > r.level_error[l + 1] * K / r.max_sse_px * (1 + 1e-9);
+        }
         terra_select *sel;
         CHECK(terra_select_create(&d, src, &sel) == TERRA_OK, "%s", terra_last_error());
         for (int k = 0; k < 3; k++) {
@@ -251,18 +256,25 @@ static void derived_ranges_keep_cdlod_within_tau(void) {
             double worst = 0; /* the measure of select.h, recomputed from the tiles drawn */
             for (int i = 0; i < n; i++) {
                 if (t[i].level == 0) continue;
+                /* every vertex: at distance q it departs by the blend of its level's and its parent's
+                 * errors in the morph's proportion (sampled densely over the tile's distances) */
                 const double dist = terra_box3_distance(&t[i].box, eye);
-                double e = terra_select_sse_px(sel, d.level_error[t[i].level], dist);
-                if (t[i].level + 1 < r.levels)
-                    e = fmax(e, terra_select_sse_px(sel, d.level_error[t[i].level + 1], fmax(dist, t[i].morph_start)));
-                worst = fmax(worst, e);
+                const int L = t[i].level;
+                for (int q = 0; q <= 64; q++) {
+                    const double at = dist + (t[i].morph_end * 1.5 - dist) * q / 64.0;
+                    if (at < dist) continue;
+                    double e = d.level_error[L];
+                    if (L + 1 < r.levels)
+                        e += terra_morph_factor(at, t[i].morph_start, t[i].morph_end) * (d.level_error[L + 1] - e);
+                    worst = fmax(worst, terra_select_sse_px(sel, e, at));
+                }
             }
             CHECK(worst <= d.max_sse_px * (1 + 1e-6), "case %d: a tile drawn at %g px > tau %g", it, worst, d.max_sse_px);
             cases++;
         }
         terra_select_destroy(sel);
     }
-    printf("derived ranges: %d selections within tau; %d of 40 option sets raised to the crack rule's range0\n", cases,
+    printf("derived ranges: %d selections within tau; %d levels handed over later than tau asks, for the morph margin\n", cases,
            raised);
     /* explicit ranges stay the caller's */
     terra_select_desc d = {.range0 = 900, .range_ratio = 2, .level_error = {1, 2, 4}}, r;

@@ -1,6 +1,7 @@
 /* terra select: which quadtree tiles to draw for an eye (CDLOD, Strugar 2010).
  *
- * Level L's range is range0 × ratio^L. The walk starts from the coarsest tiles laid around the
+ * Level L's range is ranges[L]: range0 × ratio^L, or derived from the levels' errors and the
+ * screen-space error the view allows (level_error below). The walk starts from the coarsest tiles laid around the
  * eye (the world has no edge) and descends by the true 3-D distance from the eye to each tile's
  * bounding box (its rectangle × the source's height range over it):
  *  - a tile beyond its level's range is left to its parent;
@@ -54,16 +55,21 @@ typedef struct terra_select_desc {
     float (*tile_error)(void *user, terra_tile_key key);
     void *tile_error_user;
     /* Per level, for CDLOD over a source (grid tiles, morphed): level L's error in metres
-     * (terra_source_level_errors measures it). With level_error[0] > 0 and range0 and range_ratio
-     * left 0, the ranges are derived from tau and the view: for a ratio r, range0 is the smallest
-     * under which every tile drawn has a projected error of at most tau (level L's own error from
-     * its box on, and level L+1's from where it starts to morph onto its parent's grid), or the
-     * crack rule's minimum where that is larger (the ground is then finer than tau asks); r is the
-     * one of 1.25, 1.30, ... 4 that draws the fewest triangles (each level's band of ground over its
-     * tiles' area).      * stats.sse_px_max reports the same measure. Levels past `levels` are ignored; where errors grow
-     * so fast that the coarsest levels' ranges would break the size rule below, those levels are
-     * left out (`levels` resolves smaller: finer levels already reach as far). */
+     * (terra_grid_level_errors measures it). With level_error[0] > 0 and range0, range_ratio and
+     * ranges left 0, each level's range is derived from tau and the view: level L hands over to
+     * level L+1 where L+1's error projects to tau, but no sooner than the morph margin allows
+     * (range(L) - range(L-1) >= a level-L tile's diagonal / morph_start_ratio, the crack rule level
+     * by level; the ground is then finer than tau asks); the coarsest reaches twice as far as the
+     * level before. A morphing vertex counts as departing by the blend of its level's and its
+     * parent level's errors in the morph's proportion, whose projection over distance is largest at
+     * an end of the morph: so every tile drawn has a projected error of at most tau but those of
+     * level 0 (the finest there is) nearer than its range. stats.sse_px_max reports the same
+     * measure. Where errors grow so fast that the coarsest levels' ranges would break the size rule
+     * below, those levels are left out (`levels` resolves smaller: finer levels reach as far). */
     float level_error[TERRA_TILE_MAX_LEVEL + 1];
+    /* Each level's range in metres, increasing; all 0: range0 x range_ratio^L (or derived as above).
+     * Resolving fills them in (and range0 = ranges[0], range_ratio = ranges[1] / ranges[0]). */
+    double ranges[TERRA_TILE_MAX_LEVEL + 1];
 } terra_select_desc;
 
 /* One tile to draw. */
