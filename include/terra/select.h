@@ -1,9 +1,9 @@
 /* terra select: which quadtree tiles to draw for an eye (CDLOD, Strugar 2010).
  *
  * Level L's range is ranges[L]: range0 × ratio^L, or derived from the levels' errors and the
- * screen-space error the view allows (level_error below). The walk starts from the coarsest tiles laid around the
- * eye (the world has no edge) and descends by the true 3-D distance from the eye to each tile's
- * bounding box (its rectangle × the source's height range over it):
+ * screen-space error the view allows (level_error below). The walk starts from the coarsest tiles
+ * laid around the eye (the world has no edge) and descends by the true 3-D distance from the eye
+ * to each tile's bounding box (its rectangle × the source's height range over it):
  *  - a tile beyond its level's range is left to its parent;
  *  - a tile in range but beyond the next finer range is drawn at its level;
  *  - a nearer tile tries its four children, and a child out of even its own range is drawn at its
