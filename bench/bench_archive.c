@@ -1,12 +1,137 @@
 /* archive: lookup cost in an archive of 1 M tiles (cold: open + first tile; warm: random keys),
  * index bytes per tile, what terra serve does before it listens (open, z/x/y map, layer.json) on
- * 1 M tiles (one level, and a pyramid), layer.json of 160 k scattered tiles, and the size of a baked
- * archive against the raw 16-bit raster. */
+ * 1 M tiles (one level, and a pyramid), layer.json of 160 k scattered tiles, the size of a baked
+ * archive against the raw 16-bit raster, and the archive source's sampling throughput on 1 and 2
+ * threads (the streamer's requests over the whole archive, and over a corner its cache holds). */
 #include "bench.h"
+#include "terra/archive_io.h"
 #include "terra/bake.h"
 
+#include <math.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ---- the archive source on threads ---------------------------------------------------------- */
+
+typedef struct sample_job {
+    const terra_source *src;
+    const terra_grid_request *req;
+    int count, first, step; /* requests first, first + step, ... below count */
+    int failed;
+} sample_job;
+
+static void *sample_requests(void *arg) {
+    sample_job *j = arg;
+    const int w = j->req[0].nx;
+    float *h = malloc((size_t)w * (size_t)w * sizeof *h);
+    terra_surface *s = malloc((size_t)w * (size_t)w);
+    for (int r = j->first; h && s && r < j->count; r += j->step)
+        j->failed |= terra_source_sample(j->src, &j->req[r], h, s) != TERRA_OK;
+    j->failed |= !h || !s;
+    free(h), free(s);
+    return NULL;
+}
+
+/* What two threads of plain arithmetic get done against one (2 on two free cores): the ceiling
+ * for the source's ratio on this machine at this time, which on a shared or throttled one is less. */
+static void *spin(void *arg) {
+    volatile unsigned long long *x = arg; /* each thread its own, kept: the loop cannot be dropped */
+    unsigned long long v = *x;
+    for (int i = 0; i < 50000000; i++) v ^= v << 13, v ^= v >> 7, v ^= v << 17;
+    *x = v;
+    return NULL;
+}
+static double cpu_ratio(void) {
+    enum { RUNS = 5 };
+    double t1[RUNS], t2[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        unsigned long long x[2 * 8] = {1, [8] = 2}; /* a cache line apart */
+        double a = bench_now();
+        spin(&x[0]);
+        t1[r] = bench_now() - a;
+        pthread_t th[2];
+        a = bench_now();
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&th[i], NULL, spin, &x[8 * i]) != 0) return -1;
+        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        t2[r] = bench_now() - a;
+    }
+    return 2 * bench_median(t1, RUNS) / bench_median(t2, RUNS);
+}
+
+/* Samples per second (heights and surfaces) of `count` requests shared among `threads` threads on a
+ * fresh source (cold cache): the median of RUNS. -1 on a failure. */
+static double source_rate(const char *path, const terra_grid_request *req, int count, int threads) {
+    enum { RUNS = 7, MAX_THREADS = 2 };
+    double t[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        terra_source *src;
+        if (terra_archive_source_create(path, &src, NULL) != TERRA_OK) return -1;
+        sample_job jobs[MAX_THREADS];
+        pthread_t th[MAX_THREADS];
+        const double a = bench_now();
+        for (int i = 0; i < threads; i++) {
+            jobs[i] = (sample_job){src, req, count, i, threads, 0};
+            if (pthread_create(&th[i], NULL, sample_requests, &jobs[i]) != 0) return -1;
+        }
+        int failed = 0;
+        for (int i = 0; i < threads; i++) pthread_join(th[i], NULL), failed |= jobs[i].failed;
+        t[r] = bench_now() - a;
+        terra_source_destroy(src);
+        if (failed) return -1;
+    }
+    return (double)count * req[0].nx * req[0].nz / bench_median(t, RUNS);
+}
+
+/* The streamer's requests (terra_grid_build's: the tile's n + 5 samples a side, surfaces too) for
+ * the tiles of a baked archive. stream: every tile of every level once, in a random order, ten times
+ * as many tiles as the source caches; warm: the level-0 and level-1 tiles of a 4 x 4 tile corner
+ * (about 50 tiles with their borders and home levels, all in the cache), 3000 at random. The figure is
+ * the ratio of 2 threads' throughput to 1 thread's (2 is perfect on two free cores), beside what
+ * plain arithmetic gets on this machine at the time (cpu_ceiling). */
+static void source_threads(const char *path, const terra_bake_desc *bd) {
+    const int n = bd->cells ? bd->cells : 32, w = n + 5;
+    const double tile0 = bd->tile0_size ? bd->tile0_size : 64;
+    int count = 0, cap = 0;
+    terra_grid_request *req = NULL;
+    for (int L = 0; L < bd->levels; L++) {
+        const int side = (int)((bd->area[2] - bd->area[0]) / ldexp(tile0, L));
+        for (int ty = 0; ty < side; ty++)
+            for (int tx = 0; tx < side; tx++) {
+                if (count == cap && !(req = realloc(req, (size_t)(cap = cap ? 2 * cap : 4096) * sizeof *req))) return;
+                req[count++] = (terra_grid_request){.ix0 = (int64_t)tx * n - 2, .iz0 = (int64_t)ty * n - 2,
+                                                    .spacing = ldexp(tile0 / n, L), .nx = w, .nz = w};
+            }
+    }
+    unsigned long long seed = 7;
+    for (int i = count - 1; i > 0; i--) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const int k = (int)((seed >> 33) % (unsigned long long)(i + 1));
+        const terra_grid_request t = req[i];
+        req[i] = req[k], req[k] = t;
+    }
+    bench_record("archive.source_threads_2_vs_1.cpu_ceiling", cpu_ratio(), "ratio", 5, "median of each");
+    const double s1 = source_rate(path, req, count, 1), s2 = source_rate(path, req, count, 2);
+    printf("  archive source, %d tile requests of %d x %d over all %d levels: %.2f M samples/s on 1 thread, %.2f M on 2\n",
+           count, w, w, bd->levels, s1 / 1e6, s2 / 1e6);
+    bench_record("archive.source_samples_per_s.stream_1_thread", s1, "1/s", 7, "median");
+    bench_record("archive.source_threads_2_vs_1.stream", s2 / s1, "ratio", 7, "median of each");
+    /* the 20 tiles of the corner, drawn at random 3000 times (cap >= 4096) */
+    const int total = 3000;
+    for (int i = 0; i < total; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const int k = (int)((seed >> 33) % 20), L = k < 16 ? 0 : 1, t = k < 16 ? k : k - 16;
+        req[i] = (terra_grid_request){.ix0 = (int64_t)(t % (4 >> L)) * n - 2, .iz0 = (int64_t)(t / (4 >> L)) * n - 2,
+                                      .spacing = ldexp(tile0 / n, L), .nx = w, .nz = w};
+    }
+    const double w1 = source_rate(path, req, total, 1), w2 = source_rate(path, req, total, 2);
+    printf("  archive source, %d requests over a 4 x 4 tile corner (cached): %.2f M samples/s on 1 thread, %.2f M on 2\n",
+           total, w1 / 1e6, w2 / 1e6);
+    bench_record("archive.source_samples_per_s.warm_1_thread", w1, "1/s", 7, "median");
+    bench_record("archive.source_threads_2_vs_1.warm", w2 / w1, "ratio", 7, "median of each");
+    free(req);
+}
 
 /* Median of 3: open with pread (as terra serve does), the z/x/y map, layer.json. */
 static double serve_start(const char *path) {
@@ -194,6 +319,7 @@ int main(void) {
         printf("  baked 2048 m x 2048 m, levels 0..5 (%llu tiles, %s): %.0f kB vs %.0f kB of 16-bit raster at %.0f m\n",
                (unsigned long long)st.tiles, v ? "heights only" : "normals + surfaces", bytes / 1e3, raw / 1e3, spacing);
         bench_record(name, bytes / raw, "ratio", 1, "value");
+        if (v == 0) source_threads(path, &bd);
     }
     terra_source_destroy(src);
     unlink(path);

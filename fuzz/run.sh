@@ -58,4 +58,8 @@ for req in 'GET\n/layer.json?v=1.0.0\ngzip, deflate, br' 'GET\n/12/2048/1023.ter
   'HEAD\n/0/0/0.terrain%00\n*;q=0.5' 'OPTIONS\n/0/0/0.terrain\x00junk\nx-gzip;Q=1.000' 'POST\n/a?b=%zz&c&d\nidentity, *;q=0'; do
   printf '%b' "\x10$req" >"$corpus/serve_seed/seed_$i"; i=$((i + 1)); done
 fuzz_one fuzz_serve_request 4096 "$corpus/serve_seed"
+# the renderer's mesh tiles: a recipe byte (even) builds valid tiles from the rest (fuzz/fuzz_tile_mesh.c)
+mkdir -p "$corpus/mesh_seed"
+for i in 0 1 2 3 4 5; do { printf "\\x$(printf %02x $((2 * i)))"; seq $((7 * i)) $((100 * i + 60)) | tr -d '\n'; } >"$corpus/mesh_seed/recipe_$i"; done
+fuzz_one fuzz_tile_mesh 65536 "$corpus/mesh_seed"
 echo "fuzz: no crashes (artifacts would be in $art)"

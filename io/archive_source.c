@@ -11,7 +11,8 @@
  * point inside. */
 #include "terra/archive_io.h"
 
-#include <cjson/cJSON.h>
+#include "archive_index.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -19,34 +20,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CACHE_TILES 128 /* decoded tiles kept (about 5.6 kB each at 32 cells) */
+/* The cache of decoded tiles, found by a hash of the key (chained buckets). Its lock guards the
+ * table, the list and the reference counts only, and is never held while a tile is read,
+ * decompressed or decoded: a call that misses decodes into a tile of its own outside the lock, then
+ * inserts it (or, when another thread got there first, takes that one and drops its own). A call
+ * holds a reference to every tile it reads until it returns (at most CALL_HOLDS at a time), so no
+ * tile it uses is freed under it, and the heights of a tile in the table never change, so they are
+ * read without the lock. Tiles no call holds are evicted least recently released first whenever
+ * the table holds more than CACHE_TILES; so it holds at most CACHE_TILES, or more only while
+ * running calls hold them (CALL_HOLDS a call at most). */
+#ifndef CACHE_TILES          /* (tests/test_archive.c builds this file again with a tiny cache) */
+#define CACHE_TILES 128      /* decoded tiles kept (about 5.6 kB each at 32 cells) */
+#endif
+#define CACHE_BUCKET_BITS 8  /* 256 buckets: twice the tiles */
+#ifndef CALL_HOLDS
+#define CALL_HOLDS 16        /* tiles one call holds before it lets them all go and starts again */
+#endif
 
 typedef struct dec_tile {
     terra_tile_key key;
-    uint64_t stamp;   /* 0: empty */
-    float *h;         /* (n+1)^2 heights, row-major from (0, 0) = the tile's lower x, lower z corner */
-    terra_surface *s; /* (n+1)^2 surface ids */
+    struct dec_tile *next;          /* the bucket's chain */
+    struct dec_tile *newer, *older; /* the list of the tiles no call holds, newest first */
+    int refs;                       /* calls holding it */
+    float *h;                       /* (n+1)^2 heights, row-major from (0, 0) = the tile's lower x, lower z corner */
+    terra_surface *s;               /* (n+1)^2 surface ids */
 } dec_tile;
 
-typedef struct level_ranges {
-    int32_t x0, y0, nx, ny; /* tiles present span [x0, x0+nx) x [y0, y0+ny) */
-    float *lo, *hi;         /* nx*ny: the tile's range and its descendants'; lo > hi where absent */
-} level_ranges;
+/* The tiles one call (a grid request, a height, a surface) holds. */
+typedef struct tile_holds {
+    dec_tile *memo[32]; /* the last tile used on each level */
+    dec_tile *held[CALL_HOLDS];
+    int n;
+} tile_holds;
 
 typedef struct arc_src {
     terra_archive *a;
     char *path;
-    int n, max_level;
+    int n;
     terra_tile_rules rules; /* the lattice rule: grid_cells = n */
-    uint32_t *grid_vertex;  /* (n+1)^2, decode_tile's scratch */
-    double tile0, s0;
-    double area[4];
+    arc_index x;          /* metadata and index, per level */
+    double s0;
     int64_t g0[2], g1[2]; /* the area in level-0 lattice indices (x, z), inclusive */
-    level_ranges lv[32];
-    float glo, ghi, margin;
-    pthread_mutex_t lock;
-    uint64_t clock;
-    dec_tile cache[CACHE_TILES];
+    pthread_mutex_t lock; /* the cache's table, list, count and reference counts; held for lookups only */
+    dec_tile *bucket[1 << CACHE_BUCKET_BITS];
+    dec_tile *newest, *oldest; /* the tiles in the table no call holds */
+    int cached;                /* tiles in the table */
 } arc_src;
 
 static int64_t floor_div(int64_t a, int64_t b) {
@@ -56,67 +74,163 @@ static int64_t floor_div(int64_t a, int64_t b) {
 
 /* ---- tiles ----------------------------------------------------------------------------------- */
 
-/* Decodes tile `key` into d (arrays allocated once per slot). TERRA_E_NOT_FOUND if absent. The
- * tile passes terra_archive_check_tile with the archive's lattice rule, the same check as terra info
- * --verify, which also says where each grid point's vertex is: nothing here indexes by u, v. Lock
- * held (S->grid_vertex is shared scratch). */
-static terra_status decode_tile(arc_src *S, terra_tile_key key, dec_tile *d) {
-    const int st1 = S->n + 1;
+/* Decodes tile `key` into a new tile of the caller's own (one allocation, refs 0, in no table).
+ * The tile passes terra_archive_check_tile with the archive's lattice rule, the same check as terra
+ * info --verify, which also says where each grid point's vertex is: nothing here indexes by u, v.
+ * Takes no lock: the archive reader is thread-safe and the scratch is this call's. */
+static terra_status decode_tile(const arc_src *S, terra_tile_key key, dec_tile **out) {
+    const size_t st1 = (size_t)S->n + 1, pts = st1 * st1;
     terra_archive_entry e;
     terra_status st = terra_archive_find(S->a, key, &e);
     if (st) return st;
-    if (!d->h) d->h = terra_alloc((size_t)st1 * st1 * sizeof(float));
-    if (!d->s) d->s = terra_alloc((size_t)st1 * st1); /* each alone: one may have failed before */
-    if (!d->h || !d->s) return terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
+    /* sizeof (dec_tile) is a multiple of its pointers' alignment, which suffices for floats */
+    dec_tile *d = terra_alloc(sizeof *d + pts * sizeof(float) + pts);
+    uint32_t *grid_vertex = terra_alloc(pts * sizeof *grid_vertex);
+    if (!d || !grid_vertex) {
+        terra_free(d), terra_free(grid_vertex);
+        return terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
+    }
+    *d = (dec_tile){.key = key, .h = (float *)(d + 1)};
+    d->s = (terra_surface *)(d->h + pts);
     terra_qmesh m;
-    st = terra_archive_check_tile(S->a, &e, &S->rules, &m, S->grid_vertex);
-    if (st) return st;
+    st = terra_archive_check_tile(S->a, &e, &S->rules, &m, grid_vertex);
+    if (st) {
+        terra_free(d), terra_free(grid_vertex);
+        return st;
+    }
     const double lo = m.header.min_height, hi = m.header.max_height;
-    for (int at = 0; at < st1 * st1; at++) {
-        const uint32_t k = S->grid_vertex[at];
+    for (size_t at = 0; at < pts; at++) {
+        const uint32_t k = grid_vertex[at];
         d->h[at] = (float)(lo + (hi - lo) * m.h[k] / (double)TERRA_QMESH_MAX_COORD); /* as terra bake rounds it */
         d->s[at] = m.materials ? (terra_surface)(m.materials[k] > 255 ? 255 : m.materials[k]) : TERRA_SURFACE_NONE;
     }
     terra_qmesh_free(&m);
-    d->key = key;
+    terra_free(grid_vertex);
+    *out = d;
     return TERRA_OK;
 }
 
-/* The decoded tile `key` from the cache (decoding it into the least recently used slot). Lock held. */
-static terra_status get_tile(arc_src *S, terra_tile_key key, dec_tile **out) {
-    dec_tile *victim = &S->cache[0];
-    for (int i = 0; i < CACHE_TILES; i++) {
-        dec_tile *d = &S->cache[i];
-        if (d->stamp && d->key == key) {
-            d->stamp = ++S->clock;
-            *out = d;
-            return TERRA_OK;
-        }
-        if (d->stamp < victim->stamp) victim = d;
+static dec_tile **bucket_of(arc_src *S, terra_tile_key key) {
+    return &S->bucket[(key * 0x9E3779B97F4A7C15ull) >> (64 - CACHE_BUCKET_BITS)]; /* Fibonacci hashing */
+}
+
+/* The cache's lock. Its holders do a few pointer steps, so a caller that finds it taken tries again
+ * a little before it sleeps (a sleep and a wake-up cost more than the wait). */
+static void cache_lock(arc_src *S) {
+    for (int i = 0; i < 100; i++) {
+        if (pthread_mutex_trylock(&S->lock) == 0) return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
     }
-    victim->stamp = 0;
-    terra_status st = decode_tile(S, key, victim);
-    if (st) return st;
-    victim->stamp = ++S->clock;
-    *out = victim;
+    pthread_mutex_lock(&S->lock);
+}
+
+static void cache_unlock(arc_src *S) { pthread_mutex_unlock(&S->lock); }
+
+/* Lock held, for the rest of the cache's functions. */
+
+/* The cached tile `key`, or NULL. */
+static dec_tile *table_find(arc_src *S, terra_tile_key key) {
+    dec_tile *d = *bucket_of(S, key);
+    while (d && d->key != key) d = d->next;
+    return d;
+}
+
+static void list_unlink(arc_src *S, dec_tile *d) {
+    if (d->newer) d->newer->older = d->older;
+    else S->newest = d->older;
+    if (d->older) d->older->newer = d->newer;
+    else S->oldest = d->newer;
+    d->newer = d->older = NULL;
+}
+
+/* Over CACHE_TILES: takes the oldest tile no call holds out of the table and returns it (to be freed
+ * once the lock is released); NULL when the table is within bounds or every tile in it is held. At
+ * most one is ever due: each call follows a single insertion or release. */
+static dec_tile *evict(arc_src *S) {
+    dec_tile *d = S->oldest;
+    if (S->cached <= CACHE_TILES || !d) return NULL;
+    list_unlink(S, d);
+    dec_tile **p = bucket_of(S, d->key);
+    while (*p != d) p = &(*p)->next;
+    *p = d->next;
+    S->cached--;
+    return d;
+}
+
+static void hold(arc_src *S, dec_tile *d) {
+    if (d->refs++ == 0) list_unlink(S, d);
+}
+
+/* Lets go of d; returns the tile evicted for it, or NULL. */
+static dec_tile *let_go(arc_src *S, dec_tile *d) {
+    if (--d->refs > 0) return NULL;
+    d->newer = NULL, d->older = S->newest; /* the newest of the tiles no call holds */
+    if (S->newest) S->newest->newer = d;
+    else S->oldest = d;
+    S->newest = d;
+    return evict(S);
+}
+
+/* Lets go of every tile the call holds and forgets them. */
+static void release_all(arc_src *S, tile_holds *T) {
+    if (!T->n) return;
+    cache_lock(S);
+    for (int i = 0; i < T->n; i++) T->held[i] = let_go(S, T->held[i]);
+    cache_unlock(S);
+    for (int i = 0; i < T->n; i++) terra_free(T->held[i]);
+    memset(T, 0, sizeof *T);
+}
+
+/* Tile `key`, held by the call until release_all: one it holds already, the cache's, or decoded now
+ * (outside the lock) and put in the cache. */
+static terra_status get_tile(arc_src *S, tile_holds *T, terra_tile_key key, dec_tile **out) {
+    for (int i = 0; i < T->n; i++)
+        if (T->held[i]->key == key) return *out = T->held[i], TERRA_OK;
+    if (T->n == CALL_HOLDS) release_all(S, T);
+    cache_lock(S);
+    dec_tile *d = table_find(S, key);
+    if (d) hold(S, d);
+    cache_unlock(S);
+    if (!d) {
+        dec_tile *fresh, *drop;
+        terra_status st = decode_tile(S, key, &fresh);
+        if (st) return st;
+        cache_lock(S);
+        d = table_find(S, key);
+        if (d) { /* another call decoded it meanwhile: one copy is kept */
+            hold(S, d);
+            drop = fresh;
+        } else {
+            d = fresh;
+            d->refs = 1;
+            dec_tile **b = bucket_of(S, key);
+            d->next = *b, *b = d;
+            S->cached++;
+            drop = evict(S);
+        }
+        cache_unlock(S);
+        terra_free(drop);
+    }
+    T->held[T->n++] = d;
+    *out = d;
     return TERRA_OK;
 }
 
-static bool tile_present(const arc_src *S, int L, int64_t x, int64_t y) {
-    const level_ranges *r = &S->lv[L];
-    if (x < r->x0 || y < r->y0 || x >= (int64_t)r->x0 + r->nx || y >= (int64_t)r->y0 + r->ny) return false;
-    size_t k = (size_t)(y - r->y0) * (size_t)r->nx + (size_t)(x - r->x0);
-    return r->lo[k] <= r->hi[k];
-}
+static bool tile_present(const arc_src *S, int L, int64_t x, int64_t y) { return arc_index_present(&S->x, L, x, y); }
 
-/* Height and surface at level-0 lattice point (gx, gz), clamped into the area. Lock held. `memo`
- * remembers the last tile used on each level. */
-static terra_status point_value(arc_src *S, int64_t gx, int64_t gz, dec_tile **memo, float *h, terra_surface *s) {
+/* Height and surface at level-0 lattice point (gx, gz), clamped into the area, from a tile the call
+ * holds (T: its tiles and the last one used on each level). The lock is taken only to find a tile
+ * the call does not hold yet. */
+static terra_status point_value(arc_src *S, int64_t gx, int64_t gz, tile_holds *T, float *h, terra_surface *s) {
     gx = gx < S->g0[0] ? S->g0[0] : gx > S->g1[0] ? S->g1[0] : gx;
     gz = gz < S->g0[1] ? S->g0[1] : gz > S->g1[1] ? S->g1[1] : gz;
     uint64_t bits = (uint64_t)gx | (uint64_t)gz;
-    int H = bits ? __builtin_ctzll(bits) : S->max_level;
-    if (H > S->max_level) H = S->max_level;
+    int H = bits ? __builtin_ctzll(bits) : S->x.max_level;
+    if (H > S->x.max_level) H = S->x.max_level;
     const int64_t n = S->n, hx = gx / ((int64_t)1 << H), hz = gz / ((int64_t)1 << H); /* exact: divisible */
     int64_t tx = floor_div(hx, n), tz = floor_div(hz, n);
     int64_t i = hx - tx * n, j = hz - tz * n;
@@ -127,11 +241,11 @@ static terra_status point_value(arc_src *S, int64_t gx, int64_t gz, dec_tile **m
         return terra_fail(TERRA_E_CORRUPT, "%s: no tile %d/%" PRId64 "/%" PRId64 " for the point at %g, %g m",
                           S->path, H, tx, tz, (double)gx * S->s0, (double)gz * S->s0);
     const terra_tile_key key = terra_tile_key_make(0, H, (int32_t)tx, (int32_t)tz);
-    dec_tile *d = memo[H];
-    if (!d || d->key != key || !d->stamp) {
-        terra_status st = get_tile(S, key, &d);
+    dec_tile *d = T->memo[H];
+    if (!d || d->key != key) {
+        terra_status st = get_tile(S, T, key, &d);
         if (st) return st;
-        memo[H] = d;
+        T->memo[H] = d;
     }
     const size_t at = (size_t)j * (size_t)(n + 1) + (size_t)i;
     *h = d->h[at];
@@ -149,16 +263,15 @@ static terra_status arc_sample(void *user, const terra_grid_request *req, float 
     if (r != 0.5 || L < 0 || L > 40)
         return terra_fail(TERRA_E_UNSUPPORTED, "%s: spacing %g m is not a level of the archive (level 0: %g m, doubling)",
                           S->path, req->spacing, S->s0);
-    dec_tile *memo[32] = {0};
+    tile_holds T = {0};
     terra_status st = TERRA_OK;
-    pthread_mutex_lock(&S->lock);
     for (int j = 0; j < req->nz && !st; j++)
         for (int i = 0; i < req->nx && !st; i++) {
             const size_t k = (size_t)j * (size_t)req->nx + (size_t)i;
-            st = point_value(S, (req->ix0 + i) * ((int64_t)1 << L), (req->iz0 + j) * ((int64_t)1 << L), memo, &heights[k],
+            st = point_value(S, (req->ix0 + i) * ((int64_t)1 << L), (req->iz0 + j) * ((int64_t)1 << L), &T, &heights[k],
                              surfaces ? &surfaces[k] : NULL);
         }
-    pthread_mutex_unlock(&S->lock);
+    release_all(S, &T);
     return st;
 }
 
@@ -169,11 +282,10 @@ static float arc_height(void *user, double x, double z) {
     int64_t cx = (int64_t)floor(fx0), cz = (int64_t)floor(fz0);
     double fx = fx0 - (double)cx, fz = fz0 - (double)cz;
     float c[4];
-    dec_tile *memo[32] = {0};
+    tile_holds T = {0};
     terra_status st = TERRA_OK;
-    pthread_mutex_lock(&S->lock);
-    for (int k = 0; k < 4 && !st; k++) st = point_value(S, cx + (k & 1), cz + (k >> 1), memo, &c[k], NULL);
-    pthread_mutex_unlock(&S->lock);
+    for (int k = 0; k < 4 && !st; k++) st = point_value(S, cx + (k & 1), cz + (k >> 1), &T, &c[k], NULL);
+    release_all(S, &T);
     if (st) return NAN;
     if (fx >= fz) return (float)(c[0] + fx * (c[1] - c[0]) + fz * (c[3] - c[1]));
     return (float)(c[0] + fz * (c[2] - c[0]) + fx * (c[3] - c[2]));
@@ -181,50 +293,27 @@ static float arc_height(void *user, double x, double z) {
 
 static terra_surface arc_surface(void *user, double x, double z) {
     arc_src *S = user;
-    dec_tile *memo[32] = {0};
+    tile_holds T = {0};
     float h;
     terra_surface s = TERRA_SURFACE_NONE;
-    pthread_mutex_lock(&S->lock);
-    if (point_value(S, (int64_t)floor(x / S->s0 + 0.5), (int64_t)floor(z / S->s0 + 0.5), memo, &h, &s)) s = TERRA_SURFACE_NONE;
-    pthread_mutex_unlock(&S->lock);
+    if (point_value(S, (int64_t)floor(x / S->s0 + 0.5), (int64_t)floor(z / S->s0 + 0.5), &T, &h, &s)) s = TERRA_SURFACE_NONE;
+    release_all(S, &T);
     return s;
 }
 
-/* The union of the ranges of the tiles over the rectangle (clamped into the area) on the finest
- * level whose tiles are at least as large, each tile's range covering its descendants; widened by
- * a quantization step, since a point takes its height from its home level's tile. */
+/* The index's ranges (archive_index.h), widened by a quantization step: a point takes its height
+ * from its home level's tile. */
 static terra_status arc_range(void *user, double x0, double z0, double x1, double z1, float *lo, float *hi) {
-    const arc_src *S = user;
-    x0 = fmin(fmax(x0, S->area[0]), S->area[2]), x1 = fmin(fmax(x1, S->area[0]), S->area[2]);
-    z0 = fmin(fmax(z0, S->area[1]), S->area[3]), z1 = fmin(fmax(z1, S->area[1]), S->area[3]);
-    const double size = fmax(x1 - x0, z1 - z0);
-    int L = 0;
-    while (L < S->max_level && ldexp(S->tile0, L) < size) L++;
-    const double side = ldexp(S->tile0, L);
-    float l = INFINITY, h = -INFINITY;
-    const level_ranges *r = &S->lv[L];
-    /* only the level's tiles: a rectangle over a vast area costs no more than the index */
-    const int64_t ya = (int64_t)floor(z0 / side), yb = (int64_t)floor(z1 / side);
-    const int64_t xa = (int64_t)floor(x0 / side), xb = (int64_t)floor(x1 / side);
-    for (int64_t y = ya > r->y0 ? ya : r->y0; y <= yb && y < (int64_t)r->y0 + r->ny; y++)
-        for (int64_t x = xa > r->x0 ? xa : r->x0; x <= xb && x < (int64_t)r->x0 + r->nx; x++) {
-            if (!tile_present(S, L, x, y)) continue;
-            size_t k = (size_t)(y - r->y0) * (size_t)r->nx + (size_t)(x - r->x0);
-            l = fminf(l, r->lo[k]);
-            h = fmaxf(h, r->hi[k]);
-        }
-    if (l > h) l = S->glo, h = S->ghi;
-    *lo = l - S->margin;
-    *hi = h + S->margin;
+    arc_index_range(&((const arc_src *)user)->x, x0, z0, x1, z1, lo, hi);
     return TERRA_OK;
 }
 
 static void arc_destroy(void *user) {
     arc_src *S = user;
     if (!S) return;
-    for (int i = 0; i < CACHE_TILES; i++) terra_free(S->cache[i].h), terra_free(S->cache[i].s);
-    terra_free(S->grid_vertex);
-    for (int L = 0; L < 32; L++) terra_free(S->lv[L].lo), terra_free(S->lv[L].hi);
+    for (int b = 0; b < 1 << CACHE_BUCKET_BITS; b++) /* no call runs */
+        for (dec_tile *d = S->bucket[b], *next; d; d = next) next = d->next, terra_free(d);
+    arc_index_free(&S->x);
     terra_archive_close(S->a);
     terra_free(S->path);
     pthread_mutex_destroy(&S->lock);
@@ -232,96 +321,6 @@ static void arc_destroy(void *user) {
 }
 
 /* ---- opening ---------------------------------------------------------------------------------- */
-
-/* Reads the frame, tile size and bounds from the metadata. */
-static terra_status read_metadata(arc_src *S) {
-    const terra_archive_info *I = terra_archive_get_info(S->a);
-    if (I->frame != TERRA_FRAME_LOCAL)
-        return terra_fail(TERRA_E_UNSUPPORTED, "%s: a %s-frame archive (for Cesium clients); terra draws local-frame archives",
-                          S->path, terra_frame_name(I->frame));
-    cJSON *j = cJSON_Parse(I->metadata);
-    const cJSON *ts = cJSON_GetObjectItem(j, "tile_size_m"), *b = cJSON_GetObjectItem(j, "bounds");
-    terra_status st = TERRA_OK;
-    if (!cJSON_IsNumber(ts) || !(ts->valuedouble > 0) || !isfinite(ts->valuedouble) || !cJSON_IsArray(b) ||
-        cJSON_GetArraySize(b) != 4) {
-        st = terra_fail(TERRA_E_CORRUPT, "%s: metadata lacks tile_size_m or bounds", S->path);
-    } else {
-        S->tile0 = ts->valuedouble;
-        for (int i = 0; i < 4; i++) {
-            const cJSON *v = cJSON_GetArrayItem(b, i);
-            S->area[i] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-        }
-        if (!(S->area[0] < S->area[2] && S->area[1] < S->area[3]) || !isfinite(S->area[0]) || !isfinite(S->area[1]) ||
-            !isfinite(S->area[2]) || !isfinite(S->area[3]))
-            st = terra_fail(TERRA_E_CORRUPT, "%s: metadata bounds are not a rectangle", S->path);
-    }
-    cJSON_Delete(j);
-    return st;
-}
-
-/* Lays out every level's tile ranges from the index, aggregated from the finest level up. */
-static terra_status index_ranges(arc_src *S) {
-    const terra_archive_info *I = terra_archive_get_info(S->a);
-    int32_t mn[32][2], mx[32][2];
-    bool any[32] = {0};
-    terra_archive_entry e;
-    S->max_level = -1;
-    S->glo = INFINITY, S->ghi = -INFINITY;
-    for (uint64_t i = 0; i < I->tile_count; i++) {
-        terra_status st = terra_archive_entry_at(S->a, i, &e);
-        if (st) return st;
-        int L = terra_tile_key_level(e.key);
-        int32_t x = terra_tile_key_x(e.key), y = terra_tile_key_y(e.key);
-        if (!any[L]) mn[L][0] = mx[L][0] = x, mn[L][1] = mx[L][1] = y, any[L] = true;
-        if (x < mn[L][0]) mn[L][0] = x;
-        if (y < mn[L][1]) mn[L][1] = y;
-        if (x > mx[L][0]) mx[L][0] = x;
-        if (y > mx[L][1]) mx[L][1] = y;
-        if (L > S->max_level) S->max_level = L;
-        S->glo = fminf(S->glo, e.min_height), S->ghi = fmaxf(S->ghi, e.max_height);
-    }
-    if (S->max_level < 0) return terra_fail(TERRA_E_UNSUPPORTED, "%s: the archive holds no tiles", S->path);
-    for (int L = 0; L <= S->max_level; L++)
-        if (!any[L]) return terra_fail(TERRA_E_UNSUPPORTED, "%s: level %d is missing (terra draws archives with every level from 0)", S->path, L);
-    for (int L = 0; L <= S->max_level; L++) {
-        level_ranges *r = &S->lv[L];
-        r->x0 = mn[L][0], r->y0 = mn[L][1];
-        r->nx = mx[L][0] - mn[L][0] + 1, r->ny = mx[L][1] - mn[L][1] + 1;
-        size_t cnt = (size_t)r->nx * (size_t)r->ny;
-        if (cnt > I->tile_count * 4 + 64)
-            return terra_fail(TERRA_E_UNSUPPORTED, "%s: level %d's tiles are scattered over %d x %d tiles", S->path, L,
-                              r->nx, r->ny);
-        r->lo = terra_alloc(cnt * sizeof(float));
-        r->hi = terra_alloc(cnt * sizeof(float));
-        if (!r->lo || !r->hi) return terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
-        for (size_t k = 0; k < cnt; k++) r->lo[k] = INFINITY, r->hi[k] = -INFINITY;
-    }
-    for (uint64_t i = 0; i < I->tile_count; i++) {
-        terra_archive_entry_at(S->a, i, &e);
-        level_ranges *r = &S->lv[terra_tile_key_level(e.key)];
-        size_t k = (size_t)(terra_tile_key_y(e.key) - r->y0) * (size_t)r->nx + (size_t)(terra_tile_key_x(e.key) - r->x0);
-        r->lo[k] = e.min_height, r->hi[k] = e.max_height;
-    }
-    for (int L = 1; L <= S->max_level; L++) {
-        level_ranges *r = &S->lv[L], *c = &S->lv[L - 1];
-        for (int32_t y = 0; y < c->ny; y++)
-            for (int32_t x = 0; x < c->nx; x++) {
-                size_t ck = (size_t)y * (size_t)c->nx + (size_t)x;
-                if (c->lo[ck] > c->hi[ck]) continue;
-                int64_t px = floor_div(c->x0 + x, 2), py = floor_div(c->y0 + y, 2);
-                if (!tile_present(S, L, px, py))
-                    return terra_fail(TERRA_E_UNSUPPORTED, "%s: tile %d/%d/%d has no parent on level %d", S->path, L - 1,
-                                      c->x0 + x, c->y0 + y, L);
-                size_t pk = (size_t)(py - r->y0) * (size_t)r->nx + (size_t)(px - r->x0);
-                r->lo[pk] = fminf(r->lo[pk], c->lo[ck]);
-                r->hi[pk] = fmaxf(r->hi[pk], c->hi[ck]);
-            }
-    }
-    /* A quantized height departs from its sample by half a step of its tile's range; the step is
-     * at most the whole range over 32767. */
-    S->margin = (S->ghi - S->glo) / (float)TERRA_QMESH_MAX_COORD + 1e-3f;
-    return TERRA_OK;
-}
 
 terra_status terra_archive_source_create(const char *path, terra_source **out, terra_archive_source_info *info) {
     if (!path || !out) return terra_fail(TERRA_E_INVALID, "archive source: NULL argument");
@@ -334,52 +333,48 @@ terra_status terra_archive_source_create(const char *path, terra_source **out, t
     terra_status st = S->path ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
     if (!st) memcpy(S->path, path, pl);
     if (!st) st = terra_archive_open(path, NULL, &S->a);
-    if (!st) st = read_metadata(S);
-    if (!st) st = index_ranges(S);
+    if (!st) st = arc_index_build(S->a, &S->x);
     if (!st) {
         /* The grid size from the coarsest tile, by the rule terra info --verify applies too. */
         st = terra_archive_tile_rules(S->a, &S->rules);
         const int n = S->rules.grid_cells;
         if (!st && terra_archive_is_tin(S->a))
             st = terra_fail(TERRA_E_UNSUPPORTED,
-                            "%s: an archive of irregular (TIN) tiles, as terra cook writes; terra's renderer draws grid "
-                            "archives (terra bake) only so far: serve or export this one for Cesium clients, and check "
-                            "it with terra check",
+                            "%s: an archive of irregular (TIN) tiles, as terra cook writes: it is drawn by its own tiles "
+                            "(terra/archive_mesh.h; terra render --archive), not answered as grid heights",
                             path);
         else if (!st && (n < TERRA_GRID_MIN_CELLS || n > TERRA_GRID_MAX_CELLS))
             st = terra_fail(TERRA_E_UNSUPPORTED,
                             "%s: tiles are not grids of %d to %d cells a side (a power of two), as terra bake writes",
                             path, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS);
         S->n = n;
-        if (!st && !(S->grid_vertex = terra_alloc(((size_t)n + 1) * ((size_t)n + 1) * sizeof *S->grid_vertex)))
-            st = terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
     }
     if (!st) {
-        S->s0 = S->tile0 / S->n;
+        S->s0 = S->x.tile0 / S->n;
         /* Tile coordinates are 28-bit and levels at most 31: a lattice index past 2^60 lies outside
          * every tile (and would not convert to an integer). */
         const double lim = 0x1p60;
         for (int i = 0; i < 4 && !st; i++)
-            if (!(fabs(S->area[i] / S->s0) < lim))
-                st = terra_fail(TERRA_E_CORRUPT, "%s: metadata bounds %g lie beyond any tile", path, S->area[i]);
+            if (!(fabs(S->x.area[i] / S->s0) < lim))
+                st = terra_fail(TERRA_E_CORRUPT, "%s: metadata bounds %g lie beyond any tile", path, S->x.area[i]);
     }
     if (!st) {
-        S->g0[0] = (int64_t)ceil(S->area[0] / S->s0), S->g1[0] = (int64_t)floor(S->area[2] / S->s0);
-        S->g0[1] = (int64_t)ceil(S->area[1] / S->s0), S->g1[1] = (int64_t)floor(S->area[3] / S->s0);
+        S->g0[0] = (int64_t)ceil(S->x.area[0] / S->s0), S->g1[0] = (int64_t)floor(S->x.area[2] / S->s0);
+        S->g0[1] = (int64_t)ceil(S->x.area[1] / S->s0), S->g1[1] = (int64_t)floor(S->x.area[3] / S->s0);
         if (S->g0[0] > S->g1[0] || S->g0[1] > S->g1[1])
             st = terra_fail(TERRA_E_UNSUPPORTED, "%s: the area holds no sample", path);
     }
     if (!st) {
         terra_source_desc sd = {.height_at = arc_height, .surface_at = arc_surface, .sample_grid = arc_sample,
                                 .height_range = arc_range, .destroy = arc_destroy, .user = S, .name = S->path,
-                                .min_height = S->glo - S->margin, .max_height = S->ghi + S->margin};
+                                .min_height = S->x.glo - S->x.margin, .max_height = S->x.ghi + S->x.margin};
         st = terra_source_create(&sd, out);
         if (!st && info) {
-            *info = (terra_archive_source_info){.grid = {.tile0_size = S->tile0, .cells = S->n},
-                                                .levels = S->max_level + 1,
+            *info = (terra_archive_source_info){.grid = {.tile0_size = S->x.tile0, .cells = S->n},
+                                                .levels = S->x.max_level + 1,
                                                 .min_height = sd.min_height,
                                                 .max_height = sd.max_height};
-            memcpy(info->bounds, S->area, sizeof S->area);
+            memcpy(info->bounds, S->x.area, sizeof S->x.area);
         }
         if (!st) return TERRA_OK;
     }

@@ -396,6 +396,18 @@ terra_status terra_archive_view_stored(const terra_archive *a, const terra_archi
     return TERRA_OK;
 }
 
+bool terra_archive_prefetch(const terra_archive *a, const terra_archive_entry *e) {
+    if (e->offset > a->info.file_size || e->size > a->info.file_size - e->offset) return false;
+    if (a->map) {
+        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)(a->map + e->offset);
+        const uintptr_t start = at & ~(page - 1);
+        posix_madvise((void *)start, (size_t)(at + e->size - start), POSIX_MADV_WILLNEED);
+    } else {
+        posix_fadvise(a->fd, (off_t)e->offset, (off_t)e->size, POSIX_FADV_WILLNEED);
+    }
+    return true;
+}
+
 terra_status terra_archive_verify(const terra_archive *a, uint64_t *bad_out) {
     uint64_t bad = 0, prev = 0;
     size_t cap = 0;

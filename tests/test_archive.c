@@ -1,10 +1,12 @@
 /* archive: write, look up, read; keys and order; shared reader across threads; version refusal;
- * every byte flip and every truncation of a small archive rejected cleanly; interrupted writes. */
+ * every byte flip and every truncation of a small archive rejected cleanly; interrupted writes; the
+ * archive source sampled by several threads at once (also built again with a tiny cache). */
 #define _DEFAULT_SOURCE /* mincore */
 #include "check.h"
 #include "terra/archive_io.h"
 #include "terra/bake.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <fcntl.h>
@@ -436,52 +438,135 @@ static void test_lookup_reads_little(void) {
     unlink(path);
 }
 
-/* An archive read as a source by two threads at once (as the streamer's workers do): the same
- * answers as one thread, and nothing for ThreadSanitizer to find. */
-#define SRC_REQUESTS 64
+/* ---- the archive source on several threads at once -------------------------------------------- */
+
+/* The archive source built once more, under another name, with a cache of 4 tiles and 2 held per
+ * call: every path of the cache (eviction on insertion and on release, two threads decoding the
+ * same tile, a call letting go of its tiles midway, the table past its bound while every tile in
+ * it is held) runs all the time. */
+#define CACHE_TILES 4
+#define CALL_HOLDS 2
+#define terra_archive_source_create tiny_cache_source_create
+terra_status tiny_cache_source_create(const char *path, terra_source **out, terra_archive_source_info *info);
+#include "../io/archive_source.c"
+#undef terra_archive_source_create
+
+#define SRC_REQUESTS 96
+#define SRC_POINTS 64
+#define SRC_THREADS 4
+typedef struct src_case {
+    terra_grid_request req[SRC_REQUESTS];
+    float *heights[SRC_REQUESTS];
+    terra_surface *surfaces[SRC_REQUESTS]; /* NULL: the request asks for heights only */
+    double px[SRC_POINTS], pz[SRC_POINTS]; /* terra_source_height points */
+    float py[SRC_POINTS];
+} src_case;
 typedef struct src_job {
     const terra_source *src;
-    const terra_grid_request *req;
-    float (*expect)[35 * 35];
-    int mismatches;
+    const src_case *c;
+    unsigned long long seed;
+    int rounds;
+    long answers, mismatches;
 } src_job;
+
+/* Every request and point in an order of the thread's own, `rounds` times over; each answer against
+ * the single-threaded one, bit for bit. */
 static void *sample_many(void *arg) {
     src_job *j = arg;
-    float h[35 * 35];
-    for (int round = 0; round < 3; round++)
-        for (int r = 0; r < SRC_REQUESTS; r++) {
-            if (terra_source_sample(j->src, &j->req[r], h, NULL) != TERRA_OK) j->mismatches++;
-            else j->mismatches += memcmp(h, j->expect[r], sizeof h) != 0;
+    const src_case *c = j->c;
+    float *h = malloc(100 * 100 * sizeof *h);
+    terra_surface *s = malloc(100 * 100);
+    int order[SRC_REQUESTS];
+    for (int r = 0; r < SRC_REQUESTS; r++) order[r] = r;
+    for (int round = 0; round < j->rounds && h && s; round++) {
+        for (int r = SRC_REQUESTS - 1; r > 0; r--) {
+            int k = (int)(test_rand_u64(&j->seed) % (unsigned)(r + 1)), t = order[r];
+            order[r] = order[k], order[k] = t;
         }
+        for (int o = 0; o < SRC_REQUESTS; o++) {
+            const int r = order[o];
+            const terra_grid_request *q = &c->req[r];
+            const size_t n = (size_t)q->nx * (size_t)q->nz;
+            j->answers++;
+            if (terra_source_sample(j->src, q, h, c->surfaces[r] ? s : NULL) != TERRA_OK ||
+                memcmp(h, c->heights[r], n * sizeof *h) != 0 || (c->surfaces[r] && memcmp(s, c->surfaces[r], n) != 0))
+                j->mismatches++;
+            const int p = (int)(test_rand_u64(&j->seed) % SRC_POINTS);
+            float y;
+            j->answers++;
+            if (terra_source_height(j->src, c->px[p], c->pz[p], &y) != TERRA_OK || memcmp(&y, &c->py[p], sizeof y) != 0)
+                j->mismatches++;
+        }
+    }
+    if (!h || !s) j->mismatches++;
+    free(h), free(s);
     return NULL;
 }
+
+/* Several threads sample random grids (every level, some past the area's edge, some spanning more
+ * tiles than a call holds) of one archive source at once, as the streamer's workers do, from a
+ * cold cache: every answer is the one a single thread got, and ThreadSanitizer finds nothing.
+ * Twice: the source as built, and with the tiny cache. */
 static void test_archive_source_threads(void) {
     char path[300];
     snprintf(path, sizeof path, "%s/src.terra", dir);
     terra_source *world, *src;
     CHECK(terra_world_create(&(terra_world_desc){.seed = 3}, &world) == TERRA_OK);
-    terra_bake_desc bd = {.levels = 3, .cells = 32, .tile0_size = 64, .area = {0, 0, 256, 256}, .threads = 2};
+    /* 21 x 17 level-0 tiles of 16 cells, 4 levels: 498 tiles, four times what the cache holds */
+    terra_bake_desc bd = {.levels = 4, .cells = 16, .tile0_size = 32, .area = {-40, 8, 600, 520}, .threads = 2,
+                          .compression = TERRA_COMPRESS_ZSTD};
     CHECK(terra_bake(world, path, &bd, NULL) == TERRA_OK, "%s", terra_last_error());
-    CHECK(terra_archive_source_create(path, &src, NULL) == TERRA_OK, "%s", terra_last_error());
-    terra_grid_request req[SRC_REQUESTS];
-    static float expect[SRC_REQUESTS][35 * 35];
+    terra_archive_source_info info;
+    CHECK(terra_archive_source_create(path, &src, &info) == TERRA_OK, "%s", terra_last_error());
+    if (!src) return;
+    static src_case c;
     unsigned long long rng = 5;
+    const double s0 = info.grid.tile0_size / info.grid.cells;
     for (int r = 0; r < SRC_REQUESTS; r++) {
-        const int L = (int)(test_rand_u64(&rng) % 3);
-        req[r] = (terra_grid_request){.ix0 = (int64_t)(test_rand_u64(&rng) % 160) - 30, .iz0 = (int64_t)(test_rand_u64(&rng) % 160) - 30,
-                                      .spacing = 2.0 * (1 << L), .nx = 35, .nz = 35};
-        req[r].ix0 >>= L, req[r].iz0 >>= L;
-        CHECK(terra_source_sample(src, &req[r], expect[r], NULL) == TERRA_OK, "%s", terra_last_error());
+        const int L = (int)(test_rand_u64(&rng) % (unsigned)(info.levels + 1)); /* one past the coarsest too */
+        const double sp = ldexp(s0, L);
+        const int big = r % 16 == 0; /* 100 x 100: on level 0, 49 level-0 tiles and more above */
+        const int nx = big ? 100 : 1 + (int)(test_rand_u64(&rng) % 40), nz = big ? 100 : 1 + (int)(test_rand_u64(&rng) % 40);
+        const double x = test_rand_range(&rng, info.bounds[0] - 60, info.bounds[2] + 60);
+        const double z = test_rand_range(&rng, info.bounds[1] - 60, info.bounds[3] + 60);
+        c.req[r] = (terra_grid_request){.ix0 = (int64_t)floor(x / sp) - nx / 2, .iz0 = (int64_t)floor(z / sp) - nz / 2,
+                                        .spacing = sp, .nx = nx, .nz = nz};
+        c.heights[r] = malloc((size_t)nx * (size_t)nz * sizeof(float));
+        c.surfaces[r] = r % 3 ? malloc((size_t)nx * (size_t)nz) : NULL;
+        CHECK(terra_source_sample(src, &c.req[r], c.heights[r], c.surfaces[r]) == TERRA_OK, "%s", terra_last_error());
     }
-    terra_source_destroy(src); /* a fresh source: the threads fill its tile cache together */
-    CHECK(terra_archive_source_create(path, &src, NULL) == TERRA_OK);
-    src_job jobs[2] = {{src, req, expect, 0}, {src, req, expect, 0}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, sample_many, &jobs[i]);
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
-    CHECK(jobs[0].mismatches == 0 && jobs[1].mismatches == 0, "%d + %d requests answered differently", jobs[0].mismatches,
-          jobs[1].mismatches);
+    for (int p = 0; p < SRC_POINTS; p++) {
+        c.px[p] = test_rand_range(&rng, info.bounds[0] - 20, info.bounds[2] + 20);
+        c.pz[p] = test_rand_range(&rng, info.bounds[1] - 20, info.bounds[3] + 20);
+        CHECK(terra_source_height(src, c.px[p], c.pz[p], &c.py[p]) == TERRA_OK, "%s", terra_last_error());
+    }
     terra_source_destroy(src);
+    for (int variant = 0; variant < 2; variant++) {
+        /* a fresh source: the threads fill its cache together */
+        terra_status st = variant ? tiny_cache_source_create(path, &src, NULL) : terra_archive_source_create(path, &src, NULL);
+        CHECK(st == TERRA_OK, "%s", terra_last_error());
+        if (st) continue;
+        src_job jobs[SRC_THREADS];
+        pthread_t t[SRC_THREADS];
+        int started = 0;
+        for (int i = 0; i < SRC_THREADS; i++) {
+            jobs[started] = (src_job){.src = src, .c = &c, .seed = 11 + (unsigned long long)i, .rounds = variant ? 1 : 3};
+            if (pthread_create(&t[started], NULL, sample_many, &jobs[started]) == 0) started++;
+        }
+        long answers = 0, mismatches = 0;
+        for (int i = 0; i < started; i++) {
+            pthread_join(t[i], NULL);
+            answers += jobs[i].answers, mismatches += jobs[i].mismatches;
+        }
+        CHECK(mismatches == 0 && answers == SRC_THREADS * jobs[0].rounds * 2 * SRC_REQUESTS, "%s cache: %ld of %ld answers differ",
+              variant ? "tiny" : "full", mismatches, answers);
+        /* and again on one thread, the cache now full of what the threads left */
+        jobs[0] = (src_job){.src = src, .c = &c, .seed = 99, .rounds = 1};
+        sample_many(&jobs[0]);
+        CHECK(jobs[0].mismatches == 0, "%s cache, afterwards: %ld answers differ", variant ? "tiny" : "full", jobs[0].mismatches);
+        terra_source_destroy(src);
+    }
+    for (int r = 0; r < SRC_REQUESTS; r++) free(c.heights[r]), free(c.surfaces[r]);
     terra_source_destroy(world);
     unlink(path);
 }

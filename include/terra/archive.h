@@ -108,6 +108,10 @@ TERRA_API terra_status terra_archive_find(const terra_archive *a, terra_tile_key
 TERRA_API terra_status terra_archive_read_stored(const terra_archive *a, const terra_archive_entry *e, void *buf, size_t capacity);
 /* The stored payload of `e` in place (mapped readers only; NULL otherwise), checksum checked. */
 TERRA_API terra_status terra_archive_view_stored(const terra_archive *a, const terra_archive_entry *e, const uint8_t **data);
+/* Asks the system to read the stored payload of `e` ahead (the pages of a mapped file, the file
+ * range otherwise) and returns at once: a hint, nothing is read or checked here; false when the
+ * entry's range lies outside the file. */
+TERRA_API bool terra_archive_prefetch(const terra_archive *a, const terra_archive_entry *e);
 /* Checks how every tile is stored: entries (order, ranges, values) and checksums, without
  * decompressing or decoding anything. *bad receives the number of damaged tiles; returns
  * TERRA_E_CORRUPT if there was any. terra_archive_verify_tiles (terra/archive_io.h) also decodes

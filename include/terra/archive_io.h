@@ -5,8 +5,9 @@
  * The reading and checking functions take a const archive and are as thread-safe as the reader
  * (archive.h). A writer takes terra_archive_writer_add and _add_stored from several threads at once
  * (one mutex; compression happens outside it); create, finish and abort must not overlap anything
- * else on it. An archive source is thread-safe: every point read takes one mutex (the cache of
- * decoded tiles), so readers on several threads take turns, while height ranges read without one. */
+ * else on it. An archive source is thread-safe, and its readers on several threads run at once: its
+ * cache of decoded tiles takes one mutex for lookups only, never across reading, decompressing or
+ * decoding a tile, so each thread decodes the tiles it misses itself; height ranges take none. */
 #ifndef TERRA_ARCHIVE_IO_H
 #define TERRA_ARCHIVE_IO_H
 
@@ -174,7 +175,9 @@ typedef struct terra_archive_source_info {
  * surfaces at the lattice points of every level, each point from the coarsest level holding it
  * (so the lattice rule of terra/source.h holds across levels and tiles), points outside the area
  * clamped to its edge, height ranges from the index. Requests must use the archive's lattice
- * (spacing tile0 / cells * 2^L). Thread-safe (a cache of decoded tiles behind a lock).
+ * (spacing tile0 / cells * 2^L). Thread-safe, decoding on every calling thread at once: decoded tiles
+ * are kept in a cache found by a hash of the tile key (128 tiles, least recently used evicted first;
+ * more only while calls running at that moment hold them), whose lock is held for lookups only.
  * Refuses geographic archives, tiles that are not grids, and archives lacking a level from 0 up
  * (TERRA_E_UNSUPPORTED, naming the file). info may be NULL. */
 TERRA_API terra_status terra_archive_source_create(const char *path, terra_source **out, terra_archive_source_info *info);

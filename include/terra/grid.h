@@ -40,7 +40,9 @@ typedef struct terra_grid_vertex {
     uint8_t level;
     int8_t morph_normal[2];/* the parent's normal at the morph target, encoded the same way: bit for
                               bit what the parent tile stores there, so light morphs with the shape */
-    uint16_t pad_;
+    uint16_t colour;       /* mesh tiles (terra_tile_mesh_expand): the vertex's colour 0, 1 or 2, different at
+                              the three corners of every triangle, for the barycentric surface blend; grid
+                              tiles: 0 (the renderer colours grid vertex (i, j) with (i + j) mod 3) */
 } terra_grid_vertex;
 
 /* Summary of one built tile. */

@@ -14,6 +14,7 @@
 #include "terra/select.h"
 #include "terra/pool.h"
 #include "terra/stream.h"
+#include "terra/tile_mesh.h"
 #include "terra/ground.h"
 #include "terra/surface.h"
 #include "terra/tin.h"

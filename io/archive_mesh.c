@@ -1,0 +1,329 @@
+/* libterra-io: an archive's tiles decoded for drawing (see terra/archive_mesh.h). */
+#include "terra/archive_mesh.h"
+#include "terra/archive_io.h"
+
+#include "archive_index.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct decode_job {
+    terra_job job;
+    struct terra_archive_mesh *m;
+    uint64_t ticket;
+    terra_tile_key key;
+    void *buffer;
+    size_t capacity, bytes;
+    bool busy;
+    char why[256]; /* the worker's terra_last_error() when the decode failed */
+} decode_job;
+
+#define POINT_TILES 8 /* finest tiles kept decoded for height queries */
+
+struct terra_archive_mesh {
+    terra_archive *a;
+    pthread_mutex_t lock; /* the point cache */
+    struct {
+        terra_tile_key key;
+        uint64_t stamp; /* 0: empty */
+        terra_tile_mesh *t;
+    } point[POINT_TILES];
+    uint64_t clock;
+    arc_index x;
+    terra_archive_mesh_info info;
+    terra_source *src;
+    terra_pool *pool;
+    bool own_pool;
+    terra_job_queue *queue;
+    decode_job *jobs;
+    int njobs, outstanding;
+    double latency_ms;
+    atomic_int queued;       /* decodes submitted and not yet run to the end */
+    int readahead_below;     /* read ahead while fewer are queued: the pool's threads */
+    atomic_ullong prefetched;
+    char why[256];
+};
+
+/* ---- decoding --------------------------------------------------------------------------------- */
+
+terra_status terra_archive_mesh_decode(const terra_archive_mesh *m, terra_tile_key key, void *buffer, size_t capacity,
+                                       size_t *bytes) {
+    terra_archive_entry e;
+    terra_status st = terra_archive_find(m->a, key, &e);
+    if (st) return st;
+    terra_qmesh q;
+    if ((st = terra_archive_check_tile(m->a, &e, NULL, &q, NULL))) return st;
+    const uint32_t V = q.vertex_count, I = 3 * q.triangle_count;
+    const size_t need = terra_tile_mesh_bytes(V, I);
+    if (V < 3 || V > TERRA_TILE_MESH_MAX_VERTICES || I == 0 || need > capacity) {
+        st = terra_fail(V > TERRA_TILE_MESH_MAX_VERTICES || need > capacity ? TERRA_E_CAPACITY : TERRA_E_CORRUPT,
+                        "%s: tile %d/%d/%d: %u vertices and %u triangles (%zu bytes decoded; room for %zu)",
+                        terra_archive_path(m->a), terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key),
+                        V, q.triangle_count, need, capacity);
+        terra_qmesh_free(&q);
+        return st;
+    }
+    const double side = ldexp(m->x.tile0, terra_tile_key_level(key));
+    const float lo = q.header.min_height, hi = q.header.max_height;
+    terra_tile_mesh *h = buffer;
+    *h = (terra_tile_mesh){TERRA_TILE_MESH_MAGIC, V, I, 0, (float)side, (float)side, lo, hi, 0, e.geometric_error};
+    /* skirts: a height step, and four horizontal steps on a slope of 4, at least half a metre */
+    h->skirt_m = fmaxf(0.5f, (hi - lo) / 32767.0f + (float)(16.0 * side / 32767.0));
+    terra_tile_mesh_vertex *v = (terra_tile_mesh_vertex *)(void *)(h + 1);
+    for (uint32_t i = 0; i < V; i++) {
+        v[i] = (terra_tile_mesh_vertex){q.u[i], q.v[i], q.h[i], {0, 127}, TERRA_SURFACE_NONE, 0};
+        if (q.normals) { /* scenery axes (x, y up, z) to terra's encoding, +y the pole */
+            double n[3];
+            terra_qmesh_oct_decode(q.normals + 2 * (size_t)i, n);
+            const float t[3] = {(float)n[0], (float)n[2], (float)n[1]};
+            terra_oct_encode(t, v[i].normal);
+        } else {
+            const float up[3] = {0, 0, 1};
+            terra_oct_encode(up, v[i].normal);
+        }
+        if (q.materials) v[i].surface = (terra_surface)(q.materials[i] > 255 ? 255 : q.materials[i]);
+    }
+    memcpy((void *)terra_tile_mesh_indices(h), q.indices, (size_t)I * sizeof(uint32_t));
+    terra_qmesh_free(&q);
+    *bytes = need;
+    return TERRA_OK;
+}
+
+/* ---- the loader ------------------------------------------------------------------------------- */
+
+static void decode_run(terra_job *j) {
+    decode_job *d = (decode_job *)j;
+    if (d->m->latency_ms > 0) {
+        struct timespec ts = {(time_t)(d->m->latency_ms / 1e3), (long)(fmod(d->m->latency_ms, 1e3) * 1e6)};
+        nanosleep(&ts, NULL);
+    }
+    j->status = terra_archive_mesh_decode(d->m, d->key, d->buffer, d->capacity, &d->bytes);
+    if (j->status != TERRA_OK) snprintf(d->why, sizeof d->why, "%s", terra_last_error());
+    /* read ahead: a tile decoded is about to be drawn, and its children are what the view asks for
+     * next; while the workers have time (few decodes waiting), their payloads are asked for now */
+    const int L = terra_tile_key_level(d->key);
+    if (j->status == TERRA_OK && L > 0 && atomic_load(&d->m->queued) <= d->m->readahead_below) {
+        const int32_t x = terra_tile_key_x(d->key), y = terra_tile_key_y(d->key);
+        for (int c = 0; c < 4; c++) {
+            terra_archive_entry e;
+            const terra_tile_key k = terra_tile_key_make(0, L - 1, 2 * x + (c & 1), 2 * y + (c >> 1));
+            if (arc_index_present(&d->m->x, L - 1, 2 * x + (c & 1), 2 * y + (c >> 1)) &&
+                terra_archive_find(d->m->a, k, &e) == TERRA_OK && terra_archive_prefetch(d->m->a, &e))
+                atomic_fetch_add(&d->m->prefetched, 1);
+        }
+    }
+    atomic_fetch_sub(&d->m->queued, 1);
+}
+
+static bool loader_start(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity) {
+    terra_archive_mesh *m = user;
+    for (int i = 0; i < m->njobs; i++) {
+        decode_job *d = &m->jobs[i];
+        if (d->busy) continue;
+        *d = (decode_job){.job = {.run = decode_run, .queue = m->queue}, .m = m, .ticket = ticket, .key = key,
+                          .buffer = buffer, .capacity = capacity, .busy = true};
+        m->outstanding++;
+        atomic_fetch_add(&m->queued, 1);
+        terra_pool_submit(m->pool, &d->job);
+        return true;
+    }
+    return false;
+}
+
+static bool loader_cancel(void *user, uint64_t ticket) {
+    terra_archive_mesh *m = user;
+    for (int i = 0; i < m->njobs; i++) {
+        decode_job *d = &m->jobs[i];
+        if (!d->busy || d->ticket != ticket) continue;
+        if (!terra_pool_cancel(m->pool, &d->job)) return false;
+        d->busy = false;
+        m->outstanding--;
+        atomic_fetch_sub(&m->queued, 1);
+        return true;
+    }
+    return false;
+}
+
+static bool loader_poll(void *user, uint64_t *ticket, terra_status *status, size_t *bytes) {
+    terra_archive_mesh *m = user;
+    terra_job *j;
+    if (terra_job_queue_poll(m->queue, &j, 1) == 0) return false;
+    decode_job *d = (decode_job *)j;
+    *ticket = d->ticket;
+    *status = j->status;
+    *bytes = j->status == TERRA_OK ? d->bytes : 0;
+    if (j->status != TERRA_OK) {
+        memcpy(m->why, d->why, sizeof m->why);
+        terra_fail(j->status, "%s", m->why); /* the streamer logs this thread's message */
+    }
+    d->busy = false;
+    m->outstanding--;
+    return true;
+}
+
+static void loader_drain(void *user) {
+    terra_archive_mesh *m = user;
+    for (int i = 0; i < m->njobs; i++)
+        if (m->jobs[i].busy && terra_pool_cancel(m->pool, &m->jobs[i].job))
+            m->jobs[i].busy = false, m->outstanding--, atomic_fetch_sub(&m->queued, 1);
+    while (m->outstanding > 0) {
+        terra_pool_wait_idle(m->pool);
+        uint64_t t;
+        terra_status st;
+        size_t b;
+        while (loader_poll(m, &t, &st, &b)) {
+        }
+    }
+}
+
+/* ---- the source: ranges only ------------------------------------------------------------------ */
+
+static terra_status mesh_range(void *user, double x0, double z0, double x1, double z1, float *lo, float *hi) {
+    arc_index_range(&((const terra_archive_mesh *)user)->x, x0, z0, x1, z1, lo, hi);
+    return TERRA_OK;
+}
+
+/* The height of tile t at (x, z) metres from its origin: in the triangle that holds the point, or
+ * (in a hole) at the nearest vertex. */
+static float tile_height(const terra_tile_mesh *t, double x, double z) {
+    const terra_tile_mesh_vertex *v = terra_tile_mesh_vertices(t);
+    const uint32_t *idx = terra_tile_mesh_indices(t);
+    const double su = t->size_x / 32767.0, sv = t->size_z / 32767.0, sh = (t->max_height - t->min_height) / 32767.0;
+    const double pu = x / su, pv = z / sv; /* in u, v steps */
+    for (uint32_t i = 0; i + 2 < t->index_count; i += 3) {
+        const terra_tile_mesh_vertex *a = &v[idx[i]], *b = &v[idx[i + 1]], *c = &v[idx[i + 2]];
+        const double area = ((double)b->u - a->u) * ((double)c->v - a->v) - ((double)b->v - a->v) * ((double)c->u - a->u);
+        if (!(area > 0)) continue;
+        const double la = (((double)b->u - pu) * ((double)c->v - pv) - ((double)b->v - pv) * ((double)c->u - pu)) / area;
+        const double lb = (((double)c->u - pu) * ((double)a->v - pv) - ((double)c->v - pv) * ((double)a->u - pu)) / area;
+        const double lc = 1.0 - la - lb;
+        if (la < -1e-9 || lb < -1e-9 || lc < -1e-9) continue;
+        return (float)(t->min_height + sh * (la * a->h + lb * b->h + lc * c->h));
+    }
+    double best = INFINITY;
+    float h = t->min_height;
+    for (uint32_t i = 0; i < t->vertex_count; i++) {
+        const double du = (v[i].u - pu) * su, dv = (v[i].v - pv) * sv;
+        if (du * du + dv * dv < best) best = du * du + dv * dv, h = (float)(t->min_height + sh * v[i].h);
+    }
+    return h;
+}
+
+/* Heights from the finest tile under the point (clamped into the area). */
+static float mesh_height(void *user, double x, double z) {
+    terra_archive_mesh *m = user;
+    const double *A = m->x.area;
+    x = fmin(fmax(x, A[0]), A[2]), z = fmin(fmax(z, A[1]), A[3]);
+    const double side = m->x.tile0;
+    int32_t tx = (int32_t)floor(x / side), tz = (int32_t)floor(z / side);
+    /* the area's far edges belong to the tile before */
+    if (!arc_index_present(&m->x, 0, tx, tz) && arc_index_present(&m->x, 0, tx - 1, tz) && x == tx * side) tx--;
+    if (!arc_index_present(&m->x, 0, tx, tz) && arc_index_present(&m->x, 0, tx, tz - 1) && z == tz * side) tz--;
+    if (!arc_index_present(&m->x, 0, tx, tz)) return NAN;
+    const terra_tile_key key = terra_tile_key_make(0, 0, tx, tz);
+    const double lx = x - tx * side, lz = z - tz * side;
+    float h = NAN;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < POINT_TILES; i++)
+        if (m->point[i].stamp && m->point[i].key == key) {
+            m->point[i].stamp = ++m->clock;
+            h = tile_height(m->point[i].t, lx, lz);
+        }
+    pthread_mutex_unlock(&m->lock);
+    if (!isnan(h)) return h;
+    /* decoded outside the lock; the tile joins the cache, the least recently used one leaves */
+    terra_tile_mesh *t = terra_alloc(m->info.tile_bytes);
+    size_t bytes;
+    if (!t || terra_archive_mesh_decode(m, key, t, m->info.tile_bytes, &bytes) != TERRA_OK) {
+        terra_free(t);
+        return NAN;
+    }
+    h = tile_height(t, lx, lz);
+    pthread_mutex_lock(&m->lock);
+    int victim = 0;
+    for (int i = 1; i < POINT_TILES; i++)
+        if (m->point[i].stamp < m->point[victim].stamp) victim = i;
+    terra_free(m->point[victim].t);
+    m->point[victim].key = key, m->point[victim].t = t, m->point[victim].stamp = ++m->clock;
+    pthread_mutex_unlock(&m->lock);
+    return h;
+}
+
+float terra_archive_mesh_tile_error(void *user, terra_tile_key key) {
+    return arc_index_error(&((const terra_archive_mesh *)user)->x, key);
+}
+
+/* ---- opening ---------------------------------------------------------------------------------- */
+
+void terra_archive_mesh_close(terra_archive_mesh *m) {
+    if (!m) return;
+    if (m->jobs) loader_drain(m);
+    if (m->own_pool) terra_pool_destroy(m->pool);
+    if (m->queue) terra_job_queue_destroy(m->queue);
+    terra_free(m->jobs);
+    terra_source_destroy(m->src);
+    for (int i = 0; i < POINT_TILES; i++) terra_free(m->point[i].t);
+    pthread_mutex_destroy(&m->lock);
+    arc_index_free(&m->x);
+    terra_archive_close(m->a);
+    terra_free(m);
+}
+
+terra_status terra_archive_mesh_open(const char *path, const terra_archive_mesh_desc *desc, terra_archive_mesh **out,
+                                     terra_archive_mesh_info *info) {
+    *out = NULL;
+    const terra_archive_mesh_desc d = desc ? *desc : (terra_archive_mesh_desc){0};
+    if (d.max_jobs < 0 || d.max_jobs > 4096 || !(d.latency_ms >= 0))
+        return terra_fail(TERRA_E_INVALID, "archive mesh: max_jobs must be 0..4096 and latency_ms not negative");
+    terra_archive_mesh *m = terra_calloc(1, sizeof *m);
+    if (!m) return terra_fail(TERRA_E_NOMEM, "archive mesh: out of memory");
+    pthread_mutex_init(&m->lock, NULL);
+    m->latency_ms = d.latency_ms;
+    m->njobs = d.max_jobs ? d.max_jobs : 64;
+    terra_status st = terra_archive_open(path, NULL, &m->a);
+    if (!st) st = arc_index_build(m->a, &m->x);
+    if (!st) {
+        m->info = (terra_archive_mesh_info){.tile0_size = m->x.tile0, .levels = m->x.max_level + 1,
+                                            .min_height = m->x.glo - m->x.margin, .max_height = m->x.ghi + m->x.margin,
+                                            .tin = terra_archive_is_tin(m->a),
+                                            .tiles = terra_archive_get_info(m->a)->tile_count,
+                                            .tile_bytes = 2 * (size_t)m->x.max_raw + 64};
+        memcpy(m->info.bounds, m->x.area, sizeof m->x.area);
+        terra_source_desc sd = {.height_at = mesh_height, .height_range = mesh_range, .user = m,
+                                .name = terra_archive_path(m->a)};
+        st = terra_source_create(&sd, &m->src);
+    }
+    if (!st) {
+        m->pool = d.pool;
+        if (!m->pool) m->own_pool = (st = terra_pool_create(NULL, &m->pool)) == TERRA_OK;
+    }
+    if (!st) st = terra_job_queue_create(&m->queue);
+    if (!st) m->readahead_below = terra_pool_threads(m->pool);
+    if (!st && !(m->jobs = terra_calloc((size_t)m->njobs, sizeof *m->jobs)))
+        st = terra_fail(TERRA_E_NOMEM, "archive mesh: out of memory");
+    if (st) {
+        terra_archive_mesh_close(m);
+        return st;
+    }
+    if (info) *info = m->info;
+    *out = m;
+    return TERRA_OK;
+}
+
+const terra_source *terra_archive_mesh_source(const terra_archive_mesh *m) { return m->src; }
+void terra_archive_mesh_get_info(const terra_archive_mesh *m, terra_archive_mesh_info *info) { *info = m->info; }
+uint64_t terra_archive_mesh_prefetched(const terra_archive_mesh *m) { return atomic_load(&m->prefetched); }
+
+void terra_archive_mesh_stream_desc(terra_archive_mesh *m, terra_stream_desc *desc) {
+    desc->source = m->src;
+    desc->loader = (terra_stream_loader){.start = loader_start, .cancel = loader_cancel, .poll = loader_poll,
+                                         .tile_bytes = m->info.tile_bytes, .user = m, .drain = loader_drain};
+    desc->select.levels = m->info.levels;
+    desc->select.grid.tile0_size = m->info.tile0_size;
+    memcpy(desc->select.bounds, m->info.bounds, sizeof m->info.bounds);
+    desc->select.tile_error = terra_archive_mesh_tile_error;
+    desc->select.tile_error_user = m;
+}
