@@ -272,7 +272,7 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
     }
     terra_select *sel;
     terra_select_create(&d, src, &sel);
-    double ratio[48];
+    double ratio[48], sse_max = 0;
     int n = 0;
     for (int k = 0; k < 48; k++) { /* 48 views: 2 m to 3 km up, all around */
         terra_camera cam = same_ground_camera(src, 1000.0 * k, exp(log(2.0) + (log(3000.0) - log(2.0)) * (k % 8) / 7.0));
@@ -282,6 +282,7 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
         const terra_selected_tile *t;
         int count;
         if (terra_select_run(sel, cam.eye, &fr, &t, &count) != TERRA_OK) continue;
+        sse_max = fmax(sse_max, terra_select_get_stats(sel)->sse_px_max);
         const double drawn = 2.0 * d.grid.cells * d.grid.cells * count;
         ratio[n++] = drawn / ideal_triangles(sel, &d, t, count, cam.eye);
     }
@@ -289,6 +290,7 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
     double worst = 0;
     for (int i = 0; i < n; i++) worst = fmax(worst, ratio[i]);
     bench_record("render.triangles_vs_ideal.worst", worst, "x", n, "max");
+    bench_record("render.sse_px_max", sse_max, "px", n, "max");
     bench_record("select.derived.range0", d.range0, "m", 1, "value");
     bench_record("select.derived.range_ratio", d.range_ratio, "x", 1, "value");
     terra_select_destroy(sel);

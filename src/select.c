@@ -269,7 +269,7 @@ static __attribute__((noinline)) void output_full(terra_select *s) {
 
 static inline __attribute__((always_inline)) void emit(terra_select *s, int level, int32_t x, int32_t y,
                                                        const double b[6], double sse) {
-    if (sse > s->stats.sse_px_max) s->stats.sse_px_max = sse;
+    if (level > 0 && sse > s->stats.sse_px_max) s->stats.sse_px_max = sse;
     if (s->count >= s->d.max_tiles) {
         output_full(s);
         return;

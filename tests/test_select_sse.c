@@ -121,7 +121,7 @@ static void sse_selection_properties(void) {
             CHECK(e >= 0, "case %d: a drawn tile that does not exist", it);
             const terra_box3 b = tile_box(src, &f, t[i].key);
             const double sse = terra_select_sse_px(sel, e, terra_box3_distance(&b, eye));
-            sse_max = fmax(sse_max, sse);
+            if (t[i].level > 0) sse_max = fmax(sse_max, sse);
             CHECK(t[i].morph_start == 0 && t[i].morph_end == 0, "tiles are drawn unmorphed");
             if (t[i].level > 0) {
                 CHECK(sse <= tau * (1 + 1e-9), "case %d: level %d drawn at %g px > tau %g", it, t[i].level, sse, tau);

@@ -86,8 +86,9 @@ typedef struct terra_select_stats {
     int culled;                   /* subtrees dropped by the frustum */
     int range_misses;             /* sibling groups whose ranges were asked of the source */
     int crack_risk;               /* subdivided tiles too steep for the morph margin (see below) */
-    double sse_px_max;            /* the largest projected error of a drawn tile, pixels (tile_error or
-                                     level_error given; else 0). A tile drawn at level 0 counts too */
+    double sse_px_max;            /* the largest projected error of a drawn tile above level 0, pixels
+                                     (tile_error or level_error given; else 0): level 0 is the finest
+                                     there is, drawn however near */
     int per_level[TERRA_TILE_MAX_LEVEL + 1];
 } terra_select_stats;
 
