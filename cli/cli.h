@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "terra/archive_mesh.h"
+#include "terra/gl.h"
 #include "terra/select.h"
 #include "terra/source.h"
 #include "terra/stream.h"
@@ -70,22 +72,26 @@ bool cli_opt_size(const char *cmd, const char *opt, const char *arg, int lo, int
 enum {
     CLI_WORLD = 1 << 0,   /* --seed --cells --tile0 --levels --range0 */
     CLI_ARCHIVE = 1 << 1, /* --archive */
-    CLI_LENS = 1 << 2,    /* --size --fov */
+    CLI_LENS = 1 << 2,    /* --size --fov --sse */
     CLI_POSE = 1 << 3,    /* --eye --above --yaw --pitch */
-    CLI_STYLE = 1 << 4,   /* --level-tint --no-morph */
+    CLI_STYLE = 1 << 4,   /* --level-tint --no-morph --clear */
 };
 typedef struct cli_scene {
     unsigned groups;           /* the groups parsed */
     uint64_t seed;             /* the default world's */
     terra_select_desc sel;     /* grid (tile0_size, cells), levels, range0 (0: the selection's default) */
     const char *archive;       /* NULL: the default world of `seed` */
+    terra_archive_mesh *mesh;  /* the archive's tiles, once cli_scene_open opened it */
     int width, height;         /* pixels */
     double fov;                /* vertical field of view, degrees */
+    double sse;                /* the projected error a drawn tile may have, pixels */
     double eye[3];             /* metres, y up */
     double above;              /* metres over the ground at the eye's x, z */
     double yaw, pitch;         /* degrees */
     bool have_eye, have_above; /* given (without --eye, --above is implied) */
     bool level_tint, no_morph;
+    double clear[3];           /* --clear R,G,B (0..255) */
+    bool have_clear;
 } cli_scene;
 /* A command's own option (getopt_long's value, below CLI_SCENE_OPT, and its argument): false once
  * it has said why the value is refused (the cli_opt_* parsers do). */
@@ -101,10 +107,18 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
                     cli_scene *scene);
 /* Prints the help lines of the shared options of `groups`, under a heading of their own. */
 void cli_scene_help(FILE *f, unsigned groups);
-/* Opens the scene's source: the archive when one is named (its tile size, cells, levels and area
- * then replace those in scene->sel, and without --eye the eye moves over the middle of the area),
- * else the default world of the seed; with CLI_POSE, --above then sets the eye's height. */
+/* Opens the scene's source. An archive (scene->archive) of TIN tiles is drawn by its own tiles,
+ * chosen by their geometric error: scene->mesh is opened and *src is its source; one of grid tiles
+ * (terra bake's) is opened as a source of heights whose grids are meshed and morphed again (CDLOD,
+ * the lattice rule checked). Either way its levels, tile size and area replace those in
+ * scene->sel, and without --eye the eye moves over the middle of the area. Else
+ * the default world of the seed, and without --range0 its ranges are derived from --sse, the
+ * picture's height and --fov (each level's error measured around the eye: select.h). With
+ * CLI_POSE, --above then sets the eye's height. cli_scene_close lets go of what it opened. */
 terra_status cli_scene_open(cli_scene *scene, terra_source **src);
+void cli_scene_close(cli_scene *scene, terra_source *src);
+/* The style of CLI_STYLE: level tint, no morph, and with --clear a flat colour behind the ground. */
+terra_gl_style cli_scene_style(const cli_scene *scene);
 /* The camera of CLI_POSE and CLI_LENS (the aspect is the picture's, set when drawing). */
 terra_camera cli_scene_camera(const cli_scene *scene);
 

@@ -1,5 +1,5 @@
-/* terra fly: flies a built-in camera path over the default world and renders it headless (OpenGL
- * on EGL) to a PNG sequence and a contact sheet; prints per-frame and summary statistics; with
+/* terra fly: flies a built-in camera path over the default world (or an archive's area) and renders
+ * it headless (OpenGL on EGL) to a PNG sequence and a contact sheet; prints per-frame and summary statistics; with
  * --map, draws top-down maps of the selection as well. */
 #include "cli.h"
 #include "fly_path.h"
@@ -26,16 +26,16 @@ typedef struct fly_opts {
     cli_scene scene; /* the world, --size and --fov, the style */
 } fly_opts;
 
-/* No --archive and no pose: the path flies over the default world. */
-enum { FLY_GROUPS = CLI_WORLD | CLI_LENS | CLI_STYLE };
+/* No pose: the path flies over the default world, or over an archive's area. */
+enum { FLY_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_STYLE };
 
 static void fly_usage(FILE *f) {
     fprintf(f,
             "Usage: terra fly [OPTIONS]\n\n"
             "Flies a built-in camera path over the default world (12 km east along an S, from 40 m\n"
-            "above the ground up to 2.5 km and back) and renders it headless (OpenGL 4.5 on EGL, no\n"
-            "display or GPU needed): DIR/frame_NNNN.png for every frame and DIR/contact_sheet.png with\n"
-            "a few of them. Tiles come through the streamer, within its per-frame budget: by default it\n"
+            "above the ground up to 2.5 km and back; over an archive, the same shape across its area)\n"
+            "and renders it headless (OpenGL 4.5 on EGL, no display or GPU needed): DIR/frame_NNNN.png\n"
+            "for every frame and DIR/contact_sheet.png with a few of them. Tiles come through the streamer, within its per-frame budget: by default it\n"
             "runs until every tile the view wants is held (full detail in every picture); with\n"
             "--realtime it runs once a frame, as a game would, and ancestors stand in for tiles still\n"
             "being meshed. Prints a row per frame (tiles drawn by level, triangles, draw\n"
@@ -64,7 +64,19 @@ static void fly_usage(FILE *f) {
                "once, drawn as its ancestor and named at the end), 2 on bad usage.\n");
 }
 
-static terra_camera path_camera(const terra_source *src, double t) { return terra_fly_path_camera(src, t); }
+/* The built-in path, or over an archive its shape fitted to the area: across 80 % of it in x, the S
+ * over half of it in z, the climb scaled down for areas under 12 km (never below 40 m). */
+static terra_camera path_camera(const cli_scene *sc, const terra_source *src, double t) {
+    if (!sc->mesh) return terra_fly_path_camera(src, t);
+    const double *b = sc->sel.bounds, w = b[2] - b[0], d = b[3] - b[1], pi = 3.14159265358979323846;
+    const double x = b[0] + w * (0.1 + 0.8 * t), z = 0.5 * (b[1] + b[3]) + 0.25 * d * sin(2 * pi * t);
+    const double dx = 0.8 * w, dz = 0.25 * d * 2 * pi * cos(2 * pi * t), s = sin(pi * t);
+    float g = 0;
+    terra_source_height(src, x, z, &g);
+    const double climb = 2500.0 * fmin(1.0, w / 12000.0);
+    return (terra_camera){.eye = {x, g + 40.0 + climb * s * s, z}, .yaw_rad = atan2(dx, -dz),
+                          .pitch_rad = -0.12 - 0.25 * s * s, .fov_y_rad = 60.0 * pi / 180.0, .aspect = 16.0 / 9.0};
+}
 
 /* ---- maps ---------------------------------------------------------------------------------------- */
 
@@ -290,7 +302,7 @@ int cmd_fly(int argc, char **argv) {
     terra_status st = cli_scene_open(&o.scene, &src);
     if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
     if (st == TERRA_OK)
-        st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = o.scene.sel, .width = w, .height = h},
+        st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .archive = o.scene.mesh, .select = o.scene.sel, .width = w, .height = h},
                                    &scene);
     if (st != TERRA_OK) {
         rc = cli_error("fly", "%s", terra_last_error());
@@ -298,12 +310,17 @@ int cmd_fly(int argc, char **argv) {
     }
     const terra_select *sel = terra_gl_scene_select(scene);
     const terra_select_desc *d = terra_select_get_desc(sel);
-    terra_gl_style style = {.level_tint = o.scene.level_tint, .no_morph = o.scene.no_morph};
+    terra_gl_style style = cli_scene_style(&o.scene);
     if (!o.quiet) {
-        printf("terra fly: %d frames of %dx%d over the default world (seed %llu) on %s; tiles of %d cells, level 0 %.0f "
-               "m, %d levels, range0 %.0f m\n",
-               n, w, h, (unsigned long long)o.scene.seed, terra_gl_renderer_name(), d->grid.cells, d->grid.tile0_size,
-               d->levels, d->range0);
+        if (o.scene.mesh)
+            printf("terra fly: %d frames of %dx%d over %s on %s; its own tiles, level 0 %.0f m, %d levels, chosen by "
+                   "their error within %g px\n",
+                   n, w, h, o.scene.archive, terra_gl_renderer_name(), d->grid.tile0_size, d->levels, d->max_sse_px);
+        else
+            printf("terra fly: %d frames of %dx%d over the default world (seed %llu) on %s; tiles of %d cells, level 0 "
+                   "%.0f m, %d levels, range0 %.0f m (ratio %.2f)\n",
+                   n, w, h, (unsigned long long)o.scene.seed, terra_gl_renderer_name(), d->grid.cells,
+                   d->grid.tile0_size, d->levels, d->range0, d->range_ratio);
         printf("%6s %9s %7s %9s %5s %9s %5s %7s %7s %7s %7s | %7s %7s %8s  %s\n", "frame", "x", "height", "z", "tiles",
                "triangles", "calls", "sel ms", "str ms", "upl ms", "sub ms", "drv ms", "ras ms", "held MB",
                "tiles per level (0..)");
@@ -314,7 +331,7 @@ int cmd_fly(int argc, char **argv) {
     int maps_written = 0, sheet_done = 0, fallback_frames = 0;
     for (int f = 0; f < n; f++) {
         const double t = n > 1 ? (double)f / (n - 1) : 0.0;
-        terra_camera cam = path_camera(src, t);
+        terra_camera cam = path_camera(&o.scene, src, t);
         cam.fov_y_rad = cli_scene_camera(&o.scene).fov_y_rad; /* --fov (the path's own is the default, 60) */
         terra_gl_frame_stats fs;
         /* the first frame always waits for its tiles; later ones too unless --realtime */
@@ -403,6 +420,6 @@ done:
     free(sheet);
     terra_gl_scene_destroy(scene);
     terra_gl_context_destroy(ctx);
-    terra_source_destroy(src);
+    cli_scene_close(&o.scene, src);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* terra render: one frame of the default world or of a baked archive, headless (EGL), to a PNG. */
+/* terra render: one frame of the default world or of an archive, headless (EGL), to a PNG. */
 #include "cli.h"
 #include "terra/gl.h"
 #include "terra/io.h"
@@ -13,13 +13,11 @@ enum { RENDER_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE
 static void render_usage(FILE *f) {
     fprintf(f,
             "Usage: terra render -o OUT.png --eye X,Y,Z --yaw DEG --pitch DEG [OPTIONS]\n\n"
-            "Renders one frame of the default world (or of a local-frame archive from terra bake)\n"
+            "Renders one frame of the default world (or of a local-frame archive: terra cook's or bake's)\n"
             "headless (OpenGL 4.5 on EGL, no display needed) to a PNG. The streamer is run until every\n"
             "tile the view wants is held, so the frame shows the selection's full detail.\n\n"
             "Options:\n"
             "  -o, --out FILE        the PNG to write (required)\n"
-            "      --clear R,G,B     no sky and no fog, only this colour behind the ground; R, G and B\n"
-            "                        each from 0 to 255\n"
             "  -h, --help            this help\n");
     cli_scene_help(f, RENDER_GROUPS);
     fprintf(f, "\nExit status: 0 on success, 1 on failure, 2 on bad usage. A tile that fails to load (a damaged\n"
@@ -28,26 +26,17 @@ static void render_usage(FILE *f) {
 
 typedef struct render_opts {
     const char *out;
-    double clear[3];
-    bool have_clear;
 } render_opts;
-
-enum { OPT_CLEAR = 256 };
 
 static bool render_opt(void *own, int c, const char *arg) {
     render_opts *o = own;
-    switch (c) {
-    case 'o': o->out = arg; return true;
-    case OPT_CLEAR:
-        o->have_clear = true;
-        return cli_opt_doubles("render", "--clear", arg, "R,G,B", 3, 0, 255, o->clear);
-    default: return cli_usage_error("render", "unknown option"), false;
-    }
+    if (c == 'o') return o->out = arg, true;
+    return cli_usage_error("render", "unknown option"), false;
 }
 
 int cmd_render(int argc, char **argv) {
     static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'}, {"clear", required_argument, 0, OPT_CLEAR}, {0, 0, 0, 0}};
+        {"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
     render_opts o = {0};
     cli_scene sc;
     int rc = cli_scene_parse("render", argc, argv, RENDER_GROUPS, "o:", longopts, render_opt, &o, render_usage, &sc);
@@ -56,11 +45,7 @@ int cmd_render(int argc, char **argv) {
     if (!o.out) return cli_usage_error("render", "-o OUT.png is required");
     const char *out = o.out;
     const int w = sc.width, h = sc.height;
-    terra_gl_style style = {.level_tint = sc.level_tint, .no_morph = sc.no_morph};
-    if (o.have_clear) {
-        style.flat = true;
-        for (int i = 0; i < 3; i++) style.clear_rgb[i] = (float)(o.clear[i] / 255.0);
-    }
+    terra_gl_style style = cli_scene_style(&sc);
 
     terra_source *src = NULL;
     terra_gl_context *ctx = NULL;
@@ -70,7 +55,7 @@ int cmd_render(int argc, char **argv) {
     terra_status st = cli_scene_open(&sc, &src);
     if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
     if (st == TERRA_OK)
-        st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = sc.sel, .width = w, .height = h},
+        st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .archive = sc.mesh, .select = sc.sel, .width = w, .height = h},
                                    &scene);
     const terra_camera cam = cli_scene_camera(&sc);
     terra_gl_frame_stats fs;
@@ -88,7 +73,7 @@ int cmd_render(int argc, char **argv) {
     }
     terra_gl_scene_destroy(scene);
     terra_gl_context_destroy(ctx);
-    terra_source_destroy(src);
+    cli_scene_close(&sc, src);
     free(rgb);
     return rc;
 }

@@ -156,9 +156,9 @@ int cmd_view(int argc, char **argv) {
     terra_gl_scene *scene = NULL;
     uint8_t *rgb = NULL;
     terra_status st = cli_scene_open(&sc, &src);
-    if (st == TERRA_OK) st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .select = sc.sel}, &scene);
+    if (st == TERRA_OK) st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .archive = sc.mesh, .select = sc.sel}, &scene);
     view_state vs = {.cam = cli_scene_camera(&sc),
-                     .style = {.level_tint = sc.level_tint, .no_morph = sc.no_morph},
+                     .style = cli_scene_style(&sc),
                      .speed = 60,
                      .captured = true};
     int fbw = w, fbh = h;
@@ -218,7 +218,7 @@ int cmd_view(int argc, char **argv) {
 done:
     free(rgb);
     terra_gl_scene_destroy(scene);
-    terra_source_destroy(src);
+    cli_scene_close(&sc, src);
     glfwDestroyWindow(win);
     glfwTerminate();
     return rc;

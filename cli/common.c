@@ -1,6 +1,7 @@
 /* Helpers shared by every subcommand of the terra programs: messages, option parsing, sources. */
 #include "cli.h"
 #include "terra/archive_io.h"
+#include "terra/archive_mesh.h"
 
 #include <errno.h>
 #include <math.h>
@@ -175,6 +176,7 @@ static const cli_scene scene_defaults = {
     .width = 960,
     .height = 540,
     .fov = 60,
+    .sse = 2,
     .above = 40,
     .yaw = 0,
     .pitch = -10,
@@ -207,11 +209,15 @@ static const scene_opt scene_opts[] = {
      "range of level 0 in metres, %R (default: 1.5x the\nsmallest valid); the coarsest level's range, range0 x "
      "2^(levels - 1),\nat most " STR(TERRA_SELECT_MAX_RANGE_TILES) " of its tiles"},
     {"archive", "A", CLI_ARCHIVE, K_TEXT, 0, 0, NULL, AT(archive), 0,
-     "draw a local-frame archive baked by terra bake instead of the default\nworld: its tile size, cells, levels "
-     "and area (--seed, --cells, --tile0,\n--levels, --range0 do not apply); points past its edge are not drawn"},
+     "draw a local-frame archive instead of the default world: terra cook's\nTIN tiles as they are, each where its "
+     "geometric error projects to at\nmost --sse pixels; terra bake's grids meshed again (CDLOD); --seed,\n--cells, "
+     "--tile0, --levels, --range0 do not apply; nothing past its edge"},
     {"size", "WxH", CLI_LENS, K_SIZE, 16, 8192, NULL, 0, 0,
      "picture size in pixels (terra view: the window's),\n%R (default %D)"},
     {"fov", "DEG", CLI_LENS, K_DOUBLE, 1, 170, "degrees", AT(fov), 0, "vertical field of view, %R (default %D)"},
+    {"sse", "PX", CLI_LENS, K_DOUBLE, 0.1, 1000, "pixels", AT(sse), 0,
+     "screen-space error: how far, in pixels, a drawn tile may depart\nfrom the finest ground, %R (default %D); "
+     "without --range0 the\ndefault world's ranges follow from it"},
     {"eye", "X,Y,Z", CLI_POSE, K_XYZ, -CLI_MAX_COORD, CLI_MAX_COORD, "X,Y,Z in metres", AT(eye), AT(have_eye),
      "eye position in world metres (y up), each %R\n(default: --above over 0,0,0, or over an archive's middle)"},
     {"above", "H", CLI_POSE, K_DOUBLE, 0.01, 1e6, "a height in metres", AT(above), AT(have_above),
@@ -221,6 +227,8 @@ static const scene_opt scene_opts[] = {
     {"pitch", "DEG", CLI_POSE, K_DOUBLE, -90, 90, "degrees", AT(pitch), 0, "up from the horizon, %R (default %D)"},
     {"level-tint", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(level_tint), 0, "colour tiles by level instead of surface"},
     {"no-morph", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(no_morph), 0, "draw tiles unmorphed (shows what morphing hides)"},
+    {"clear", "R,G,B", CLI_STYLE, K_XYZ, 0, 255, "R,G,B", AT(clear), AT(have_clear),
+     "no sky and no fog, only this colour behind the ground (a hole\nshows as it), each %R"},
 };
 #undef AT
 #undef TILE0_MAX
@@ -342,13 +350,35 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
 terra_status cli_scene_open(cli_scene *s, terra_source **src) {
     *src = NULL;
     terra_status st;
+    s->sel.max_sse_px = s->sse;
+    s->sel.view_height_px = s->height;
+    s->sel.view_fov_y_rad = s->fov * PI / 180;
     if (!s->archive) {
         st = terra_world_create(&(terra_world_desc){.seed = s->seed}, src);
+        if (st == TERRA_OK && s->sel.range0 == 0) { /* ranges from what the screen resolves */
+            st = terra_grid_level_errors(*src, &s->sel.grid, s->sel.levels, s->eye[0], s->eye[2], s->sel.level_error);
+            terra_select_desc r;
+            if (st == TERRA_OK) st = terra_select_desc_resolve(&s->sel, &r);
+            if (st == TERRA_OK) s->sel = r;
+        }
     } else {
-        terra_archive_source_info ai;
-        st = terra_archive_source_create(s->archive, src, &ai);
+        /* TIN tiles are drawn as they are; grid tiles go back to heights, meshed and morphed as CDLOD
+         * grids (their lattice checked: archive_io.h) */
+        terra_archive_mesh_info ai;
+        st = terra_archive_mesh_open(s->archive, NULL, &s->mesh, &ai);
+        if (st == TERRA_OK && !ai.tin) {
+            terra_archive_mesh_close(s->mesh);
+            s->mesh = NULL;
+            terra_archive_source_info gi;
+            st = terra_archive_source_create(s->archive, src, &gi);
+            s->sel.grid = gi.grid;
+            ai.levels = gi.levels;
+            memcpy(ai.bounds, gi.bounds, sizeof ai.bounds);
+        } else if (st == TERRA_OK) {
+            *src = (terra_source *)terra_archive_mesh_source(s->mesh);
+            s->sel.grid.tile0_size = ai.tile0_size;
+        }
         if (st == TERRA_OK) {
-            s->sel.grid = ai.grid;
             s->sel.levels = ai.levels;
             memcpy(s->sel.bounds, ai.bounds, sizeof s->sel.bounds);
             if (!s->have_eye) { /* over the middle of its area */
@@ -362,6 +392,21 @@ terra_status cli_scene_open(cli_scene *s, terra_source **src) {
         st = terra_source_height(*src, s->eye[0], s->eye[2], &g);
         s->eye[1] = g + s->above;
     }
+    return st;
+}
+
+void cli_scene_close(cli_scene *s, terra_source *src) {
+    if (s->mesh) {
+        terra_archive_mesh_close(s->mesh); /* its source with it */
+        s->mesh = NULL;
+    } else {
+        terra_source_destroy(src);
+    }
+}
+
+terra_gl_style cli_scene_style(const cli_scene *s) {
+    terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .flat = s->have_clear};
+    for (int i = 0; i < 3; i++) st.clear_rgb[i] = (float)(s->clear[i] / 255.0);
     return st;
 }
 

@@ -1,20 +1,26 @@
-/* libterra-gl: resident tiles in one vertex buffer, one indirect multi-draw a frame. */
+/* libterra-gl: resident tiles (grid and mesh) sub-allocated in one vertex buffer and one index
+ * buffer, one indirect multi-draw a frame. */
 #include "terra/gl.h"
 #include "terra/io.h"
+#include "terra/tile_mesh.h"
 
 #include "keymap.h"
 
 #include <epoxy/gl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shaders.h"
 
-/* std430 per-draw record: tile origin relative to the eye and level; morph start and end. */
+/* std430 per-draw record, 48 bytes (DrawRecord in shaders.h). */
 typedef struct gl_draw_record {
-    float origin_level[4];
-    float morph[4];
+    float origin_level[4]; /* tile origin relative to the eye's whole metres; level */
+    float morph_skirt[4];  /* morph start and end (end <= start: no morph); a grid tile's skirt depth; 0 */
+    int32_t base_vertex;   /* the tile's first vertex: a grid vertex's (i, j) is gl_VertexID minus it */
+    int32_t mesh;          /* 1: a mesh tile, its colours from the vertex attribute */
+    int32_t pad_[2];
 } gl_draw_record;
 
 /* GL's DrawElementsIndirectCommand. */
@@ -24,14 +30,47 @@ typedef struct gl_draw_command {
     GLuint base_instance;
 } gl_draw_command;
 
+/* A first-fit sub-allocator over one buffer, in units (vertices, or indices past the grid's):
+ * free blocks sorted by offset, never two adjacent (a freed range merges with its neighbours). */
+typedef struct gl_heap {
+    uint32_t capacity, used; /* units */
+    uint32_t *off, *len;     /* free blocks */
+    int nfree, max_free;     /* max_free: tiles + 1 (free blocks lie between held ones) */
+} gl_heap;
+
+/* A resident tile: its ranges of the two buffers. */
+typedef struct gl_tile {
+    terra_tile_key key;
+    uint32_t v_off, v_count; /* vertices */
+    uint32_t i_off, i_count; /* mesh tiles: their indices (from the index heap's start); grid: 0 */
+    uint32_t skirt_triangles;
+    float skirt_m; /* grid tiles: the depth of their skirt (see skirt_depth) */
+    bool live, mesh;
+} gl_tile;
+
+/* Compaction copies through a staging buffer of this size where a range moves by less than its
+ * length and less than this (a buffer's copy to itself must not overlap; see move_down). */
+#define STAGE_BYTES ((size_t)4 << 20)
+
 struct terra_gl {
     terra_gl_desc d;
-    int vertex_count, index_count;
+    /* a grid tile: its own vertices ((cells + 1)^2, tile_bytes as the streamer hands them over),
+     * then its skirt's (4 cells: a copy of each border vertex); the shared indices, its triangles'
+     * (grid_index_count) then the skirt's, index_count in all (mesh tiles' own lie past them) */
+    int vertex_count, skirt_vertices, slot_vertices;
+    int grid_index_count, index_count;
     size_t tile_bytes;
-    GLuint program, vao, vbo, ibo, records, commands, draw_ids;
+    int32_t *ring;                     /* skirt vertex r hangs from grid vertex ring[r] */
+    terra_grid_vertex *skirt_scratch;  /* one grid tile's skirt vertices, as uploaded */
+    GLuint program, vao, vbo, ibo, records, commands, draw_ids, stage;
     GLint u_view_proj, u_cells, u_eye_frac, u_sun, u_flat, u_no_morph, u_level_tint, u_fog_distance;
     GLint u_eye_y, u_eye_mod, u_textures;
-    terra_grid_vertex *upload_scratch; /* one tile, its surfaces narrowed to the tile's palette */
+    terra_grid_vertex *upload_scratch; /* one grid tile, its surfaces narrowed to the tile's palette */
+    /* a mesh tile expanded for drawing (terra_tile_mesh_expand), grown to the largest seen */
+    terra_grid_vertex *mesh_v;
+    uint32_t *mesh_i;
+    void *mesh_scratch;
+    size_t mesh_v_cap, mesh_i_cap, mesh_scratch_cap; /* bytes */
     /* surfaces: per id its tint, tiling and texture layers (a storage buffer), the textures of the
      * table last drawn with (one array, every layer TEX_SIZE²), and which table that was */
     GLuint surfaces_buf, textures;
@@ -47,11 +86,13 @@ struct terra_gl {
     GLuint sky_fbo, sky_tex;
     float *sky_rows; /* height × 4 */
     double near_m;
-    /* slots of the vertex buffer: key per slot, free list, key -> slot map */
-    terra_tile_key *slot_key;
-    int *free_slots;
-    int nfree;
-    key_map index; /* tile key -> slot */
+    /* the buffers' sub-allocators; resident tiles, free tile ids, key -> tile id */
+    gl_heap vheap, iheap;
+    gl_tile *tiles;
+    int *free_ids;
+    int nfree_ids;
+    key_map index;
+    uint64_t *order; /* compaction: (offset << 32 | id) per tile */
     /* per-frame scratch */
     gl_draw_record *recs;
     gl_draw_command *cmds;
@@ -168,17 +209,98 @@ void terra_gl_destroy(terra_gl *r) {
     free_target(r);
     if (r->program) glDeleteProgram(r->program);
     if (r->vao) glDeleteVertexArrays(1, &r->vao);
-    GLuint bufs[6] = {r->vbo, r->ibo, r->records, r->commands, r->draw_ids, r->surfaces_buf};
-    for (int i = 0; i < 6; i++)
+    GLuint bufs[7] = {r->vbo, r->ibo, r->records, r->commands, r->draw_ids, r->surfaces_buf, r->stage};
+    for (int i = 0; i < 7; i++)
         if (bufs[i]) glDeleteBuffers(1, &bufs[i]);
     if (r->textures) glDeleteTextures(1, &r->textures);
-    terra_free(r->slot_key);
-    terra_free(r->free_slots);
+    gl_heap *heaps[2] = {&r->vheap, &r->iheap};
+    for (int i = 0; i < 2; i++) {
+        terra_free(heaps[i]->off);
+        terra_free(heaps[i]->len);
+    }
+    terra_free(r->tiles);
+    terra_free(r->free_ids);
+    terra_free(r->order);
     map_free(&r->index);
     terra_free(r->recs);
     terra_free(r->cmds);
     terra_free(r->upload_scratch);
+    terra_free(r->ring);
+    terra_free(r->skirt_scratch);
+    terra_free(r->mesh_v);
+    terra_free(r->mesh_i);
+    terra_free(r->mesh_scratch);
     terra_free(r);
+}
+
+/* ---- grid tiles' skirts --------------------------------------------------------------------------------
+ * A grid tile's skirt hangs from its border: skirt vertex r (of 4 cells) is a copy of border vertex
+ * ring[r] (the border walked once around: j = 0 with i rising, i = cells with j rising, j = cells with
+ * i falling, i = 0 with j falling), which the vertex stage morphs exactly as its top vertex and then
+ * lowers by the tile's skirt depth. Two triangles hang from each border cell edge. Colours: grid
+ * vertex (i, j) has (i + j) mod 3, so the two ends of a border edge have colours c and c + 1 (mod
+ * 3); a skirt vertex takes its top vertex's colour + 1 (terra_grid_vertex.colour), and the edge's
+ * quad is split along the diagonal from the end coloured c to the other end's skirt vertex: the
+ * triangles (c, c + 1, c + 2) and (c, c + 2, c + 1), three colours each. */
+
+static int ring_vertex(int cells, int r) {
+    const int side = cells + 1;
+    int i, j;
+    if (r < cells) i = r, j = 0;
+    else if (r < 2 * cells) i = cells, j = r - cells;
+    else if (r < 3 * cells) i = cells - (r - 2 * cells), j = cells;
+    else i = 0, j = cells - (r - 3 * cells);
+    return j * side + i;
+}
+
+static int grid_colour(int cells, int v) { return (v % (cells + 1) + v / (cells + 1)) % 3; }
+
+/* The skirt's indices (24 cells: two triangles per border cell edge), after the grid's. */
+static void skirt_indices(int cells, const int32_t *ring, uint32_t *out) {
+    const uint32_t first = (uint32_t)terra_grid_vertex_count(cells);
+    const int n = 4 * cells;
+    for (int r = 0; r < n; r++) {
+        const int r1 = (r + 1) % n;
+        int lo = r, hi = r1; /* top vertices coloured c and c + 1 */
+        if ((grid_colour(cells, ring[lo]) + 1) % 3 != grid_colour(cells, ring[hi])) lo = r1, hi = r;
+        const uint32_t tri[6] = {(uint32_t)ring[lo], (uint32_t)ring[hi], first + (uint32_t)hi,
+                                 (uint32_t)ring[lo], first + (uint32_t)hi, first + (uint32_t)lo};
+        memcpy(out + 6 * r, tri, sizeof tri);
+    }
+}
+
+/* The skirt's depth for a grid tile: the height range over its border samples (every border
+ * vertex's height; their morph targets are border samples too) plus one sample spacing. Why it is
+ * enough, between this tile T and a neighbour N sharing part of a side, at any two levels (the
+ * finer tile's corners are samples of the coarser, even ones, which no morph moves):
+ *  - T the finer (or the same level): over the shared part both edges, morphed or not, run between
+ *    heights of T's samples on that side, so the gap between them is at most T's border range;
+ *  - T the coarser: between two of its samples a spacing s apart, the finer edge interpolates the
+ *    ground sampled finer, which lies at most S s / 2 below T's straight edge where the ground's
+ *    slope is at most S; one spacing covers slopes up to 2 (steeper than the default world's).
+ * Whichever of the two edges is the higher hangs its skirt over the gap (test_gl_holes measures the
+ * gaps drawn on real-time flights against this depth). */
+static float skirt_depth(const terra_grid_vertex *v, int cells, const int32_t *ring, double spacing) {
+    float lo = INFINITY, hi = -INFINITY;
+    for (int r = 0; r < 4 * cells; r++) {
+        const float y = v[ring[r]].y;
+        if (y < lo) lo = y;
+        if (y > hi) hi = y;
+    }
+    return (hi - lo) + (float)spacing;
+}
+
+static bool heap_init(gl_heap *h, uint32_t capacity, int max_tiles) {
+    h->capacity = capacity;
+    h->used = 0;
+    h->max_free = max_tiles + 1;
+    h->off = terra_alloc(sizeof *h->off * (size_t)h->max_free);
+    h->len = terra_alloc(sizeof *h->len * (size_t)h->max_free);
+    if (!h->off || !h->len) return false;
+    h->nfree = capacity > 0;
+    h->off[0] = 0;
+    h->len[0] = capacity;
+    return true;
 }
 
 terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
@@ -188,10 +310,35 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     if (st != TERRA_OK) return st;
     if (d.capacity_tiles == 0) d.capacity_tiles = 1024;
     if (d.max_draws == 0) d.max_draws = 4096;
-    if (d.capacity_tiles < 1 || d.max_draws < 1)
-        return terra_fail(TERRA_E_INVALID, "gl: capacity_tiles and max_draws must be positive");
+    if (d.capacity_tiles < 1 || d.max_draws < 1 || d.max_tiles < 0)
+        return terra_fail(TERRA_E_INVALID, "gl: capacity_tiles and max_draws must be positive, max_tiles not negative");
     if ((d.width == 0) != (d.height == 0) || d.width < 0 || d.height < 0)
         return terra_fail(TERRA_E_INVALID, "gl: give both width and height (offscreen) or neither (window)");
+    const int vertex_count = terra_grid_vertex_count(d.grid.cells), skirt_vertices = 4 * d.grid.cells;
+    const int grid_index_count = terra_grid_index_count(d.grid.cells), index_count = grid_index_count + 24 * d.grid.cells;
+    const size_t tile_bytes = sizeof(terra_grid_vertex) * (size_t)vertex_count;
+    const size_t slot_bytes = sizeof(terra_grid_vertex) * (size_t)(vertex_count + skirt_vertices);
+    /* the buffers: vertices for capacity_tiles grid tiles (or vertex_bytes), indices past the
+     * grid's shared ones for half as many bytes (or index_bytes) */
+    if (d.vertex_bytes == 0) {
+        if ((size_t)d.capacity_tiles > ((size_t)1 << 34) / slot_bytes)
+            return terra_fail(TERRA_E_INVALID, "gl: %d tiles of %zu bytes is too large a vertex buffer", d.capacity_tiles,
+                              slot_bytes);
+        d.vertex_bytes = slot_bytes * (size_t)d.capacity_tiles;
+    }
+    if (d.index_bytes == 0) d.index_bytes = d.vertex_bytes / 2;
+    if (d.vertex_bytes < sizeof(terra_grid_vertex) || d.vertex_bytes > ((size_t)1 << 34))
+        return terra_fail(TERRA_E_INVALID, "gl: vertex_bytes %zu is outside %zu .. 2^34", d.vertex_bytes,
+                          sizeof(terra_grid_vertex));
+    if (d.index_bytes < 12 || d.index_bytes > ((size_t)1 << 33))
+        return terra_fail(TERRA_E_INVALID, "gl: index_bytes %zu is outside 12 .. 2^33", d.index_bytes);
+    const uint32_t vunits = (uint32_t)(d.vertex_bytes / sizeof(terra_grid_vertex));
+    const uint32_t iunits = (uint32_t)(d.index_bytes / sizeof(uint32_t));
+    d.vertex_bytes = (size_t)vunits * sizeof(terra_grid_vertex);
+    d.index_bytes = (size_t)iunits * sizeof(uint32_t);
+    const int grid_fit = (int)(vunits / (uint32_t)(vertex_count + skirt_vertices));
+    if (d.max_tiles == 0) d.max_tiles = 2 * (grid_fit > d.capacity_tiles ? grid_fit : d.capacity_tiles);
+    if (d.max_tiles > (1 << 24)) return terra_fail(TERRA_E_INVALID, "gl: max_tiles %d is more than 2^24", d.max_tiles);
     if (epoxy_gl_version() < 45)
         return terra_fail(TERRA_E_UNSUPPORTED, "gl: OpenGL 4.5 is needed; the current context has %d.%d",
                           epoxy_gl_version() / 10, epoxy_gl_version() % 10);
@@ -199,27 +346,29 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     if (!r) return terra_fail(TERRA_E_NOMEM, "gl: out of memory");
     r->d = d;
     r->near_m = 0.5;
-    r->vertex_count = terra_grid_vertex_count(d.grid.cells);
-    r->index_count = terra_grid_index_count(d.grid.cells);
-    r->tile_bytes = sizeof(terra_grid_vertex) * (size_t)r->vertex_count;
-    const size_t vbytes = r->tile_bytes * (size_t)d.capacity_tiles;
-    if (vbytes / r->tile_bytes != (size_t)d.capacity_tiles || vbytes > ((size_t)1 << 34)) {
-        terra_free(r);
-        return terra_fail(TERRA_E_INVALID, "gl: %d tiles of %zu bytes is too large a vertex buffer", d.capacity_tiles,
-                          r->tile_bytes);
-    }
-    bool ok = (r->slot_key = terra_calloc((size_t)d.capacity_tiles, sizeof *r->slot_key)) != NULL;
-    ok = ok && (r->free_slots = terra_alloc(sizeof(int) * (size_t)d.capacity_tiles)) != NULL;
-    ok = ok && map_init(&r->index, d.capacity_tiles);
+    r->vertex_count = vertex_count;
+    r->skirt_vertices = skirt_vertices;
+    r->slot_vertices = vertex_count + skirt_vertices;
+    r->grid_index_count = grid_index_count;
+    r->index_count = index_count;
+    r->tile_bytes = tile_bytes;
+    const size_t vbytes = d.vertex_bytes, ibytes = sizeof(uint32_t) * (size_t)index_count + d.index_bytes;
+    bool ok = heap_init(&r->vheap, vunits, d.max_tiles) && heap_init(&r->iheap, iunits, d.max_tiles);
+    ok = ok && (r->tiles = terra_calloc((size_t)d.max_tiles, sizeof *r->tiles)) != NULL;
+    ok = ok && (r->free_ids = terra_alloc(sizeof(int) * (size_t)d.max_tiles)) != NULL;
+    ok = ok && (r->order = terra_alloc(sizeof *r->order * (size_t)d.max_tiles)) != NULL;
+    ok = ok && map_init(&r->index, d.max_tiles);
     ok = ok && (r->recs = terra_alloc(sizeof *r->recs * (size_t)d.max_draws)) != NULL;
     ok = ok && (r->cmds = terra_alloc(sizeof *r->cmds * (size_t)d.max_draws)) != NULL;
     ok = ok && (r->upload_scratch = terra_alloc(r->tile_bytes)) != NULL;
+    ok = ok && (r->ring = terra_alloc(sizeof *r->ring * (size_t)skirt_vertices)) != NULL;
+    ok = ok && (r->skirt_scratch = terra_alloc(sizeof *r->skirt_scratch * (size_t)skirt_vertices)) != NULL;
     uint32_t *scratch = ok ? terra_alloc(sizeof(uint32_t) * (size_t)(r->index_count > d.max_draws ? r->index_count : d.max_draws)) : NULL;
     if (!scratch) {
         terra_gl_destroy(r);
         return terra_fail(TERRA_E_NOMEM, "gl: out of memory");
     }
-    for (int i = 0; i < d.capacity_tiles; i++) r->free_slots[r->nfree++] = d.capacity_tiles - 1 - i;
+    for (int i = 0; i < d.max_tiles; i++) r->free_ids[r->nfree_ids++] = d.max_tiles - 1 - i;
 
     st = build_program(r);
     if (st != TERRA_OK) {
@@ -229,12 +378,16 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     }
     while (glGetError() != GL_NO_ERROR) {
     }
-    /* one vertex buffer for every resident tile, one index buffer every grid tile shares */
+    /* one vertex buffer for every resident tile; one index buffer: the grid tiles' shared indices
+     * first, then the mesh tiles' own */
     glCreateBuffers(1, &r->vbo);
     glNamedBufferStorage(r->vbo, (GLsizeiptr)vbytes, NULL, GL_DYNAMIC_STORAGE_BIT);
+    for (int k = 0; k < skirt_vertices; k++) r->ring[k] = ring_vertex(d.grid.cells, k);
     terra_grid_indices(d.grid.cells, scratch);
+    skirt_indices(d.grid.cells, r->ring, scratch + grid_index_count);
     glCreateBuffers(1, &r->ibo);
-    glNamedBufferStorage(r->ibo, (GLsizeiptr)(sizeof(uint32_t) * (size_t)r->index_count), scratch, 0);
+    glNamedBufferStorage(r->ibo, (GLsizeiptr)ibytes, NULL, GL_DYNAMIC_STORAGE_BIT);
+    glNamedBufferSubData(r->ibo, 0, (GLsizeiptr)(sizeof(uint32_t) * (size_t)r->index_count), scratch);
     for (int i = 0; i < d.max_draws; i++) scratch[i] = (uint32_t)i;
     glCreateBuffers(1, &r->draw_ids);
     glNamedBufferStorage(r->draw_ids, (GLsizeiptr)(sizeof(uint32_t) * (size_t)d.max_draws), scratch, 0);
@@ -257,12 +410,15 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     glVertexArrayAttribIFormat(r->vao, 3, 1, GL_UNSIGNED_BYTE, (GLuint)offsetof(terra_grid_vertex, surface));
     glVertexArrayAttribIFormat(r->vao, 4, 1, GL_UNSIGNED_INT, 0);
     glVertexArrayAttribFormat(r->vao, 5, 2, GL_BYTE, GL_TRUE, (GLuint)offsetof(terra_grid_vertex, morph_normal));
-    for (GLuint a = 0; a < 6; a++) {
+    glVertexArrayAttribIFormat(r->vao, 6, 1, GL_UNSIGNED_SHORT, (GLuint)offsetof(terra_grid_vertex, colour));
+    for (GLuint a = 0; a < 7; a++) {
         glEnableVertexArrayAttrib(r->vao, a);
         glVertexArrayAttribBinding(r->vao, a, a == 4 ? 1 : 0);
     }
-    r->stats.capacity = d.capacity_tiles;
-    r->stats.gpu_bytes = vbytes + sizeof(uint32_t) * (size_t)r->index_count +
+    r->stats.capacity = grid_fit;
+    r->stats.vertex_bytes = vbytes;
+    r->stats.index_bytes = d.index_bytes;
+    r->stats.gpu_bytes = vbytes + ibytes +
                          (sizeof(uint32_t) + sizeof(gl_draw_record) + sizeof(gl_draw_command)) * (size_t)d.max_draws;
     r->offscreen = d.width > 0;
     st = make_target(r, r->offscreen ? d.width : 1, r->offscreen ? d.height : 1);
@@ -277,7 +433,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     return TERRA_OK;
 }
 
-/* ---- tiles arriving and leaving ----------------------------------------------------------------------- */
+/* ---- attaching to a streamer ----------------------------------------------------------------------------- */
 
 terra_status terra_gl_attach(terra_gl *r, terra_stream_desc *desc) {
     terra_grid_desc g;
@@ -292,51 +448,296 @@ terra_status terra_gl_attach(terra_gl *r, terra_stream_desc *desc) {
     return TERRA_OK;
 }
 
-static void release_slot(terra_gl *r, int slot) {
-    map_del(&r->index, r->slot_key[slot]);
-    r->free_slots[r->nfree++] = slot;
+/* ---- the sub-allocators ----------------------------------------------------------------------------- */
+
+static bool heap_first_fit(gl_heap *h, uint32_t n, uint32_t *out) {
+    for (int i = 0; i < h->nfree; i++) {
+        if (h->len[i] < n) continue;
+        *out = h->off[i];
+        h->off[i] += n;
+        h->len[i] -= n;
+        if (h->len[i] == 0) {
+            memmove(h->off + i, h->off + i + 1, sizeof *h->off * (size_t)(h->nfree - i - 1));
+            memmove(h->len + i, h->len + i + 1, sizeof *h->len * (size_t)(h->nfree - i - 1));
+            h->nfree--;
+        }
+        h->used += n;
+        return true;
+    }
+    return false;
+}
+
+/* Gives [off, off + n) back, merged with the free blocks it touches. */
+static void heap_free(gl_heap *h, uint32_t off, uint32_t n) {
+    if (n == 0) return;
+    int lo = 0, hi = h->nfree; /* the first free block after off */
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (h->off[mid] < off) lo = mid + 1;
+        else hi = mid;
+    }
+    const int i = lo;
+    const bool prev = i > 0 && h->off[i - 1] + h->len[i - 1] == off;
+    const bool next = i < h->nfree && off + n == h->off[i];
+    if (prev && next) {
+        h->len[i - 1] += n + h->len[i];
+        memmove(h->off + i, h->off + i + 1, sizeof *h->off * (size_t)(h->nfree - i - 1));
+        memmove(h->len + i, h->len + i + 1, sizeof *h->len * (size_t)(h->nfree - i - 1));
+        h->nfree--;
+    } else if (prev) {
+        h->len[i - 1] += n;
+    } else if (next) {
+        h->off[i] = off;
+        h->len[i] += n;
+    } else {
+        memmove(h->off + i + 1, h->off + i, sizeof *h->off * (size_t)(h->nfree - i));
+        memmove(h->len + i + 1, h->len + i, sizeof *h->len * (size_t)(h->nfree - i));
+        h->off[i] = off;
+        h->len[i] = n;
+        h->nfree++;
+    }
+    h->used -= n;
+}
+
+/* Moves len bytes of buf from src down to dst (dst < src), front to back: a chunk is copied
+ * straight when it cannot overlap its destination (it moves by at least its length), else through
+ * the staging buffer. A chunk's destination never reaches source bytes not yet copied. */
+static void move_down(terra_gl *r, GLuint buf, size_t src, size_t dst, size_t len) {
+    const size_t gap = src - dst;
+    for (size_t done = 0; done < len;) {
+        size_t c = len - done;
+        if (gap >= c) {
+            glCopyNamedBufferSubData(buf, buf, (GLintptr)(src + done), (GLintptr)(dst + done), (GLsizeiptr)c);
+        } else if (gap >= STAGE_BYTES) {
+            c = gap;
+            glCopyNamedBufferSubData(buf, buf, (GLintptr)(src + done), (GLintptr)(dst + done), (GLsizeiptr)c);
+        } else {
+            if (!r->stage) {
+                glCreateBuffers(1, &r->stage);
+                glNamedBufferStorage(r->stage, (GLsizeiptr)STAGE_BYTES, NULL, 0);
+                r->stats.gpu_bytes += STAGE_BYTES;
+            }
+            if (c > STAGE_BYTES) c = STAGE_BYTES;
+            glCopyNamedBufferSubData(buf, r->stage, (GLintptr)(src + done), 0, (GLsizeiptr)c);
+            glCopyNamedBufferSubData(r->stage, buf, 0, (GLintptr)(dst + done), (GLsizeiptr)c);
+        }
+        done += c;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Slides every held range of one buffer to its start, in offset order, leaving one free block. */
+static void compact(terra_gl *r, bool vertices) {
+    gl_heap *h = vertices ? &r->vheap : &r->iheap;
+    const GLuint buf = vertices ? r->vbo : r->ibo;
+    const size_t unit = vertices ? sizeof(terra_grid_vertex) : sizeof(uint32_t);
+    const size_t base = vertices ? 0 : sizeof(uint32_t) * (size_t)r->index_count;
+    int n = 0;
+    for (int id = 0; id < r->d.max_tiles; id++) {
+        const gl_tile *t = &r->tiles[id];
+        if (t->live && (vertices ? t->v_count : t->i_count))
+            r->order[n++] = (uint64_t)(vertices ? t->v_off : t->i_off) << 32 | (uint32_t)id;
+    }
+    qsort(r->order, (size_t)n, sizeof *r->order, cmp_u64);
+    uint32_t at = 0;
+    for (int k = 0; k < n; k++) {
+        gl_tile *t = &r->tiles[(uint32_t)r->order[k]];
+        uint32_t *off = vertices ? &t->v_off : &t->i_off;
+        const uint32_t count = vertices ? t->v_count : t->i_count;
+        if (*off != at) move_down(r, buf, base + unit * *off, base + unit * at, unit * count);
+        *off = at;
+        at += count;
+    }
+    h->nfree = at < h->capacity;
+    h->off[0] = at;
+    h->len[0] = h->capacity - at;
+    r->stats.compactions++;
+}
+
+/* n units of one buffer: first fit, else (enough being free in all) after compacting it. */
+static bool heap_alloc(terra_gl *r, bool vertices, uint32_t n, uint32_t *out) {
+    gl_heap *h = vertices ? &r->vheap : &r->iheap;
+    if (n == 0) {
+        *out = 0;
+        return true;
+    }
+    if (h->capacity - h->used < n) return false;
+    if (heap_first_fit(h, n, out)) return true;
+    compact(r, vertices);
+    return heap_first_fit(h, n, out);
+}
+
+/* ---- tiles arriving and leaving ------------------------------------------------------------------ */
+
+static void update_used(terra_gl *r) {
+    r->stats.vertex_bytes_used = sizeof(terra_grid_vertex) * (size_t)r->vheap.used;
+    r->stats.index_bytes_used = sizeof(uint32_t) * (size_t)r->iheap.used;
+}
+
+static void release_tile(terra_gl *r, int32_t id) {
+    gl_tile *t = &r->tiles[id];
+    heap_free(&r->vheap, t->v_off, t->v_count);
+    heap_free(&r->iheap, t->i_off, t->i_count);
+    map_del(&r->index, t->key);
+    r->stats.mesh_tiles -= t->mesh;
+    *t = (gl_tile){0};
+    r->free_ids[r->nfree_ids++] = id;
     r->stats.resident--;
     r->acc_releases++;
+    update_used(r);
 }
 
 void terra_gl_release(void *user, terra_tile_key key) {
     terra_gl *r = user;
-    const int32_t slot = map_get(&r->index, key);
-    if (slot >= 0) release_slot(r, slot);
+    const int32_t id = map_get(&r->index, key);
+    if (id >= 0) release_tile(r, id);
+}
+
+static bool grow(void **p, size_t *cap, size_t need) {
+    if (need <= *cap) return true;
+    void *q = terra_alloc(need);
+    if (!q) return false;
+    terra_free(*p);
+    *p = q;
+    *cap = need;
+    return true;
+}
+
+/* Checks and expands a mesh tile into mesh_v and mesh_i. */
+static terra_status expand_mesh(terra_gl *r, terra_tile_key key, const void *data, size_t bytes,
+                                terra_tile_mesh_info *info) {
+    terra_status st = terra_tile_mesh_check(data, bytes);
+    terra_tile_mesh h;
+    terra_tile_mesh_limits lim;
+    if (st == TERRA_OK) {
+        memcpy(&h, data, sizeof h);
+        st = terra_tile_mesh_limits_for(h.vertex_count, h.index_count, &lim);
+    }
+    if (st != TERRA_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", terra_last_error());
+        return terra_fail(st, "gl: tile (level %d, %d, %d): %s", terra_tile_key_level(key), terra_tile_key_x(key),
+                          terra_tile_key_y(key), why);
+    }
+    /* its own triangles alone need index_count indices: no expanding a tile that cannot fit */
+    if (h.index_count > r->iheap.capacity)
+        return terra_fail(TERRA_E_CAPACITY, "gl: mesh tile (level %d, %d, %d) has %u indices; the index buffer holds %u",
+                          terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key), h.index_count,
+                          r->iheap.capacity);
+    if (!grow((void **)&r->mesh_v, &r->mesh_v_cap, sizeof *r->mesh_v * lim.vertices) ||
+        !grow((void **)&r->mesh_i, &r->mesh_i_cap, sizeof *r->mesh_i * lim.indices) ||
+        !grow(&r->mesh_scratch, &r->mesh_scratch_cap, lim.scratch_bytes))
+        return terra_fail(TERRA_E_NOMEM, "gl: out of memory expanding a mesh tile of %u vertices", h.vertex_count);
+    return terra_tile_mesh_expand(data, bytes, key, r->mesh_v, r->mesh_i, r->mesh_scratch, info);
 }
 
 terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes) {
     terra_gl *r = user;
     const double t0 = terra_now_s();
-    if (bytes != r->tile_bytes)
-        return terra_fail(TERRA_E_INVALID, "gl: tile (level %d, %d, %d) has %zu bytes, not the %zu of a %d-cell grid tile",
-                          terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key), bytes, r->tile_bytes,
-                          r->d.grid.cells);
-    int32_t slot = map_get(&r->index, key);
-    if (slot < 0) {
-        if (r->nfree == 0)
-            return terra_fail(TERRA_E_CAPACITY, "gl: all %d vertex-buffer slots are held; tile (level %d, %d, %d) not uploaded",
-                              r->d.capacity_tiles, terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key));
-        slot = r->free_slots[--r->nfree];
-        r->slot_key[slot] = key;
-        map_put(&r->index, key, slot);
-        r->stats.resident++;
+    const int level = terra_tile_key_level(key);
+    const int32_t tx = terra_tile_key_x(key), ty = terra_tile_key_y(key);
+    uint32_t magic = 0;
+    if (data && bytes >= sizeof magic) memcpy(&magic, data, sizeof magic);
+    const bool mesh = magic == TERRA_TILE_MESH_MAGIC;
+    const terra_grid_vertex *verts;
+    const uint32_t *idx = NULL;
+    uint32_t nv, ni = 0, skirts = 0;
+    terra_grid_vertex *writable;
+    if (mesh) {
+        terra_tile_mesh_info info;
+        terra_status st = expand_mesh(r, key, data, bytes, &info);
+        if (st != TERRA_OK) return st;
+        verts = writable = r->mesh_v;
+        idx = r->mesh_i;
+        nv = info.vertices;
+        ni = info.indices;
+        skirts = info.skirt_triangles;
+    } else {
+        if (bytes != r->tile_bytes)
+            return terra_fail(TERRA_E_INVALID,
+                              "gl: tile (level %d, %d, %d) has %zu bytes: not the %zu of a %d-cell grid tile, and not a mesh tile",
+                              level, tx, ty, bytes, r->tile_bytes, r->d.grid.cells);
+        verts = data;
+        writable = r->upload_scratch;
+        nv = (uint32_t)r->vertex_count;
+        skirts = 8u * (uint32_t)r->d.grid.cells;
     }
+    /* a grid tile's slot: its vertices, then its skirt's */
+    const uint32_t need = mesh ? nv : nv + (uint32_t)r->skirt_vertices;
+    /* room: what the tile held before (a second upload replaces it) counts as free; nothing is
+     * touched unless both ranges can be had */
+    int32_t id = map_get(&r->index, key);
+    const uint32_t old_v = id >= 0 ? r->tiles[id].v_count : 0, old_i = id >= 0 ? r->tiles[id].i_count : 0;
+    if (r->vheap.capacity - r->vheap.used + old_v < need)
+        return terra_fail(TERRA_E_CAPACITY,
+                          "gl: tile (level %d, %d, %d) needs %u vertices; the vertex buffer has %u of %u free (%d tiles resident)",
+                          level, tx, ty, need, r->vheap.capacity - r->vheap.used + old_v, r->vheap.capacity,
+                          r->stats.resident);
+    if (r->iheap.capacity - r->iheap.used + old_i < ni)
+        return terra_fail(TERRA_E_CAPACITY,
+                          "gl: tile (level %d, %d, %d) needs %u indices; the index buffer has %u of %u free (%d mesh tiles resident)",
+                          level, tx, ty, ni, r->iheap.capacity - r->iheap.used + old_i, r->iheap.capacity,
+                          r->stats.mesh_tiles);
+    if (id < 0 && r->nfree_ids == 0)
+        return terra_fail(TERRA_E_CAPACITY, "gl: all %d tiles the renderer holds (max_tiles) are resident; tile (level %d, %d, %d) not uploaded",
+                          r->d.max_tiles, level, tx, ty);
     /* a tile draws the eight surfaces covering most of it; any other sample draws as the most
      * common one (terra_surface_palette logs such tiles) */
-    const terra_grid_vertex *v = data;
     terra_surface keep[TERRA_TILE_SURFACES];
     int kept;
-    if (terra_surface_palette(&v[0].surface, (size_t)r->vertex_count, sizeof *v, key, keep, &kept) > kept) {
-        memcpy(r->upload_scratch, data, bytes);
-        for (int i = 0; i < r->vertex_count; i++) {
+    if (terra_surface_palette(&verts[0].surface, nv, sizeof *verts, key, keep, &kept) > kept) {
+        if (writable != verts) memcpy(writable, verts, sizeof *verts * nv);
+        for (uint32_t i = 0; i < nv; i++) {
             bool in = false;
-            for (int k = 0; k < kept && !in; k++) in = r->upload_scratch[i].surface == keep[k];
-            if (!in) r->upload_scratch[i].surface = keep[0];
+            for (int k = 0; k < kept && !in; k++) in = writable[i].surface == keep[k];
+            if (!in) writable[i].surface = keep[0];
         }
-        data = r->upload_scratch;
+        verts = writable;
     }
-    glNamedBufferSubData(r->vbo, (GLintptr)((size_t)slot * r->tile_bytes), (GLsizeiptr)bytes, data);
+    float skirt_m = 0;
+    if (!mesh) { /* the skirt: copies of the border vertices (after the palette), coloured for it */
+        const int cells = r->d.grid.cells;
+        for (int k = 0; k < r->skirt_vertices; k++) {
+            r->skirt_scratch[k] = verts[r->ring[k]];
+            r->skirt_scratch[k].colour = (uint16_t)((grid_colour(cells, r->ring[k]) + 1) % 3);
+        }
+        skirt_m = skirt_depth(verts, cells, r->ring, terra_grid_tile_side(&r->d.grid, level) / cells);
+    }
+    gl_tile *t;
+    if (id >= 0) {
+        t = &r->tiles[id];
+        heap_free(&r->vheap, t->v_off, t->v_count);
+        heap_free(&r->iheap, t->i_off, t->i_count);
+        r->stats.mesh_tiles -= t->mesh;
+        t->v_count = t->i_count = 0; /* a compaction now passes it by */
+    } else {
+        id = r->free_ids[--r->nfree_ids];
+        t = &r->tiles[id];
+        *t = (gl_tile){.key = key, .live = true};
+        map_put(&r->index, key, id);
+        r->stats.resident++;
+    }
+    uint32_t v_off = 0, i_off = 0;
+    const bool placed = heap_alloc(r, true, need, &v_off) && heap_alloc(r, false, ni, &i_off);
+    if (!placed) { /* cannot happen: the free totals sufficed, and compaction makes them one block */
+        release_tile(r, id);
+        return terra_fail(TERRA_E_CAPACITY, "gl: tile (level %d, %d, %d) could not be placed", level, tx, ty);
+    }
+    *t = (gl_tile){.key = key, .v_off = v_off, .v_count = need, .i_off = i_off, .i_count = ni, .skirt_triangles = skirts,
+                   .skirt_m = skirt_m, .live = true, .mesh = mesh};
+    r->stats.mesh_tiles += mesh;
+    glNamedBufferSubData(r->vbo, (GLintptr)(sizeof *verts * (size_t)v_off), (GLsizeiptr)(sizeof *verts * nv), verts);
+    if (!mesh)
+        glNamedBufferSubData(r->vbo, (GLintptr)(sizeof *verts * ((size_t)v_off + nv)),
+                             (GLsizeiptr)(sizeof *verts * (size_t)r->skirt_vertices), r->skirt_scratch);
+    if (ni)
+        glNamedBufferSubData(r->ibo, (GLintptr)(sizeof *idx * ((size_t)r->index_count + i_off)),
+                             (GLsizeiptr)(sizeof *idx * ni), idx);
+    update_used(r);
     r->acc_uploads++;
     r->acc_upload_ms += (terra_now_s() - t0) * 1e3;
     return TERRA_OK;
@@ -471,7 +872,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     static const terra_gl_style defaults = {0};
     if (!style) style = &defaults;
     terra_gl_stats *s = &r->stats;
-    s->draw_calls = s->tiles = s->triangles = s->not_resident = 0;
+    s->draw_calls = s->tiles = s->triangles = s->skirt_triangles = s->not_resident = 0;
     s->call_ms = 0;
     double call_s = 0;
     s->uploads = r->acc_uploads, s->releases = r->acc_releases, s->upload_ms = r->acc_upload_ms;
@@ -487,22 +888,31 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     int n = 0;
     for (int i = 0; i < count; i++) {
         const terra_stream_draw *dr = &draws[i];
-        const int32_t slot = map_get(&r->index, dr->key);
-        if (slot < 0) {
+        const int32_t id = map_get(&r->index, dr->key);
+        if (id < 0) {
             s->not_resident++;
             continue;
         }
+        const gl_tile *t = &r->tiles[id];
         const int level = terra_tile_key_level(dr->key);
         const double side = terra_grid_tile_side(&r->d.grid, level);
         const double ox = (double)terra_tile_key_x(dr->key) * side, oz = (double)terra_tile_key_y(dr->key) * side;
+        /* mesh tiles do not morph: their morph range is sent empty */
         r->recs[n] = (gl_draw_record){{(float)(ox - eye.x), (float)(0.0 - eye.y), (float)(oz - eye.z), (float)level},
-                                      {dr->morph_start, dr->morph_end, 0, 0}};
-        r->cmds[n] = (gl_draw_command){(GLuint)r->index_count, 1, 0, slot * r->vertex_count, (GLuint)n};
+                                      {t->mesh ? 0.0f : dr->morph_start, t->mesh ? 0.0f : dr->morph_end, t->skirt_m, 0.0f},
+                                      (int32_t)t->v_off, t->mesh, {0, 0}};
+        /* grid tiles: the shared indices at the index buffer's start; mesh tiles: their own. Skirt
+         * triangles come last in both (left out with style->no_skirts). */
+        const GLuint skirt_indices = style->no_skirts ? 3 * t->skirt_triangles : 0;
+        r->cmds[n] = t->mesh ? (gl_draw_command){t->i_count - skirt_indices, 1, (GLuint)r->index_count + t->i_off,
+                                                 (GLint)t->v_off, (GLuint)n}
+                             : (gl_draw_command){(GLuint)r->index_count - skirt_indices, 1, 0, (GLint)t->v_off, (GLuint)n};
+        s->triangles += (int)(r->cmds[n].count / 3);
+        s->skirt_triangles += style->no_skirts ? 0 : (int)t->skirt_triangles;
         s->per_level[level]++;
         n++;
     }
     s->tiles = n;
-    s->triangles = n * (r->index_count / 3);
 
     const GLuint target = r->offscreen ? r->fbo : 0;
     glBindFramebuffer(GL_DRAW_FRAMEBUFFER, target);

@@ -30,23 +30,35 @@ void terra_gl_scene_destroy(terra_gl_scene *s) {
 
 terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_scene **out) {
     *out = NULL;
-    if (!desc || !desc->source) return terra_fail(TERRA_E_INVALID, "gl scene: a source is required");
+    if (!desc || (!desc->source && !desc->archive)) return terra_fail(TERRA_E_INVALID, "gl scene: a source or an archive is required");
     terra_gl_scene *s = terra_calloc(1, sizeof *s);
     if (!s) return terra_fail(TERRA_E_NOMEM, "gl scene: out of memory");
     s->d = *desc;
-    const int capacity = desc->capacity_tiles ? desc->capacity_tiles : 2048;
-    terra_status st = terra_select_create(&desc->select, desc->source, &s->sel);
+    int capacity = desc->capacity_tiles ? desc->capacity_tiles : 2048;
+    terra_stream_desc sd = {.select = desc->select, .source = desc->source, .budget_ms = desc->budget_ms,
+                            .max_cameras = 1, .max_foci = 4, .capacity_bytes = desc->capacity_bytes,
+                            .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64};
+    if (!sd.select.view_height_px && desc->height > 0) sd.select.view_height_px = desc->height;
+    if (desc->archive) { /* its own tiles, decoded by its workers; as many slots as it has tiles at most */
+        terra_archive_mesh_stream_desc(desc->archive, &sd);
+        terra_archive_mesh_info ai;
+        terra_archive_mesh_get_info(desc->archive, &ai);
+        if ((uint64_t)capacity > ai.tiles) capacity = (int)ai.tiles;
+        const size_t cap = (size_t)512 << 20;
+        if (!sd.capacity_bytes) sd.capacity_bytes = (size_t)capacity * ai.tile_bytes < cap ? (size_t)capacity * ai.tile_bytes : cap;
+    }
+    sd.capacity_tiles = capacity;
+    terra_status st = terra_select_create(&sd.select, sd.source, &s->sel);
     if (st == TERRA_OK) {
-        const terra_select_desc *sd = terra_select_get_desc(s->sel);
-        terra_gl_desc gd = {.grid = sd->grid, .capacity_tiles = capacity, .max_draws = sd->max_tiles,
+        const terra_select_desc *rd = terra_select_get_desc(s->sel);
+        terra_gl_desc gd = {.grid = rd->grid, .capacity_tiles = capacity, .max_draws = rd->max_tiles,
                             .width = desc->width, .height = desc->height};
+        if (desc->archive) gd.vertex_bytes = gd.index_bytes = sd.capacity_bytes, gd.max_tiles = capacity;
         st = terra_gl_create(&gd, &s->gl);
     }
-    if (st == TERRA_OK) st = terra_pool_create(&(terra_pool_desc){.threads = desc->threads}, &s->pool);
+    if (st == TERRA_OK && !desc->archive) st = terra_pool_create(&(terra_pool_desc){.threads = desc->threads}, &s->pool);
     if (st == TERRA_OK) {
-        terra_stream_desc sd = {.select = desc->select, .source = desc->source, .capacity_tiles = capacity,
-                                .budget_ms = desc->budget_ms, .pool = s->pool, .max_cameras = 1, .max_foci = 4,
-                                .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64};
+        sd.pool = s->pool;
         st = terra_gl_attach(s->gl, &sd);
         if (st == TERRA_OK) st = terra_stream_create(&sd, &s->stream);
     }

@@ -2,10 +2,15 @@
 #ifndef TERRA_GL_SHADERS_H
 #define TERRA_GL_SHADERS_H
 
-/* Per-draw record, std430: 32 bytes (must match gl_draw_record in renderer.c). */
+/* Per-draw record, std430: 48 bytes (must match gl_draw_record in renderer.c): tile origin
+ * relative to the eye and level; morph start and end, a grid tile's skirt depth; the tile's first
+ * vertex; 1 for a mesh tile.
+ * The kind is a per-draw flag, not an attribute, so grid tiles keep their bytes as grid.c makes
+ * them: a grid tile's colours follow from gl_VertexID - base_vertex, a mesh tile's are its
+ * vertices' colour attribute (terra_grid_vertex.colour, set by terra_tile_mesh_expand). */
 #define TERRA_GL_GLSL_COMMON                                                                       \
     "#version 450 core\n"                                                                          \
-    "struct DrawRecord { vec4 origin_level; vec4 morph; };\n"                                      \
+    "struct DrawRecord { vec4 origin_level; vec4 morph_skirt; ivec4 info; };\n"                   \
     "uniform mat4 u_view_proj;\n"                                                                  \
     "uniform vec3 u_sun;\n"                                                                        \
     "uniform int u_flat;\n"                                                                        \
@@ -19,9 +24,19 @@
  * eye, exactly as terra_morph_factor does on the CPU, and its normal with it toward the parent's
  * normal at the target.
  *
+ * A morph range whose end is not past its start does not morph (k = 0: no division by zero);
+ * mesh tiles are sent so, and their morph targets are their positions anyway.
+ *
  * The three surfaces of a triangle, without a geometry stage: every grid cell is split along the
  * same diagonal (v00-v11), so colouring vertex (i, j) with (i + j) mod 3 gives the three corners
- * of every triangle three different colours. A vertex puts weight 1 in its colour's component of
+ * of every triangle three different colours (i, j from gl_VertexID minus the tile's first vertex,
+ * which the draw record carries: tiles lie at any vertex offset); a mesh tile's vertices carry
+ * such a colouring in their colour attribute (copies made where a vertex needs two colours).
+ * A grid tile's skirt vertices (its vertices past the (cells + 1)^2 of its grid: copies of its border
+ * vertices, renderer.c) carry their colour in the attribute too; each is morphed exactly as the
+ * border vertex it copies (the same inputs, the same arithmetic: bit for bit the same x and z) and
+ * only then lowered by the tile's skirt depth, so the skirt hangs straight under the drawn edge.
+ * A vertex puts weight 1 in its colour's component of
  * `bary` and its surface id in the same component of `ids`; interpolated over the triangle, bary
  * holds the barycentric weight of each corner and ids / bary recovers each corner's surface id
  * exactly, so the fragment stage has the triangle's three surfaces and their weights. */
@@ -36,6 +51,7 @@ static const char *const terra_gl_vs =
     "layout(location = 3) in uint a_surface;\n"
     "layout(location = 4) in uint a_draw;\n"
     "layout(location = 5) in vec2 a_morph_oct;\n"
+    "layout(location = 6) in uint a_colour;\n"
     "out vec3 v_rel;\n"
     "out vec3 v_normal;\n"
     "out vec3 v_bary;\n"
@@ -54,16 +70,19 @@ static const char *const terra_gl_vs =
     "     * and the coarser tile's vertex it lands on: no T-junction can drop a pixel */\n"
     "    precise vec3 p = (d.origin_level.xyz + a_pos) - u_eye_frac;\n"
     "    precise vec3 t = (d.origin_level.xyz + a_target) - u_eye_frac;\n"
-    "    float k = clamp((length(p) - d.morph.x) / (d.morph.y - d.morph.x), 0.0, 1.0);\n"
+    "    vec2 morph = d.morph_skirt.xy;\n"
+    "    float k = morph.y > morph.x ? clamp((length(p) - morph.x) / (morph.y - morph.x), 0.0, 1.0) : 0.0;\n"
     "    if (u_no_morph != 0) k = 0.0;\n"
     "    p = k >= 1.0 ? t : p + (t - p) * k;\n"
+    "    int side = u_cells + 1;\n"
+    "    int local = gl_VertexID - d.info.x; /* gl_VertexID = index + base vertex */\n"
+    "    bool skirt = d.info.y == 0 && local >= side * side;\n"
+    "    if (skirt) p.y -= d.morph_skirt.z;\n"
     "    v_rel = p;\n"
     "    /* the normal morphs with the position, onto the parent's normal at the target: the light\n"
     "     * on a hillside does not jump when a tile hands over to its parent */\n"
     "    v_normal = k >= 1.0 ? oct_decode(a_morph_oct) : mix(oct_decode(a_oct), oct_decode(a_morph_oct), k);\n"
-    "    int side = u_cells + 1;\n"
-    "    int local = gl_VertexID % (side * side); /* base vertex = slot x vertices per tile */\n"
-    "    int colour = (local % side + local / side) % 3;\n"
+    "    int colour = d.info.y != 0 || skirt ? int(a_colour) : (local % side + local / side) % 3;\n"
     "    v_bary = vec3(colour == 0, colour == 1, colour == 2);\n"
     "    v_ids = v_bary * float(a_surface);\n"
     "    v_level = uint(d.origin_level.w);\n"

@@ -159,21 +159,23 @@ for v in 1e300 6400001; do shared --range0 $v "$range" fly render view; done
 shared range0 10 "range0 >= [0-9.]+ m" fly render view
 shared range0 1e6 "at most 64 of its tiles" fly render view
 for v in 0 171 nan -60; do shared --fov $v "$range" fly render view; done
+for v in 0 1001 nan -1; do shared --sse $v "$range" fly render view; done
+for v in 1,2 256,0,0 0,-1,0; do shared --clear $v "$range" fly render view; done
 for v in 0x0 8x8 8193x100 100 16x; do shared --size $v "from 16x16 to 8192x8192" fly render view; done
 for v in 1,2 1,2,x 1,2,3,4 1e10,0,0 0,nan,0; do shared --eye $v "$range" render view; done
 for v in 0 1e7 -1; do shared --above $v "$range" render view; done
 for v in 361 -361 inf; do shared --yaw $v "$range" render view; done
 for v in 91 -90.5; do shared --pitch $v "$range" render view; done
-# fly flies its path over the default world: no pose, no archive
-for o in "--eye 0,0,0" "--above 10" "--yaw 0" "--pitch 0" "--archive a.terra"; do
+# fly flies its path over the default world or an archive's area: no pose
+for o in "--eye 0,0,0" "--above 10" "--yaw 0" "--pitch 0"; do
   msg=$(timeout 20 "$terra" fly -n 1 -o fo $o 2>&1); rc=$?
   [ $rc -eq 2 ] && grep -q "unknown option" <<<"$msg" && ok "fly $o refused: unknown option" \
     || bad "fly $o -> exit $rc: $msg"
 done
 # every shared option's help line is the same in each command's --help
-for o in --seed --cells --tile0 --levels --range0 --size --fov --level-tint --no-morph \
+for o in --seed --cells --tile0 --levels --range0 --size --fov --sse --level-tint --no-morph --clear \
          --archive --eye --above --yaw --pitch; do
-  case $o in --archive|--eye|--above|--yaw|--pitch) cs="render view" ;; *) cs="fly render view" ;; esac
+  case $o in --eye|--above|--yaw|--pitch) cs="render view" ;; *) cs="fly render view" ;; esac
   ref=$(help_line render "$o")
   [ -n "$ref" ] || { bad "render --help has no $o"; continue; }
   for c in $cs; do
@@ -181,7 +183,7 @@ for o in --seed --cells --tile0 --levels --range0 --size --fov --level-tint --no
       || bad "$c --help: $o is '$(help_line $c "$o")', render's '$ref'"
   done
 done
-for o in --archive --eye --above --yaw --pitch; do
+for o in --eye --above --yaw --pitch; do
   [ -z "$(help_line fly "$o")" ] && ok "fly --help has no $o" || bad "fly --help lists $o"
 done
 # taken alike at the edges of the ranges: fly and render draw (exit 0); view gets as far as the

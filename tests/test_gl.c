@@ -3,9 +3,13 @@
  * and leave when the streamer lets go, the same frame gives the same bytes, two frames a small
  * step apart differ only slightly (no pop where levels change), the vertex 3-colouring that gives
  * the fragment stage a triangle's three surfaces, and camera-relative precision far from the
- * origin. */
+ * origin. Mesh tiles (tile_mesh.h) beside grid tiles in the same one draw call: the ground where
+ * they are at the distance the height field puts it, no sky through the sides they share or
+ * between levels (skirts), upload and release churn that fails only when the free total is short
+ * (the fragmentation bound) and never harms the tiles still held, capacity refused by name. */
 #include "check.h"
 #include "test_gl_util.h"
+#include "terra/tile_mesh.h"
 
 #include <epoxy/egl.h>
 #include <epoxy/gl.h>
@@ -47,13 +51,24 @@ static void APIENTRY no_deibvbi(GLenum m, GLsizei c, GLenum t, const void *i, GL
     other_draw_calls++;
 }
 
+/* Buffer copies (compaction): a copy within one buffer must never overlap itself. */
+static long buffer_copies, overlapping_copies;
+static PFNGLCOPYNAMEDBUFFERSUBDATAPROC real_copy;
+static void APIENTRY count_copy(GLuint rb, GLuint wb, GLintptr ro, GLintptr wo, GLsizeiptr n) {
+    buffer_copies++;
+    if (rb == wb && ro < wo + n && wo < ro + n) overlapping_copies++;
+    real_copy(rb, wb, ro, wo, n);
+}
+
 static void wrap_draw_calls(void) {
     /* the driver's own entry points (epoxy's pointers start as resolving stubs that call back
      * through the pointer, which would then be ours) */
     real_mdei = (PFNGLMULTIDRAWELEMENTSINDIRECTPROC)eglGetProcAddress("glMultiDrawElementsIndirect");
     real_da = (PFNGLDRAWARRAYSPROC)eglGetProcAddress("glDrawArrays");
     real_de = (PFNGLDRAWELEMENTSPROC)eglGetProcAddress("glDrawElements");
-    CHECK(real_mdei && real_da && real_de);
+    real_copy = (PFNGLCOPYNAMEDBUFFERSUBDATAPROC)eglGetProcAddress("glCopyNamedBufferSubData");
+    CHECK(real_mdei && real_da && real_de && real_copy);
+    epoxy_glCopyNamedBufferSubData = count_copy;
     epoxy_glMultiDrawElementsIndirect = count_mdei;
     epoxy_glDrawArrays = count_da;
     epoxy_glDrawElements = count_de;
@@ -361,6 +376,500 @@ static void steady_far_from_the_origin(void) {
     terra_source_destroy(world);
 }
 
+
+/* ---- mesh tiles ------------------------------------------------------------------------------------ */
+
+/* A height field: a tilted plane and bumps of amplitude amp (|height - plane| <= amp). */
+typedef struct field {
+    double base, sx, sz, amp, kx, kz;
+} field;
+
+static double field_at(const field *f, double x, double z) {
+    return f->base + f->sx * x + f->sz * z + f->amp * sin(x * f->kx) * sin(z * f->kz);
+}
+static float field_height(void *user, double x, double z) { return (float)field_at(user, x, z); }
+
+static terra_source *field_source(field *f) {
+    terra_source *src = NULL;
+    CHECK(terra_source_create(&(terra_source_desc){.height_at = field_height, .user = f, .min_height = -2000,
+                                                   .max_height = 2000},
+                              &src) == TERRA_OK,
+          "%s", terra_last_error());
+    return src;
+}
+
+#define TILE0 64.0
+#define CELLS 16
+
+/* A mesh tile of the field over tile `key`: a grid of `cells` cells (vertex ids shuffled, each cell
+ * split along a random diagonal), quantized as tile_mesh.h says, normals from the field's slope. */
+static uint8_t *field_mesh(const field *f, terra_tile_key key, int cells, float skirt_m, terra_surface surface,
+                           unsigned long long *rng, size_t *bytes) {
+    const double side = ldexp(TILE0, terra_tile_key_level(key)), sp = side / cells;
+    const double ox = terra_tile_key_x(key) * side, oz = terra_tile_key_y(key) * side;
+    const uint32_t nv = (uint32_t)((cells + 1) * (cells + 1)), ni = (uint32_t)(6 * cells * cells);
+    double *h = malloc(sizeof *h * nv), lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j <= cells; j++)
+        for (int i = 0; i <= cells; i++) {
+            const double y = field_at(f, ox + i * sp, oz + j * sp);
+            h[j * (cells + 1) + i] = y;
+            lo = fmin(lo, y), hi = fmax(hi, y);
+        }
+    if (hi <= lo) hi = lo + 1;
+    *bytes = terra_tile_mesh_bytes(nv, ni);
+    uint8_t *b = calloc(1, *bytes);
+    terra_tile_mesh hd = {.magic = TERRA_TILE_MESH_MAGIC, .vertex_count = nv, .index_count = ni, .size_x = (float)side,
+                          .size_z = (float)side, .min_height = (float)lo, .max_height = (float)hi, .skirt_m = skirt_m};
+    memcpy(b, &hd, sizeof hd);
+    terra_tile_mesh_vertex *v = (terra_tile_mesh_vertex *)(void *)(b + sizeof hd);
+    uint32_t *idx = (uint32_t *)(void *)(b + (*bytes - 4 * (size_t)ni));
+    uint32_t *id = malloc(sizeof *id * nv);
+    for (uint32_t i = 0; i < nv; i++) id[i] = i;
+    for (uint32_t i = nv - 1; i > 0; i--) {
+        const uint32_t j = (uint32_t)(test_rand_u64(rng) % (i + 1)), t = id[i];
+        id[i] = id[j], id[j] = t;
+    }
+    for (int j = 0; j <= cells; j++)
+        for (int i = 0; i <= cells; i++) {
+            const double x = ox + i * sp, z = oz + j * sp, e = 0.01;
+            const double dx = (field_at(f, x + e, z) - field_at(f, x - e, z)) / (2 * e);
+            const double dz = (field_at(f, x, z + e) - field_at(f, x, z - e)) / (2 * e);
+            const float n[3] = {(float)-dx, (float)-dz, 1.0f}; /* (nx, nz, ny): +y the pole */
+            terra_tile_mesh_vertex *o = &v[id[j * (cells + 1) + i]];
+            *o = (terra_tile_mesh_vertex){.u = (uint16_t)lrint(i * 32767.0 / cells), .v = (uint16_t)lrint(j * 32767.0 / cells),
+                                          .h = (uint16_t)lrint((h[j * (cells + 1) + i] - lo) / (hi - lo) * 32767.0),
+                                          .surface = surface};
+            terra_oct_encode(n, o->normal);
+        }
+    uint32_t t = 0;
+    for (int j = 0; j < cells; j++)
+        for (int i = 0; i < cells; i++) {
+            const uint32_t a = id[j * (cells + 1) + i], bb = id[j * (cells + 1) + i + 1],
+                           c = id[(j + 1) * (cells + 1) + i + 1], d = id[(j + 1) * (cells + 1) + i];
+            const bool flip = test_rand_u64(rng) & 1;
+            const uint32_t tri[6] = {a, d, flip ? bb : c, flip ? bb : a, flip ? d : c, flip ? c : bb};
+            memcpy(idx + 6 * t++, tri, sizeof tri);
+        }
+    free(h), free(id);
+    return b;
+}
+
+/* A grid tile of the source: its bytes (malloc'ed), as a streamer would upload them. */
+static uint8_t *grid_tile(const terra_source *src, terra_tile_key key, size_t *bytes) {
+    const terra_grid_desc g = {.tile0_size = TILE0, .cells = CELLS};
+    *bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(CELLS);
+    terra_grid_vertex *v = malloc(*bytes);
+    float *scratch = malloc(sizeof(float) * (size_t)terra_grid_scratch_floats(CELLS));
+    CHECK(terra_grid_build(src, &g, key, v, scratch, NULL) == TERRA_OK, "%s", terra_last_error());
+    free(scratch);
+    return (uint8_t *)v;
+}
+
+static terra_gl *mesh_renderer(size_t vertex_bytes, size_t index_bytes, int max_tiles) {
+    terra_gl *r = NULL;
+    terra_gl_desc d = {.grid = {.tile0_size = TILE0, .cells = CELLS}, .capacity_tiles = 64, .width = TW, .height = TH,
+                       .vertex_bytes = vertex_bytes, .index_bytes = index_bytes, .max_tiles = max_tiles};
+    CHECK(terra_gl_create(&d, &r) == TERRA_OK, "%s", terra_last_error());
+    return r;
+}
+
+static terra_stream_draw draw_of(terra_tile_key key) {
+    /* morph start = end: no morph (and no division by zero in the vertex stage) */
+    return (terra_stream_draw){.key = key, .level = terra_tile_key_level(key), .morph_start = 0, .morph_end = 0};
+}
+
+typedef struct ground_check {
+    long checked;  /* pixels whose ray must meet the ground */
+    long holes;    /* of them: nothing drawn */
+    long off;      /* of them: drawn at another distance than the plane's (only when amp is 0) */
+    long seam;     /* of them: within a metre of a tile's side */
+    long seam_off; /* of off: within a metre of a tile's side */
+    double worst;  /* largest distance error, metres */
+} ground_check;
+
+/* Which pixels must show ground over [x0, x1] x [z0, z1]: the ray meets the field's plane at P,
+ * and P +- amp / sin(angle to the plane) along the ray (where the ray is amp above and below the
+ * plane, so it crosses any surface within amp of it in between) both lie half a metre inside the
+ * area. With amp 0 (the plane itself) the distance must be the plane's too. */
+static ground_check check_ground(const float *z, const terra_camera *cam, const field *f, double amp, double x0,
+                                 double z0, double x1, double z1) {
+    ground_check g = {0};
+    terra_vec3 fw;
+    terra_camera_basis(cam, &fw, NULL, NULL);
+    const double nl = sqrt(f->sx * f->sx + 1 + f->sz * f->sz), nx = -f->sx / nl, ny = 1 / nl, nz = -f->sz / nl;
+    for (int j = 0; j < TH; j++)
+        for (int i = 0; i < TW; i++) {
+            const terra_vec3 d = pixel_ray(cam, TW, TH, i, j);
+            /* plane: y = base + sx x + sz z */
+            const double den = d.y - f->sx * d.x - f->sz * d.z;
+            const double num = f->base + f->sx * cam->eye.x + f->sz * cam->eye.z - cam->eye.y;
+            if (den >= 0) continue;
+            const double t = num / den;
+            if (!(t > 1)) continue;
+            const double sn = fabs(d.x * nx + d.y * ny + d.z * nz), m = amp / sn + 0.5;
+            bool inside = true;
+            for (int k = -1; k <= 1; k += 2) {
+                const double px = cam->eye.x + d.x * (t + k * (m - 0.5)), pz = cam->eye.z + d.z * (t + k * (m - 0.5));
+                inside = inside && px > x0 + 0.5 && px < x1 - 0.5 && pz > z0 + 0.5 && pz < z1 - 0.5;
+            }
+            if (!inside) continue;
+            g.checked++;
+            const double px = cam->eye.x + d.x * t, pz = cam->eye.z + d.z * t;
+            const double fx = fmod(px, TILE0), fz = fmod(pz, TILE0);
+            const bool at_seam = fx < 1 || fx > TILE0 - 1 || fz < 1 || fz > TILE0 - 1;
+            g.seam += at_seam;
+            const float got = z[(size_t)j * TW + i];
+            if (!isfinite(got)) {
+                g.holes++;
+                continue;
+            }
+            if (amp == 0) {
+                const double want = t * (d.x * fw.x + d.y * fw.y + d.z * fw.z), err = fabs(got - want);
+                if (err > g.worst) g.worst = err;
+                if (err > 2e-3 * want + 0.02) {
+                    g.off++;
+                    g.seam_off += at_seam;
+                    printf("    pixel (%d, %d): the plane at (%.3f, %.3f), %.2f m; drawn at %.2f m\n", i, j, px, pz, want, got);
+                }
+            }
+        }
+    return g;
+}
+
+/* Mesh tiles and grid tiles in a checkerboard over a tilted plane, drawn in one call: every pixel
+ * over them shows ground (no sky), also in views grazing along the sides a mesh tile and a grid
+ * tile share, at the plane's distance. Along those sides a mesh tile's edge lies off the grid
+ * tile's by up to a quantization step (its heights in steps of 1/32767 of its range, its side
+ * vertices 1/32767 of the side from the grid's lattice): its skirt covers the gap where its edge
+ * is the higher, but grid tiles have no skirts, so where the grid's edge is the higher a ray
+ * grazing the side can slip through (a window of ~0.1 mm, widened to 1/256 pixel by the
+ * rasterizer's snapping) to ground further on: allowed at 1 in 2,000 of the pixels along the
+ * sides, and counted. The triangles drawn are the grid tiles' and the mesh tiles' own and skirts,
+ * as GL counts them. */
+static void mesh_and_grid_tiles_in_one_draw(void) {
+    field f = {.base = 30, .sx = 0.05, .sz = -0.03};
+    terra_source *src = field_source(&f);
+    terra_gl *r = mesh_renderer(0, 0, 0);
+    if (!src || !r) return;
+    unsigned long long rng = 21;
+    terra_stream_draw draws[16];
+    int n = 0, grid_tris = 0, mesh_tris = 0;
+    for (int y = 0; y < 4; y++)
+        for (int x = 0; x < 4; x++) {
+            const terra_tile_key key = terra_tile_key_make(0, 0, x, y);
+            size_t bytes;
+            const bool mesh = (x + y) % 2 == 1;
+            uint8_t *data = mesh ? field_mesh(&f, key, 4 + (int)(test_rand_u64(&rng) % 20), 2.0f, 0, &rng, &bytes)
+                                 : grid_tile(src, key, &bytes);
+            CHECK(terra_gl_upload(r, key, data, bytes) == TERRA_OK, "%s", terra_last_error());
+            if (mesh) mesh_tris += (int)(((const terra_tile_mesh *)(const void *)data)->index_count / 3);
+            else grid_tris += 2 * CELLS * CELLS;
+            free(data);
+            draws[n++] = draw_of(key);
+        }
+    const terra_gl_stats *gs = terra_gl_get_stats(r);
+    CHECK(gs->resident == 16 && gs->mesh_tiles == 8, "%d resident, %d mesh", gs->resident, gs->mesh_tiles);
+    /* a high view of it all; low views grazing along x = 64 and z = 128, sides of mesh and grid tiles */
+    const terra_camera cams[] = {
+        {.eye = {128, 260, 330}, .yaw_rad = 0, .pitch_rad = -0.75, .fov_y_rad = 1.0},
+        {.eye = {64.3, 0, -4}, .yaw_rad = 3.14159265358979 - 0.03, .pitch_rad = -0.1, .fov_y_rad = 1.0},
+        {.eye = {-4, 0, 128.2}, .yaw_rad = 1.5707963 + 0.02, .pitch_rad = -0.08, .fov_y_rad = 1.0},
+        {.eye = {250, 0, 250}, .yaw_rad = -0.785, .pitch_rad = -0.12, .fov_y_rad = 1.0},
+    };
+    float *z = malloc(sizeof(float) * TW * TH);
+    GLuint query;
+    glGenQueries(1, &query);
+    long seam = 0, seam_off = 0;
+    for (int c = 0; c < 4; c++) {
+        terra_camera cam = cams[c];
+        if (cam.eye.y == 0) cam.eye.y = field_at(&f, cam.eye.x, cam.eye.z) + 3;
+        cam.aspect = (double)TW / TH;
+        draw_entry_calls = other_draw_calls = 0;
+        glBeginQuery(GL_PRIMITIVES_GENERATED, query);
+        CHECK(terra_gl_draw(r, &cam, draws, n, &(terra_gl_style){.flat = true}) == TERRA_OK, "%s", terra_last_error());
+        glEndQuery(GL_PRIMITIVES_GENERATED);
+        GLuint prims = 0;
+        glGetQueryObjectuiv(query, GL_QUERY_RESULT, &prims);
+        CHECK(draw_entry_calls == 1 && other_draw_calls == 0 && gs->draw_calls == 1, "%ld draw calls", draw_entry_calls);
+        CHECK(gs->tiles == 16 && gs->triangles == grid_tris + mesh_tris + gs->skirt_triangles && gs->skirt_triangles > 0,
+              "%d tiles, %d triangles (%d grid, %d mesh, %d skirt)", gs->tiles, gs->triangles, grid_tris, mesh_tris,
+              gs->skirt_triangles);
+        CHECK(prims == (GLuint)gs->triangles, "GL drew %u triangles, the renderer says %d", prims, gs->triangles);
+        CHECK(terra_gl_read_depth(r, z) == TERRA_OK);
+        const ground_check g = check_ground(z, &cam, &f, 0, 0, 0, 256, 256);
+        printf("  view %d: %ld ground pixels (%ld along tile sides): %ld sky, %ld at another distance (%ld along sides)\n",
+               c, g.checked, g.seam, g.holes, g.off, g.seam_off);
+        CHECK(g.checked > TW * TH / 4 && g.holes == 0 && g.off == g.seam_off, "view %d", c);
+        seam += g.seam, seam_off += g.seam_off;
+    }
+    CHECK(seam > 10000, "only %ld pixels along tile sides were checked", seam);
+    CHECK(seam_off * 2000 <= seam, "%ld of %ld pixels along tile sides see through", seam_off, seam);
+    glDeleteQueries(1, &query);
+    free(z);
+    terra_gl_destroy(r);
+    terra_source_destroy(src);
+}
+
+/* A coarse mesh tile (level 1) beside fine ones (level 0) over bumpy ground: the fine tiles' sides
+ * have a vertex between each two of the coarse one's, off its straight edge, so without skirts sky
+ * shows through the gaps in views grazing across the side; with skirts (re-uploaded over the same
+ * keys) none does. */
+static void skirts_close_gaps_between_levels(void) {
+    field f = {.base = 40, .sx = 0.02, .sz = 0.01, .amp = 1.5, .kx = 0.61, .kz = 0.47};
+    terra_gl *r = mesh_renderer(0, 0, 0);
+    if (!r) return;
+    unsigned long long rng = 22;
+    const terra_tile_key keys[5] = {terra_tile_key_make(0, 1, 0, 0), terra_tile_key_make(0, 0, 2, 0),
+                                    terra_tile_key_make(0, 0, 3, 0), terra_tile_key_make(0, 0, 2, 1),
+                                    terra_tile_key_make(0, 0, 3, 1)};
+    terra_stream_draw draws[5];
+    for (int k = 0; k < 5; k++) draws[k] = draw_of(keys[k]);
+    const terra_camera cams[] = {
+        {.eye = {110, 0, 64}, .yaw_rad = 1.5707963, .pitch_rad = -0.12, .fov_y_rad = 1.0},
+        {.eye = {150, 0, 50}, .yaw_rad = -1.5707963, .pitch_rad = -0.12, .fov_y_rad = 1.0},
+        {.eye = {100, 0, 10}, .yaw_rad = 2.3, .pitch_rad = -0.1, .fov_y_rad = 1.0},
+        {.eye = {160, 0, 120}, .yaw_rad = -0.8, .pitch_rad = -0.1, .fov_y_rad = 1.0},
+        {.eye = {128.4, 0, -6}, .yaw_rad = 3.14159265358979, .pitch_rad = -0.09, .fov_y_rad = 1.0},
+    };
+    float *z = malloc(sizeof(float) * TW * TH);
+    long holes[2] = {0, 0}, checked = 0;
+    for (int pass = 0; pass < 2; pass++) { /* 0: no skirts, 1: skirts */
+        for (int k = 0; k < 5; k++) {
+            size_t bytes;
+            uint8_t *data = field_mesh(&f, keys[k], 16, pass ? 6.0f : 0.0f, 0, &rng, &bytes);
+            CHECK(terra_gl_upload(r, keys[k], data, bytes) == TERRA_OK, "%s", terra_last_error());
+            free(data);
+        }
+        CHECK(terra_gl_get_stats(r)->resident == 5, "a second upload of a key replaces it");
+        for (int c = 0; c < 5; c++) {
+            terra_camera cam = cams[c];
+            cam.eye.y = field_at(&f, cam.eye.x, cam.eye.z) + 4;
+            cam.aspect = (double)TW / TH;
+            CHECK(terra_gl_draw(r, &cam, draws, 5, &(terra_gl_style){.flat = true}) == TERRA_OK, "%s", terra_last_error());
+            CHECK(terra_gl_read_depth(r, z) == TERRA_OK);
+            const ground_check g = check_ground(z, &cam, &f, f.amp, 0, 0, 256, 128);
+            holes[pass] += g.holes;
+            if (pass) checked += g.checked;
+        }
+    }
+    printf("  sky pixels through a coarse tile's side against finer ones: %ld without skirts, %ld with (%ld checked)\n",
+           holes[0], holes[1], checked);
+    CHECK(holes[0] > 0, "the views show no gap even without skirts: the check proves nothing");
+    CHECK(holes[1] == 0 && checked > TW * TH, "%ld holes with skirts", holes[1]);
+    free(z);
+    terra_gl_destroy(r);
+}
+
+/* What the test holds of each key in the churn. */
+typedef struct held {
+    uint8_t *data;
+    size_t bytes;
+    uint32_t vertices, indices;
+} held;
+
+/* The vertices and indices a tile takes in the renderer's buffers. */
+static void tile_needs(const uint8_t *data, size_t bytes, uint32_t *nv, uint32_t *ni) {
+    uint32_t magic;
+    memcpy(&magic, data, 4);
+    if (magic != TERRA_TILE_MESH_MAGIC) { /* its own vertices and its skirt's (gl.h) */
+        *nv = (uint32_t)(terra_grid_vertex_count(CELLS) + 4 * CELLS), *ni = 0;
+        return;
+    }
+    terra_tile_mesh h;
+    memcpy(&h, data, sizeof h);
+    terra_tile_mesh_limits lim;
+    CHECK(terra_tile_mesh_limits_for(h.vertex_count, h.index_count, &lim) == TERRA_OK);
+    terra_grid_vertex *v = malloc(sizeof *v * lim.vertices);
+    uint32_t *i = malloc(sizeof *i * lim.indices);
+    void *scratch = malloc(lim.scratch_bytes);
+    terra_tile_mesh_info info = {0};
+    CHECK(terra_tile_mesh_expand(data, bytes, terra_tile_key_make(0, 0, 0, 0), v, i, scratch, &info) == TERRA_OK);
+    *nv = info.vertices, *ni = info.indices;
+    free(v), free(i), free(scratch);
+}
+
+/* Draws what `r` holds of the 8 x 8 keys and compares with a fresh renderer given only those tiles
+ * (in the other order): the pixels and depths must be the same. */
+static bool same_as_fresh(terra_gl *r, const held *h, size_t vb, size_t ib, int max_tiles) {
+    terra_stream_draw draws[64];
+    int n = 0;
+    for (int k = 0; k < 64; k++)
+        if (h[k].data) draws[n++] = draw_of(terra_tile_key_make(0, 0, k % 8, k / 8));
+    terra_gl *fresh = mesh_renderer(vb, ib, max_tiles);
+    if (!fresh) return false;
+    for (int k = 63; k >= 0; k--)
+        if (h[k].data)
+            CHECK(terra_gl_upload(fresh, terra_tile_key_make(0, 0, k % 8, k / 8), h[k].data, h[k].bytes) == TERRA_OK, "%s",
+                  terra_last_error());
+    const terra_camera cam = {.eye = {256, 520, 640}, .yaw_rad = 0, .pitch_rad = -0.85, .fov_y_rad = 1.0,
+                              .aspect = (double)TW / TH};
+    const terra_gl_style style = {.fog_distance = -1};
+    uint8_t *a = malloc((size_t)TW * TH * 3), *b = malloc((size_t)TW * TH * 3);
+    float *za = malloc(sizeof(float) * TW * TH), *zb = malloc(sizeof(float) * TW * TH);
+    CHECK(terra_gl_draw(r, &cam, draws, n, &style) == TERRA_OK && terra_gl_get_stats(r)->not_resident == 0);
+    CHECK(terra_gl_read_rgb(r, a) == TERRA_OK && terra_gl_read_depth(r, za) == TERRA_OK);
+    CHECK(terra_gl_draw(fresh, &cam, draws, n, &style) == TERRA_OK && terra_gl_get_stats(fresh)->not_resident == 0);
+    CHECK(terra_gl_read_rgb(fresh, b) == TERRA_OK && terra_gl_read_depth(fresh, zb) == TERRA_OK);
+    long ground = 0;
+    for (size_t i = 0; i < (size_t)TW * TH; i++) ground += isfinite(za[i]);
+    const bool same = memcmp(a, b, (size_t)TW * TH * 3) == 0 && memcmp(za, zb, sizeof(float) * TW * TH) == 0;
+    if (!same) save_png("churn_held.png", a, TW, TH), save_png("churn_fresh.png", b, TW, TH);
+    CHECK(n == 0 || ground > 1000, "%d tiles drawn over %ld pixels", n, ground);
+    free(a), free(b), free(za), free(zb);
+    terra_gl_destroy(fresh);
+    return same;
+}
+
+/* Random uploads (mesh tiles of 1 to 24 cells a side with and without skirts, grid tiles,
+ * replacements of held keys) and releases over 64 keys, in buffers a few dozen tiles big: an
+ * upload fails exactly when the free total of a buffer it needs is short (or max_tiles are held),
+ * with TERRA_E_CAPACITY and the older version kept; compaction happens, its copies never overlap;
+ * and what is held draws as a fresh renderer given the same tiles draws it. */
+static void churn_never_fails_while_room_is_free(void) {
+    field f = {.base = 10, .sx = 0.01, .sz = 0.02, .amp = 6, .kx = 0.05, .kz = 0.07};
+    terra_source *src = field_source(&f);
+    const size_t vb = 32 * 6000, ib = 4 * 24000;
+    const int max_tiles = 24;
+    terra_gl *r = mesh_renderer(vb, ib, max_tiles);
+    if (!src || !r) return;
+    const terra_gl_stats *gs = terra_gl_get_stats(r);
+    held h[64] = {{0}};
+    unsigned long long rng = 23;
+    long ok = 0, refused_room = 0, refused_tiles = 0, releases = 0, compares = 0, same = 0;
+    const long copies0 = buffer_copies, overlaps0 = overlapping_copies;
+    int nheld = 0;
+    for (int op = 0; op < 4000; op++) {
+        const int k = (int)(test_rand_u64(&rng) % 64);
+        const terra_tile_key key = terra_tile_key_make(0, 0, k % 8, k / 8);
+        if (h[k].data && test_rand_u64(&rng) % 100 < 45) {
+            terra_gl_release(r, key);
+            free(h[k].data);
+            h[k] = (held){0};
+            nheld--, releases++;
+        } else {
+            held t = {0};
+            if (test_rand_u64(&rng) % 5 == 0) {
+                t.data = grid_tile(src, key, &t.bytes);
+            } else {
+                const int cells = 1 + (int)(test_rand_u64(&rng) % 24);
+                t.data = field_mesh(&f, key, cells, test_rand_u64(&rng) % 3 ? 3.0f : 0.0f,
+                                    (terra_surface)(test_rand_u64(&rng) % 4), &rng, &t.bytes);
+            }
+            tile_needs(t.data, t.bytes, &t.vertices, &t.indices);
+            const size_t vfree = gs->vertex_bytes - gs->vertex_bytes_used + 32 * (size_t)h[k].vertices;
+            const size_t ifree = gs->index_bytes - gs->index_bytes_used + 4 * (size_t)h[k].indices;
+            const bool room = vfree >= 32 * (size_t)t.vertices && ifree >= 4 * (size_t)t.indices;
+            const bool slot = h[k].data || nheld < max_tiles;
+            const int resident = gs->resident;
+            const size_t vused = gs->vertex_bytes_used, iused = gs->index_bytes_used;
+            const terra_status st = terra_gl_upload(r, key, t.data, t.bytes);
+            if (room && slot) {
+                CHECK(st == TERRA_OK, "op %d: %s (free %zu, %zu bytes; the tile needs %u vertices, %u indices)", op,
+                      terra_last_error(), vfree, ifree, t.vertices, t.indices);
+            } else {
+                CHECK(st == TERRA_E_CAPACITY && strstr(terra_last_error(), room ? "max_tiles" : "free"),
+                      "op %d: %d, %s", op, st, terra_last_error());
+                CHECK(gs->resident == resident && gs->vertex_bytes_used == vused && gs->index_bytes_used == iused,
+                      "op %d: a refused upload changed what is held", op);
+            }
+            if (st == TERRA_OK) {
+                nheld += !h[k].data;
+                free(h[k].data);
+                h[k] = t;
+                ok++;
+            } else {
+                free(t.data);
+                refused_room += !room;
+                refused_tiles += room;
+            }
+        }
+        size_t vsum = 0, isum = 0;
+        for (int q = 0; q < 64; q++) vsum += 32 * (size_t)h[q].vertices, isum += 4 * (size_t)h[q].indices;
+        CHECK(gs->resident == nheld && gs->vertex_bytes_used == vsum && gs->index_bytes_used == isum,
+              "op %d: the renderer holds %d tiles, %zu + %zu bytes; the test %d, %zu + %zu", op, gs->resident,
+              gs->vertex_bytes_used, gs->index_bytes_used, nheld, vsum, isum);
+        if (op % 500 == 499) {
+            compares++;
+            same += same_as_fresh(r, h, vb, ib, max_tiles);
+        }
+    }
+    printf("  4000 operations: %ld uploads, %ld releases, %ld refused for room (the free total short), %ld for max_tiles; "
+           "%d compactions, %ld buffer copies; %ld of %ld pictures as a fresh renderer's\n",
+           ok, releases, refused_room, refused_tiles, gs->compactions, buffer_copies - copies0, same, compares);
+    CHECK(same == compares, "the tiles held drew differently from a fresh renderer's %ld times", compares - same);
+    CHECK(gs->compactions > 5 && refused_room > 0 && refused_tiles > 0, "the churn did not exercise compaction and refusal");
+    CHECK(overlapping_copies == overlaps0, "%ld copies overlapped themselves", overlapping_copies - overlaps0);
+    for (int k = 0; k < 64; k++) free(h[k].data);
+    terra_gl_destroy(r);
+    terra_source_destroy(src);
+}
+
+/* TERRA_E_CAPACITY by name when the vertex buffer, the index buffer or max_tiles is full (the held
+ * tiles untouched, a too-large replacement leaving the older version); bad tiles refused. */
+static void capacity_and_bad_tiles_refused(void) {
+    field f = {.base = 5};
+    terra_source *src = field_source(&f);
+    /* a grid tile with its skirt (gl.h) */
+    const size_t tile = sizeof(terra_grid_vertex) * (size_t)(terra_grid_vertex_count(CELLS) + 4 * CELLS);
+    terra_gl *r = mesh_renderer(3 * tile, 4 * 3000, 0);
+    if (!src || !r) return;
+    const terra_gl_stats *gs = terra_gl_get_stats(r);
+    unsigned long long rng = 24;
+    for (int x = 0; x < 4; x++) {
+        size_t bytes;
+        uint8_t *g = grid_tile(src, terra_tile_key_make(0, 0, x, 0), &bytes);
+        const terra_status st = terra_gl_upload(r, terra_tile_key_make(0, 0, x, 0), g, bytes);
+        CHECK(x < 3 ? st == TERRA_OK : st == TERRA_E_CAPACITY && strstr(terra_last_error(), "vertex buffer"), "%d: %s", x,
+              terra_last_error());
+        free(g);
+    }
+    CHECK(gs->resident == 3 && gs->capacity == 3);
+    terra_gl_release(r, terra_tile_key_make(0, 0, 1, 0));
+    terra_gl_release(r, terra_tile_key_make(0, 0, 1, 0)); /* twice: nothing */
+    CHECK(gs->resident == 2);
+    /* a mesh tile whose indices do not fit; then one that does */
+    size_t bytes;
+    uint8_t *m = field_mesh(&f, terra_tile_key_make(0, 0, 1, 0), 24, 0, 0, &rng, &bytes); /* 3456 indices */
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 1, 0), m, bytes) == TERRA_E_CAPACITY &&
+              strstr(terra_last_error(), "index buffer"),
+          "%s", terra_last_error());
+    free(m);
+    m = field_mesh(&f, terra_tile_key_make(0, 0, 1, 0), 8, 2, 0, &rng, &bytes);
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 1, 0), m, bytes) == TERRA_OK, "%s", terra_last_error());
+    CHECK(gs->resident == 3 && gs->mesh_tiles == 1);
+    /* replacing it by a tile too large for the room keeps the older version */
+    const size_t vused = gs->vertex_bytes_used;
+    uint8_t *big = field_mesh(&f, terra_tile_key_make(0, 0, 1, 0), 20, 0, 0, &rng, &bytes);
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 1, 0), big, bytes) == TERRA_E_CAPACITY);
+    CHECK(gs->resident == 3 && gs->mesh_tiles == 1 && gs->vertex_bytes_used == vused);
+    free(big);
+    /* bad tiles: damaged mesh bytes, a size that is neither kind */
+    ((terra_tile_mesh *)(void *)m)->index_count += 3;
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 2, 2), m, bytes) == TERRA_E_CORRUPT &&
+              strstr(terra_last_error(), "gl: tile (level 0, 2, 2)"),
+          "%s", terra_last_error());
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 2, 2), m, 17) == TERRA_E_CORRUPT); /* the magic says mesh */
+    static const uint8_t zeros[17];
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 2, 2), zeros, 17) == TERRA_E_INVALID &&
+              strstr(terra_last_error(), "not a mesh tile"),
+          "%s", terra_last_error());
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 2, 2), m, 2) == TERRA_E_INVALID);
+    free(m);
+    CHECK(gs->resident == 3);
+    terra_gl_destroy(r);
+    /* max_tiles */
+    r = mesh_renderer(0, 0, 2);
+    for (int x = 0; x < 3 && r; x++) {
+        uint8_t *t = field_mesh(&f, terra_tile_key_make(0, 0, x, 0), 2, 0, 0, &rng, &bytes);
+        const terra_status st = terra_gl_upload(r, terra_tile_key_make(0, 0, x, 0), t, bytes);
+        CHECK(x < 2 ? st == TERRA_OK : st == TERRA_E_CAPACITY && strstr(terra_last_error(), "max_tiles"), "%s",
+              terra_last_error());
+        free(t);
+    }
+    terra_gl_destroy(r);
+    terra_source_destroy(src);
+}
+
 /* Runs one test by name when given (test_gl NAME), all otherwise. */
 static const char *only;
 #define RUN_SOME(fn)                                    \
@@ -399,6 +908,10 @@ int main(int argc, char **argv) {
     RUN_SOME(same_frame_same_bytes);
     RUN_SOME(morph_continuity);
     RUN_SOME(steady_far_from_the_origin);
+    RUN_SOME(mesh_and_grid_tiles_in_one_draw);
+    RUN_SOME(skirts_close_gaps_between_levels);
+    RUN_SOME(churn_never_fails_while_room_is_free);
+    RUN_SOME(capacity_and_bad_tiles_refused);
     terra_gl_context_destroy(ctx);
     return finish();
 }

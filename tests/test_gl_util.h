@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "terra/gl.h"
 #include "terra/io.h"
@@ -51,23 +53,60 @@ static inline bool project(const terra_camera *c, int w, int h, terra_vec3 p, do
     return true;
 }
 
+/* ---- what a frame drew -------------------------------------------------------------------------- */
+
+static inline int cmp_key_(const void *a, const void *b) {
+    const terra_tile_key x = *(const terra_tile_key *)a, y = *(const terra_tile_key *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The keys of a draw list, sorted (malloc'ed; NULL when n is 0). */
+static inline terra_tile_key *drawn_keys(const terra_stream_draw *draws, int n) {
+    terra_tile_key *k = n > 0 ? malloc(sizeof *k * (size_t)n) : NULL;
+    for (int i = 0; i < n; i++) k[i] = draws[i].key;
+    if (n > 1) qsort(k, (size_t)n, sizeof *k, cmp_key_);
+    return k;
+}
+
+static inline bool has_key(const terra_tile_key *keys, int n, terra_tile_key k) {
+    return n > 0 && bsearch(&k, keys, (size_t)n, sizeof k, cmp_key_) != NULL;
+}
+
+/* The level of the drawn tile covering (x, z), trying `hint` first; -1 where none is drawn. */
+static inline int drawn_level_at(const terra_select *sel, const terra_tile_key *keys, int n, double x, double z,
+                                 int hint) {
+    const int levels = terra_select_get_desc(sel)->levels;
+    for (int k = 0; k < 2 * levels; k++) {
+        const int level = hint + (k % 2 ? -(k + 1) / 2 : k / 2);
+        if (level < 0 || level >= levels) continue;
+        const double side = terra_select_tile_side(sel, level);
+        const terra_tile_key key =
+            terra_tile_key_make(0, level, (int32_t)floor(x / side), (int32_t)floor(z / side));
+        if (has_key(keys, n, key)) return level;
+    }
+    return -1;
+}
+
 /* The ground's silhouette per pixel column, computed on the CPU from the source alone: ground
  * points on a polar grid around the eye (one direction per column across the view, distances
  * growing by 1.5% from 1 m out to the top level's range) are projected, and each column keeps the
  * highest row a ground point reached. top[i] = that row (0 is the top of the image), or h when no
  * ground point fell into the column.
  *
- * Each point is first moved to the nearest lattice point of level L+1, where L is the coarsest
- * level the selection can draw at that distance (the first whose range reaches it). Those points
- * are even vertices of every tile that can cover them, which the morph never moves, and their
- * heights are the source's bit for bit (the lattice rule): they lie exactly on the drawn ground,
- * so a coarse level cutting under a ridge between its vertices cannot pass for a hole, and
- * sampling can only miss ground, never invent it. */
-static inline void cpu_silhouette(const terra_source *src, const terra_select *sel, const terra_camera *c, int w,
-                                  int h, int *top) {
+ * Each point is first moved to the nearest lattice point of level L+1, where L is the level of the
+ * tile drawn there when the frame's draws are given (a stand-in's level where one stands in), else
+ * (no draws, or none covers the point) the coarsest level the selection can draw at that distance
+ * (the first whose range reaches it). Those points are even vertices of every tile of level L or
+ * finer that can cover them, which the morph never moves, and their heights are the source's bit
+ * for bit (the lattice rule): they lie exactly on the drawn ground, so a coarse level cutting
+ * under a ridge between its vertices cannot pass for a hole, and sampling can only miss ground,
+ * never invent it. */
+static inline void cpu_silhouette_drawn(const terra_source *src, const terra_select *sel, const terra_camera *c,
+                                        const terra_stream_draw *draws, int ndraws, int w, int h, int *top) {
     const terra_select_desc *sd = terra_select_get_desc(sel);
     const int top_level = sd->levels - 1;
     const double s0 = sd->grid.tile0_size / sd->grid.cells, reach = terra_select_range(sel, top_level);
+    terra_tile_key *keys = drawn_keys(draws, ndraws);
     for (int i = 0; i < w; i++) top[i] = h;
     terra_vec3 f;
     terra_camera_basis(c, &f, NULL, NULL);
@@ -79,18 +118,27 @@ static inline void cpu_silhouette(const terra_source *src, const terra_select *s
     for (int k = 0; k <= nth; k++) {
         const double th = heading - half + 2 * half * k / nth;
         const double sx = sin(th), sz = -cos(th);
-        int level = 0;
+        int level = 0, hint = 0;
         for (double d = 1.0; d < reach; d *= 1.015) {
-            /* the coarsest level that can be drawn at the lattice point, by its 3-D distance */
             double x, z;
             float g = 0;
-            for (level = level > 0 ? level - 1 : 0;; level++) {
+            const int drawn = keys ? drawn_level_at(sel, keys, ndraws, c->eye.x + sx * d, c->eye.z + sz * d, hint) : -1;
+            if (drawn >= 0) {
+                hint = level = drawn;
                 const double spacing = s0 * ldexp(1.0, level + 1);
                 x = spacing * floor((c->eye.x + sx * d) / spacing + 0.5);
                 z = spacing * floor((c->eye.z + sz * d) / spacing + 0.5);
-                if (terra_source_height(src, x, z, &g) != TERRA_OK) break;
-                const double dx = x - c->eye.x, dy = g - c->eye.y, dz = z - c->eye.z;
-                if (level >= top_level || terra_select_range(sel, level) >= sqrt(dx * dx + dy * dy + dz * dz)) break;
+                if (terra_source_height(src, x, z, &g) != TERRA_OK) continue;
+            } else {
+                /* the coarsest level that can be drawn at the lattice point, by its 3-D distance */
+                for (level = level > 0 ? level - 1 : 0;; level++) {
+                    const double spacing = s0 * ldexp(1.0, level + 1);
+                    x = spacing * floor((c->eye.x + sx * d) / spacing + 0.5);
+                    z = spacing * floor((c->eye.z + sz * d) / spacing + 0.5);
+                    if (terra_source_height(src, x, z, &g) != TERRA_OK) break;
+                    const double dx = x - c->eye.x, dy = g - c->eye.y, dz = z - c->eye.z;
+                    if (level >= top_level || terra_select_range(sel, level) >= sqrt(dx * dx + dy * dy + dz * dz)) break;
+                }
             }
             double col, row;
             if (!project(c, w, h, (terra_vec3){x, g, z}, &col, &row)) continue;
@@ -101,6 +149,12 @@ static inline void cpu_silhouette(const terra_source *src, const terra_select *s
             if (ri < top[ci]) top[ci] = ri;
         }
     }
+    free(keys);
+}
+
+static inline void cpu_silhouette(const terra_source *src, const terra_select *sel, const terra_camera *c, int w,
+                                  int h, int *top) {
+    cpu_silhouette_drawn(src, sel, c, NULL, 0, w, h, top);
 }
 
 /* Sky-coloured pixels more than `margin` rows below the silhouette; the worst column in *where. */
@@ -123,6 +177,177 @@ static inline int columns_with_ground(const int *top, int w, int h) {
     int n = 0;
     for (int i = 0; i < w; i++) n += top[i] < h;
     return n;
+}
+
+/* ---- real time: a slowed source, stand-ins, the gaps between drawn tiles -------------------------- */
+
+/* A source that forwards to `world` but sleeps min_ms..max_ms (by a hash of the request, so the same
+ * on every run) in each grid request while `slow` is set: tiles then arrive late, as from a loaded
+ * machine. Heights at points and ranges are not slowed (selection asks them on the frame's thread). */
+typedef struct slow_source {
+    const terra_source *world;
+    int min_ms, max_ms;
+    atomic_int slow; /* 0: not slowed (settling a first frame); set between frames, read by the workers */
+} slow_source;
+
+static inline terra_status slow_sample_(void *user, const terra_grid_request *r, float *h, terra_surface *s) {
+    slow_source *w = user;
+    if (atomic_load(&w->slow)) {
+        uint64_t x = (uint64_t)r->ix0 * 0x9E3779B97F4A7C15ull ^ (uint64_t)r->iz0 * 0xC2B2AE3D27D4EB4Full ^
+                     (uint64_t)(r->spacing * 1024.0);
+        x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 29;
+        const long ms = w->min_ms + (long)(x % (uint64_t)(w->max_ms - w->min_ms + 1));
+        struct timespec ts = {0, ms * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return terra_source_sample(w->world, r, h, s);
+}
+static inline float slow_height_(void *user, double x, double z) {
+    float h = NAN;
+    terra_source_height(((const slow_source *)user)->world, x, z, &h);
+    return h;
+}
+static inline terra_status slow_range_(void *user, double x0, double z0, double x1, double z1, float *lo, float *hi) {
+    return terra_source_height_range(((const slow_source *)user)->world, x0, z0, x1, z1, lo, hi);
+}
+static inline terra_source *slow_source_create(slow_source *w) {
+    terra_source *s = NULL;
+    if (terra_source_create(&(terra_source_desc){.sample_grid = slow_sample_, .height_at = slow_height_,
+                                                 .height_range = slow_range_, .user = w, .name = "slowed world"},
+                            &s) != TERRA_OK)
+        fprintf(stderr, "slowed source: %s\n", terra_last_error());
+    return s;
+}
+
+/* How many levels coarser than the tiles it stands in for the coarsest stand-in of the camera's
+ * frame is: for each wanted tile, the level of the drawn tile covering it (itself, or the ancestor
+ * standing in) minus its own. *uncovered: wanted tiles with neither drawn. */
+static inline int standin_levels(const terra_stream *st, terra_focus cam, int *uncovered) {
+    const terra_stream_draw *draws;
+    const terra_selected_tile *wanted;
+    int nd = 0, nw = 0, worst = 0;
+    *uncovered = 0;
+    if (terra_stream_draws(st, cam, &draws, &nd) != TERRA_OK || terra_stream_wanted(st, cam, &wanted, &nw) != TERRA_OK)
+        return -1;
+    terra_tile_key *keys = drawn_keys(draws, nd);
+    for (int i = 0; i < nw; i++) {
+        terra_tile_key k = wanted[i].key;
+        int up = 0;
+        while (!has_key(keys, nd, k) && terra_tile_key_level(k) < TERRA_TILE_MAX_LEVEL) k = terra_tile_key_parent(k), up++;
+        if (!has_key(keys, nd, k)) (*uncovered)++;
+        else if (up > worst) worst = up;
+    }
+    free(keys);
+    return worst;
+}
+
+/* The skirt depth renderer.c gives a grid tile (gl.h): its border height range plus one spacing. */
+static inline double skirt_depth_of(const terra_grid_vertex *v, int cells, double spacing) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int j = 0; j <= cells; j++)
+        for (int i = 0; i <= cells; i++)
+            if (i == 0 || j == 0 || i == cells || j == cells) {
+                lo = fmin(lo, v[j * (cells + 1) + i].y);
+                hi = fmax(hi, v[j * (cells + 1) + i].y);
+            }
+    return hi - lo + spacing;
+}
+
+/* One side of a drawn grid tile, morphed as the vertex stage morphs it (in double): u along the
+ * side (x for the sides at z = const, z for the others), y the height. Side 0: j = 0, 1: i = cells,
+ * 2: j = cells, 3: i = 0; points in rising u. */
+static inline void morphed_side(const terra_stream_draw *d, int cells, double side, const terra_vec3 *eye, int which,
+                                double *u, double *y) {
+    const terra_grid_vertex *v = d->data;
+    const double ox = terra_tile_key_x(d->key) * side, oz = terra_tile_key_y(d->key) * side;
+    for (int t = 0; t <= cells; t++) {
+        const int i = which == 1 ? cells : which == 3 ? 0 : t, j = which == 0 ? 0 : which == 2 ? cells : t;
+        const terra_grid_vertex *p = &v[j * (cells + 1) + i];
+        const double px = ox + p->x, pz = oz + p->z, dx = px - eye->x, dy = p->y - eye->y, dz = pz - eye->z;
+        const double k = d->morph_end > d->morph_start
+                             ? terra_morph_factor(sqrt(dx * dx + dy * dy + dz * dz), d->morph_start, d->morph_end)
+                             : 0.0;
+        const double mx = px + (ox + p->mx - px) * k, my = p->y + (p->my - p->y) * k, mz = pz + (oz + p->mz - pz) * k;
+        u[t] = which == 0 || which == 2 ? mx : mz;
+        y[t] = my;
+    }
+}
+
+static inline double polyline_at(const double *u, const double *y, int n, double at) {
+    if (at <= u[0]) return y[0];
+    for (int t = 1; t < n; t++)
+        if (at <= u[t]) return u[t] > u[t - 1] ? y[t - 1] + (y[t] - y[t - 1]) * (at - u[t - 1]) / (u[t] - u[t - 1]) : y[t];
+    return y[n - 1];
+}
+
+/* The gaps between the sides of a frame's drawn grid tiles, as drawn (morphed): for every two tiles
+ * sharing part of a side, the most the one edge lies above the other over that part, which the
+ * higher tile's skirt must reach down across. */
+typedef struct gap_stats {
+    int pairs, level_diff_max; /* neighbour pairs; the most levels between two neighbours */
+    double gap_max_m;          /* the largest gap between two neighbours' edges */
+    double ratio_max;          /* the largest gap over the skirt depth of the tile above it (< 1: covered) */
+    int uncovered;             /* pairs whose gap is deeper than the higher tile's skirt */
+} gap_stats;
+
+static inline void measure_gaps(const terra_select *sel, const terra_vec3 *eye, const terra_stream_draw *draws, int n,
+                                gap_stats *g) {
+    const int cells = terra_select_get_desc(sel)->grid.cells;
+    const size_t grid_bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(cells);
+    double *ua = malloc(sizeof(double) * 4 * (cells + 1)), *ya = ua + (cells + 1), *ub = ya + (cells + 1),
+           *yb = ub + (cells + 1);
+    double *depth = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    for (int a = 0; a < n; a++) {
+        const double side = terra_select_tile_side(sel, draws[a].level);
+        depth[a] = draws[a].bytes == grid_bytes ? skirt_depth_of(draws[a].data, cells, side / cells) : -1;
+    }
+    for (int a = 0; a < n; a++) {
+        if (depth[a] < 0) continue;
+        const double sa = terra_select_tile_side(sel, draws[a].level);
+        const double ax0 = terra_tile_key_x(draws[a].key) * sa, az0 = terra_tile_key_y(draws[a].key) * sa;
+        for (int b = 0; b < n; b++) {
+            if (b == a || depth[b] < 0) continue;
+            const double sb = terra_select_tile_side(sel, draws[b].level);
+            const double bx0 = terra_tile_key_x(draws[b].key) * sb, bz0 = terra_tile_key_y(draws[b].key) * sb;
+            /* a's side 1 (x = ax0 + sa) on b's side 3, or a's side 2 (z = az0 + sa) on b's side 0 */
+            for (int dir = 0; dir < 2; dir++) {
+                double lo, hi;
+                if (dir == 0) {
+                    if (ax0 + sa != bx0) continue;
+                    lo = fmax(az0, bz0), hi = fmin(az0 + sa, bz0 + sb);
+                } else {
+                    if (az0 + sa != bz0) continue;
+                    lo = fmax(ax0, bx0), hi = fmin(ax0 + sa, bx0 + sb);
+                }
+                if (hi <= lo) continue;
+                morphed_side(&draws[a], cells, sa, eye, dir == 0 ? 1 : 2, ua, ya);
+                morphed_side(&draws[b], cells, sb, eye, dir == 0 ? 3 : 0, ub, yb);
+                double up = 0, down = 0; /* a above b; b above a */
+                for (int pass = 0; pass < 2; pass++) {
+                    const double *u = pass ? ub : ua;
+                    for (int t = 0; t <= cells + 1; t++) {
+                        const double at = t <= cells ? u[t] : hi;
+                        if (at < lo || at > hi) continue;
+                        const double d = polyline_at(ua, ya, cells + 1, at) - polyline_at(ub, yb, cells + 1, at);
+                        up = fmax(up, d), down = fmax(down, -d);
+                    }
+                }
+                const double ends[2] = {lo, hi};
+                for (int e = 0; e < 2; e++) {
+                    const double d = polyline_at(ua, ya, cells + 1, ends[e]) - polyline_at(ub, yb, cells + 1, ends[e]);
+                    up = fmax(up, d), down = fmax(down, -d);
+                }
+                g->pairs++;
+                const int ld = abs(draws[a].level - draws[b].level);
+                if (ld > g->level_diff_max) g->level_diff_max = ld;
+                g->gap_max_m = fmax(g->gap_max_m, fmax(up, down));
+                g->ratio_max = fmax(g->ratio_max, fmax(up / depth[a], down / depth[b]));
+                g->uncovered += up > depth[a] || down > depth[b];
+            }
+        }
+    }
+    free(ua);
+    free(depth);
 }
 
 /* Writes a picture for a failing check next to the test (build dir). */

@@ -2,21 +2,54 @@
  *
  * Not part of the core: libterra knows no GL. This library draws what the streamer resolved:
  *
- *  - Every resident tile lives in ONE vertex buffer, sub-allocated in fixed slots of one tile each
- *    (no buffer object per tile), and every grid tile shares ONE index buffer
- *    (terra_grid_indices). Tiles arrive through the streamer's `upload` callback, inside its
- *    per-frame budget (terra_gl_attach), and leave when the streamer lets go of them (its
- *    `release` callback).
- *  - A frame is ONE glMultiDrawElementsIndirect over the tiles drawn: one command per tile with
- *    its slot as the base vertex and its index in the frame as the base instance, which reaches
- *    the per-draw record (tile origin relative to the camera, level, morph range) in a shader
- *    storage buffer. Draw calls are counted (terra_gl_stats.draw_calls); the sky is a blit, not a
- *    draw.
+ *  - Tiles are of two kinds: grid tiles (grid.h: (cells + 1)^2 vertices, all sharing one index
+ *    list) and mesh tiles of any vertex count (tile_mesh.h, expanded for drawing by
+ *    terra_tile_mesh_expand: 3-coloured corners, skirts). Every resident tile lives in ONE vertex
+ *    buffer (terra_grid_vertex), and ONE index buffer holds the grid's shared indices
+ *    (terra_grid_indices) at its start and every mesh tile's own after them. Both are
+ *    sub-allocated, no buffer object per tile: a grid tile takes a range of vertices, a mesh tile
+ *    a range of vertices and one of indices.
+ *  - Fragmentation bound: an upload fails for want of room only when the free total of a buffer
+ *    it needs (vertices, or indices) is less than the tile asks of it. Ranges are placed first-fit
+ *    in a free list that merges neighbours; when no free block is large enough though the total
+ *    is, that buffer is compacted: every held range slid to its start with
+ *    glCopyNamedBufferSubData (in one copy where it moves by at least its length, else in chunks
+ *    no longer than the move, or through a 4 MiB staging buffer where the move is shorter than
+ *    that: no copy overlaps itself), which leaves one free block of the whole total. Compaction
+ *    costs a GPU copy of what is held, and is rare: grid tiles alone, all one size, never need
+ *    it. terra_gl_stats.compactions counts them.
+ *  - Skirts close every side. Mesh tiles carry their own (tile_mesh.h). A grid tile gets one at
+ *    upload: 4 cells more vertices after its (cells + 1)^2, copies of its border vertices (same
+ *    position, morph target, normals and surface; the colour the skirt's 3-colouring needs), and
+ *    two triangles per border cell edge (8 cells, after the grid's in the shared index range, so
+ *    one command still draws the tile and its skirt). The vertex stage morphs a skirt vertex exactly
+ *    as the border vertex it copies and then lowers it by the tile's skirt depth: the border height
+ *    range (max - min of its border samples) plus one sample spacing (side / cells). Between a tile
+ *    and a neighbour at any level the gap lies under the higher of the two edges: where that edge is
+ *    the finer tile's (or they are of one level), both edges run between heights of its side's
+ *    samples, so the gap is within its border range; where it is the coarser's, the finer ground
+ *    dips under its straight edge by at most slope x spacing / 2, which the spacing covers for
+ *    slopes up to 2 (renderer.c, skirt_depth; test_gl_holes measures the gaps of real-time flights
+ *    with stand-ins two levels coarser against it). The morph alone closes grid to grid when levels
+ *    differ by one and the finer tile is fully morphed at the side; skirts close the rest: a
+ *    stand-in (terra_stream_draw.fallback) beside finer tiles, and a grid tile beside a mesh tile.
+ *    Cost: 8 cells triangles per grid tile on top of its 2 cells^2 (4 / cells more: 25% at 16
+ *    cells, 6% at 64) and 4 cells vertices on (cells + 1)^2, hidden under the ground where no gap is.
+ *  - Tiles arrive through the streamer's `upload` callback, inside its per-frame budget
+ *    (terra_gl_attach), and leave when the streamer lets go of them (its `release` callback).
+ *  - A frame is ONE glMultiDrawElementsIndirect over the tiles drawn, grid and mesh alike (one
+ *    program, one vertex array): one command per tile with its first vertex as the base vertex,
+ *    its index range (the shared grid one, or its own) and its index in the frame as the base
+ *    instance, which reaches the per-draw record (tile origin relative to the camera, level, morph
+ *    range, first vertex, kind) in a shader storage buffer. Draw calls are counted
+ *    (terra_gl_stats.draw_calls); the sky is a blit, not a draw.
  *  - Positions are camera-relative: each tile's origin minus the eye is computed in double on the
  *    CPU and handed over as a float, so nothing trembles far from the world origin.
  *  - The vertex stage applies the CDLOD morph by distance from the eye (the same rule as
- *    terra_morph_factor). The fragment stage gets the three surface ids of its triangle and
- *    barycentric weights (from a 3-colouring of the grid's vertices, no geometry stage), so
+ *    terra_morph_factor; a morph range whose end is not past its start does not morph, and mesh
+ *    tiles never do). The fragment stage gets the three surface ids of its triangle and
+ *    barycentric weights (from a 3-colouring of the vertices: (i + j) mod 3 for grid vertex
+ *    (i, j), the vertex's colour for mesh tiles and grid skirts; no geometry stage), so
  *    surface tints blend across a triangle; per-vertex octahedral normals, a sun, a sky gradient
  *    and distance fog. A tile draws the eight surfaces covering most of it (terra_surface_palette,
  *    applied as it is uploaded); its other samples draw as its most common surface.
@@ -35,6 +68,7 @@
 #ifndef TERRA_GL_H
 #define TERRA_GL_H
 
+#include "terra/archive_mesh.h"
 #include "terra/stream.h"
 #include "terra/surface.h"
 
@@ -57,10 +91,19 @@ TERRA_API const char *terra_gl_renderer_name(void);
 
 typedef struct terra_gl_desc {
     terra_grid_desc grid; /* the tiles' grid (tile0_size and cells); zero = the grid defaults */
-    int capacity_tiles; /* vertex-buffer slots, at least the streamer's (terra_stream_slots); 0 = 1024 */
+    int capacity_tiles; /* the vertex buffer's size in grid tiles (it holds this many grid tiles with
+                           their skirts, (cells + 1)^2 + 4 cells vertices each, or mesh tiles of as
+                           many vertices), at least the streamer's (terra_stream_slots); 0 = 1024 */
     int max_draws;      /* tiles in one frame; 0 = 4096 */
     int width, height;  /* offscreen target (a framebuffer object) of this size; 0 × 0: draw into the
                            framebuffer bound when drawing (a window), sized by terra_gl_resize */
+    size_t vertex_bytes; /* the vertex buffer's size in bytes, in place of capacity_tiles' (rounded
+                            down to whole 32-byte vertices, at most 2^34); 0: capacity_tiles grid tiles */
+    size_t index_bytes;  /* room for mesh tiles' own indices, beside the grid's shared ones (at most
+                            2^33); 0 = half of vertex_bytes (a cooked tile of V vertices has about 2V
+                            triangles and draws about 1.3V vertices: 24V index bytes to 42V) */
+    int max_tiles;       /* tiles resident at once, grid and mesh; 0 = twice the grid tiles the vertex
+                            buffer holds */
 } terra_gl_desc;
 
 /* How a frame looks. Zero means the default everywhere. */
@@ -70,6 +113,7 @@ typedef struct terra_gl_style {
     terra_vec3 sun;          /* direction toward the sun; zero = from the south-west (-x, +z), 25 degrees up */
     double fog_distance;     /* metres at which fog reaches half strength; 0 = 60 km, < 0 none */
     bool no_morph;           /* draw every tile unmorphed (to show what morphing prevents) */
+    bool no_skirts;          /* draw no skirts, grid tiles' or mesh tiles' (to show what they close) */
     bool level_tint;         /* tint by the tile's level instead of its surfaces */
     /* What each surface looks like: its tint times its albedo texture, a normal texture tilting the
      * light, a mask texture scaling its weight where surfaces blend, all repeating every tiling_m
@@ -82,11 +126,11 @@ typedef struct terra_gl_style {
 
 typedef struct terra_gl_stats {
     int draw_calls;      /* GL draw calls in the last frame (glDraw*, glMultiDraw*) */
-    int tiles, triangles; /* drawn in the last frame */
+    int tiles, triangles; /* drawn in the last frame; a mesh tile's triangles are its own and its skirts' */
     int per_level[TERRA_TILE_MAX_LEVEL + 1];
     int not_resident;    /* draws skipped because their tile was never uploaded (0 when the
                             streamer and the renderer are attached) */
-    int resident, capacity; /* tiles in the vertex buffer, slots */
+    int resident, capacity; /* tiles in the buffers (grid and mesh); grid tiles the vertex buffer holds */
     int uploads, releases; /* since the previous frame */
     size_t gpu_bytes;    /* vertex + index + per-frame buffers */
     double upload_ms;    /* time spent in uploads since the previous frame */
@@ -94,6 +138,11 @@ typedef struct terra_gl_stats {
                             updates, state, issuing the call */
     double call_ms;      /* time spent inside the draw call itself: the driver's (llvmpipe shades
                             vertices there, on the calling thread), not terra's */
+    int skirt_triangles; /* of triangles: skirts (grid tiles' 8 cells each, mesh tiles' their own) */
+    int mesh_tiles;      /* of resident: mesh tiles */
+    size_t vertex_bytes_used, vertex_bytes; /* the vertex buffer: held by tiles, in all */
+    size_t index_bytes_used, index_bytes;   /* mesh tiles' indices: held, room (the grid's apart) */
+    int compactions;     /* since creation: times a buffer was compacted to place a tile */
 } terra_gl_stats;
 
 typedef struct terra_gl terra_gl;
@@ -102,13 +151,18 @@ TERRA_API terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out
 TERRA_API void terra_gl_destroy(terra_gl *r);
 
 /* Points a stream description's upload and release callbacks at the renderer: tiles then reach
- * the vertex buffer inside the streamer's frame budget, and leave it when the streamer lets go of
+ * the buffers inside the streamer's frame budget, and leave them when the streamer lets go of
  * them. TERRA_E_INVALID unless the stream's grid (resolved) is the renderer's: the same cells and
  * tile size. Its capacity_tiles should be at least terra_stream_slots() of the stream (an upload
- * past it fails with TERRA_E_CAPACITY: the tile's ancestor stands in). */
+ * that does not fit fails with TERRA_E_CAPACITY: the tile's ancestor stands in). */
 TERRA_API terra_status terra_gl_attach(terra_gl *r, terra_stream_desc *desc);
-/* The callbacks themselves (user = the renderer): copies one tile into a free slot (or over its
- * older version); frees a tile's slot. */
+/* The callbacks themselves (user = the renderer). Upload takes a grid tile (exactly a grid tile's
+ * bytes of terra_grid_vertex) or a mesh tile (bytes starting with TERRA_TILE_MESH_MAGIC, checked
+ * and expanded by terra_tile_mesh_expand: TERRA_E_CORRUPT and the like when it is bad), copies it
+ * into ranges of the buffers, and replaces the key's older version if it holds one; when a range
+ * cannot be had (the free total is short: see the fragmentation bound above) or max_tiles are
+ * resident, TERRA_E_CAPACITY with a message, the older version kept. Release frees the key's
+ * ranges (nothing when it is not held). */
 TERRA_API terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, size_t bytes);
 TERRA_API void terra_gl_release(void *user, terra_tile_key key);
 
@@ -129,10 +183,18 @@ TERRA_API const terra_gl_stats *terra_gl_get_stats(const terra_gl *r);
  * What `terra fly`, `terra render`, `terra view` and the tests share. */
 
 typedef struct terra_gl_scene_desc {
-    const terra_source *source; /* required; must outlive the scene */
-    terra_select_desc select;   /* tiles and levels (zero: the defaults of select.h) */
+    const terra_source *source; /* required unless `archive`; must outlive the scene */
+    /* An archive drawn by its own tiles (archive_mesh.h; TIN or grid), each chosen by its geometric
+     * error (select.tile_error): its source, levels, tile size and area replace those here, and its
+     * workers decode the tiles. NULL: grid tiles meshed from `source`. Must outlive the scene. */
+    terra_archive_mesh *archive;
+    terra_select_desc select;   /* tiles and levels (zero: the defaults of select.h); the view's
+                                   height is the picture's when not given */
     int width, height;          /* offscreen size; 0 × 0: draw into the current framebuffer */
-    int capacity_tiles;         /* tiles held (streamer and vertex buffer); 0 = 2048 */
+    int capacity_tiles;         /* tiles held (streamer and vertex buffer); 0 = 2048 (an archive:
+                                   at most its tile count) */
+    size_t capacity_bytes;      /* the streamer's tile memory; 0 = capacity_tiles of its tiles, an
+                                   archive's at most 512 MiB (the GPU buffers hold as much again) */
     double budget_ms;           /* the streamer's per-frame budget; 0 = 4 */
     int threads;                /* workers meshing tiles; 0 = terra_default_threads() */
     int max_in_flight;          /* tile requests at once; 0 = 64 (a frame of a software
