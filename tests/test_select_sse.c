@@ -146,7 +146,7 @@ static void sse_selection_properties(void) {
             const int L = t[i].level;
             for (int32_t j = 0; j < (1 << L); j++)
                 for (int32_t k = 0; k < (1 << L); k++) {
-                    const int32_t gx = (terra_tile_key_x(t[i].key) << L) + k - ox, gz = (terra_tile_key_y(t[i].key) << L) + j - oz;
+                    const int32_t gx = (terra_tile_key_x(t[i].key) * (1 << L)) + k - ox, gz = (terra_tile_key_y(t[i].key) * (1 << L)) + j - oz;
                     if (gx < 0 || gz < 0 || gx >= 64 || gz >= 64) continue;
                     owner[gz * 64 + gx]++;
                 }
