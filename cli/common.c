@@ -364,26 +364,28 @@ terra_status cli_scene_open(cli_scene *s, terra_source **src) {
     } else {
         /* TIN tiles are drawn as they are; grid tiles go back to heights, meshed and morphed as CDLOD
          * grids (their lattice checked: archive_io.h) */
+        terra_archive *probe; /* the header and metadata only: which reader it wants */
+        st = terra_archive_open(s->archive, NULL, &probe);
+        const bool tin = st == TERRA_OK && terra_archive_is_tin(probe);
+        terra_archive_close(probe);
+        int levels = 0;
+        const double *bounds = NULL;
         terra_archive_mesh_info ai;
-        st = terra_archive_mesh_open(s->archive, NULL, &s->mesh, &ai);
-        if (st == TERRA_OK && !ai.tin) {
-            terra_archive_mesh_close(s->mesh);
-            s->mesh = NULL;
-            terra_archive_source_info gi;
-            st = terra_archive_source_create(s->archive, src, &gi);
-            s->sel.grid = gi.grid;
-            ai.levels = gi.levels;
-            memcpy(ai.bounds, gi.bounds, sizeof ai.bounds);
-        } else if (st == TERRA_OK) {
+        terra_archive_source_info gi;
+        if (st == TERRA_OK && tin && (st = terra_archive_mesh_open(s->archive, NULL, &s->mesh, &ai)) == TERRA_OK) {
             *src = (terra_source *)terra_archive_mesh_source(s->mesh);
             s->sel.grid.tile0_size = ai.tile0_size;
+            levels = ai.levels, bounds = ai.bounds;
+        } else if (st == TERRA_OK && !tin && (st = terra_archive_source_create(s->archive, src, &gi)) == TERRA_OK) {
+            s->sel.grid = gi.grid;
+            levels = gi.levels, bounds = gi.bounds;
         }
         if (st == TERRA_OK) {
-            s->sel.levels = ai.levels;
-            memcpy(s->sel.bounds, ai.bounds, sizeof s->sel.bounds);
+            s->sel.levels = levels;
+            memcpy(s->sel.bounds, bounds, sizeof s->sel.bounds);
             if (!s->have_eye) { /* over the middle of its area */
-                s->eye[0] = 0.5 * (ai.bounds[0] + ai.bounds[2]);
-                s->eye[2] = 0.5 * (ai.bounds[1] + ai.bounds[3]);
+                s->eye[0] = 0.5 * (bounds[0] + bounds[2]);
+                s->eye[2] = 0.5 * (bounds[1] + bounds[3]);
             }
         }
     }

@@ -39,7 +39,7 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
                             .max_cameras = 1, .max_foci = 4, .capacity_bytes = desc->capacity_bytes,
                             .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64};
     if (!sd.select.view_height_px && desc->height > 0) sd.select.view_height_px = desc->height;
-    if (desc->archive) { /* its own tiles, decoded by its workers; as many slots as it has tiles at most */
+    if (desc->archive) { /* its own tiles, decoded by the pool; as many slots as it has tiles at most */
         terra_archive_mesh_stream_desc(desc->archive, &sd);
         terra_archive_mesh_info ai;
         terra_archive_mesh_get_info(desc->archive, &ai);
@@ -56,7 +56,7 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
         if (desc->archive) gd.vertex_bytes = gd.index_bytes = sd.capacity_bytes, gd.max_tiles = capacity;
         st = terra_gl_create(&gd, &s->gl);
     }
-    if (st == TERRA_OK && !desc->archive) st = terra_pool_create(&(terra_pool_desc){.threads = desc->threads}, &s->pool);
+    if (st == TERRA_OK) st = terra_pool_create(&(terra_pool_desc){.threads = desc->threads}, &s->pool);
     if (st == TERRA_OK) {
         sd.pool = s->pool;
         st = terra_gl_attach(s->gl, &sd);

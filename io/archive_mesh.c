@@ -6,20 +6,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-typedef struct decode_job {
-    terra_job job;
-    struct terra_archive_mesh *m;
-    uint64_t ticket;
-    terra_tile_key key;
-    void *buffer;
-    size_t capacity, bytes;
-    bool busy;
-    char why[256]; /* the worker's terra_last_error() when the decode failed */
-} decode_job;
 
 #define POINT_TILES 8 /* finest tiles kept decoded for height queries */
 
@@ -35,16 +23,8 @@ struct terra_archive_mesh {
     arc_index x;
     terra_archive_mesh_info info;
     terra_source *src;
-    terra_pool *pool;
-    bool own_pool;
-    terra_job_queue *queue;
-    decode_job *jobs;
-    int njobs, outstanding;
     double latency_ms;
-    atomic_int queued;       /* decodes submitted and not yet run to the end */
-    int readahead_below;     /* read ahead while fewer are queued: the pool's threads */
     atomic_ullong prefetched;
-    char why[256];
 };
 
 /* ---- decoding --------------------------------------------------------------------------------- */
@@ -92,91 +72,28 @@ terra_status terra_archive_mesh_decode(const terra_archive_mesh *m, terra_tile_k
     return TERRA_OK;
 }
 
-/* ---- the loader ------------------------------------------------------------------------------- */
+/* ---- the streamer's tiles ------------------------------------------------------------------- */
 
-static void decode_run(terra_job *j) {
-    decode_job *d = (decode_job *)j;
-    if (d->m->latency_ms > 0) {
-        struct timespec ts = {(time_t)(d->m->latency_ms / 1e3), (long)(fmod(d->m->latency_ms, 1e3) * 1e6)};
+/* A tile for the streamer's pool (terra_stream_desc.make), then its children read ahead: a tile
+ * decoded is about to be drawn, and its children are what the view asks for next as it nears them
+ * (four index searches and a hint to the system per tile, beside a decode of milliseconds). */
+static terra_status make_tile(void *user, terra_tile_key key, void *buffer, size_t capacity, size_t *bytes) {
+    terra_archive_mesh *m = user;
+    if (m->latency_ms > 0) {
+        struct timespec ts = {(time_t)(m->latency_ms / 1e3), (long)(fmod(m->latency_ms, 1e3) * 1e6)};
         nanosleep(&ts, NULL);
     }
-    j->status = terra_archive_mesh_decode(d->m, d->key, d->buffer, d->capacity, &d->bytes);
-    if (j->status != TERRA_OK) snprintf(d->why, sizeof d->why, "%s", terra_last_error());
-    /* read ahead: a tile decoded is about to be drawn, and its children are what the view asks for
-     * next; while the workers have time (few decodes waiting), their payloads are asked for now */
-    const int L = terra_tile_key_level(d->key);
-    if (j->status == TERRA_OK && L > 0 && atomic_load(&d->m->queued) <= d->m->readahead_below) {
-        const int32_t x = terra_tile_key_x(d->key), y = terra_tile_key_y(d->key);
-        for (int c = 0; c < 4; c++) {
-            terra_archive_entry e;
-            const terra_tile_key k = terra_tile_key_make(0, L - 1, 2 * x + (c & 1), 2 * y + (c >> 1));
-            if (arc_index_present(&d->m->x, L - 1, 2 * x + (c & 1), 2 * y + (c >> 1)) &&
-                terra_archive_find(d->m->a, k, &e) == TERRA_OK && terra_archive_prefetch(d->m->a, &e))
-                atomic_fetch_add(&d->m->prefetched, 1);
-        }
+    const terra_status st = terra_archive_mesh_decode(m, key, buffer, capacity, bytes);
+    const int L = terra_tile_key_level(key);
+    const int32_t x = terra_tile_key_x(key), y = terra_tile_key_y(key);
+    for (int c = 0; st == TERRA_OK && L > 0 && c < 4; c++) {
+        const int32_t cx = 2 * x + (c & 1), cy = 2 * y + (c >> 1);
+        terra_archive_entry e;
+        if (arc_index_present(&m->x, L - 1, cx, cy) &&
+            terra_archive_find(m->a, terra_tile_key_make(0, L - 1, cx, cy), &e) == TERRA_OK && terra_archive_prefetch(m->a, &e))
+            atomic_fetch_add(&m->prefetched, 1);
     }
-    atomic_fetch_sub(&d->m->queued, 1);
-}
-
-static bool loader_start(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity) {
-    terra_archive_mesh *m = user;
-    for (int i = 0; i < m->njobs; i++) {
-        decode_job *d = &m->jobs[i];
-        if (d->busy) continue;
-        *d = (decode_job){.job = {.run = decode_run, .queue = m->queue}, .m = m, .ticket = ticket, .key = key,
-                          .buffer = buffer, .capacity = capacity, .busy = true};
-        m->outstanding++;
-        atomic_fetch_add(&m->queued, 1);
-        terra_pool_submit(m->pool, &d->job);
-        return true;
-    }
-    return false;
-}
-
-static bool loader_cancel(void *user, uint64_t ticket) {
-    terra_archive_mesh *m = user;
-    for (int i = 0; i < m->njobs; i++) {
-        decode_job *d = &m->jobs[i];
-        if (!d->busy || d->ticket != ticket) continue;
-        if (!terra_pool_cancel(m->pool, &d->job)) return false;
-        d->busy = false;
-        m->outstanding--;
-        atomic_fetch_sub(&m->queued, 1);
-        return true;
-    }
-    return false;
-}
-
-static bool loader_poll(void *user, uint64_t *ticket, terra_status *status, size_t *bytes) {
-    terra_archive_mesh *m = user;
-    terra_job *j;
-    if (terra_job_queue_poll(m->queue, &j, 1) == 0) return false;
-    decode_job *d = (decode_job *)j;
-    *ticket = d->ticket;
-    *status = j->status;
-    *bytes = j->status == TERRA_OK ? d->bytes : 0;
-    if (j->status != TERRA_OK) {
-        memcpy(m->why, d->why, sizeof m->why);
-        terra_fail(j->status, "%s", m->why); /* the streamer logs this thread's message */
-    }
-    d->busy = false;
-    m->outstanding--;
-    return true;
-}
-
-static void loader_drain(void *user) {
-    terra_archive_mesh *m = user;
-    for (int i = 0; i < m->njobs; i++)
-        if (m->jobs[i].busy && terra_pool_cancel(m->pool, &m->jobs[i].job))
-            m->jobs[i].busy = false, m->outstanding--, atomic_fetch_sub(&m->queued, 1);
-    while (m->outstanding > 0) {
-        terra_pool_wait_idle(m->pool);
-        uint64_t t;
-        terra_status st;
-        size_t b;
-        while (loader_poll(m, &t, &st, &b)) {
-        }
-    }
+    return st;
 }
 
 /* ---- the source: ranges only ------------------------------------------------------------------ */
@@ -260,10 +177,6 @@ float terra_archive_mesh_tile_error(void *user, terra_tile_key key) {
 
 void terra_archive_mesh_close(terra_archive_mesh *m) {
     if (!m) return;
-    if (m->jobs) loader_drain(m);
-    if (m->own_pool) terra_pool_destroy(m->pool);
-    if (m->queue) terra_job_queue_destroy(m->queue);
-    terra_free(m->jobs);
     terra_source_destroy(m->src);
     for (int i = 0; i < POINT_TILES; i++) terra_free(m->point[i].t);
     pthread_mutex_destroy(&m->lock);
@@ -276,13 +189,11 @@ terra_status terra_archive_mesh_open(const char *path, const terra_archive_mesh_
                                      terra_archive_mesh_info *info) {
     *out = NULL;
     const terra_archive_mesh_desc d = desc ? *desc : (terra_archive_mesh_desc){0};
-    if (d.max_jobs < 0 || d.max_jobs > 4096 || !(d.latency_ms >= 0))
-        return terra_fail(TERRA_E_INVALID, "archive mesh: max_jobs must be 0..4096 and latency_ms not negative");
+    if (!(d.latency_ms >= 0)) return terra_fail(TERRA_E_INVALID, "archive mesh: latency_ms must not be negative");
     terra_archive_mesh *m = terra_calloc(1, sizeof *m);
     if (!m) return terra_fail(TERRA_E_NOMEM, "archive mesh: out of memory");
     pthread_mutex_init(&m->lock, NULL);
     m->latency_ms = d.latency_ms;
-    m->njobs = d.max_jobs ? d.max_jobs : 64;
     terra_status st = terra_archive_open(path, NULL, &m->a);
     if (!st) st = arc_index_build(m->a, &m->x);
     if (!st) {
@@ -296,14 +207,6 @@ terra_status terra_archive_mesh_open(const char *path, const terra_archive_mesh_
                                 .name = terra_archive_path(m->a)};
         st = terra_source_create(&sd, &m->src);
     }
-    if (!st) {
-        m->pool = d.pool;
-        if (!m->pool) m->own_pool = (st = terra_pool_create(NULL, &m->pool)) == TERRA_OK;
-    }
-    if (!st) st = terra_job_queue_create(&m->queue);
-    if (!st) m->readahead_below = terra_pool_threads(m->pool);
-    if (!st && !(m->jobs = terra_calloc((size_t)m->njobs, sizeof *m->jobs)))
-        st = terra_fail(TERRA_E_NOMEM, "archive mesh: out of memory");
     if (st) {
         terra_archive_mesh_close(m);
         return st;
@@ -319,8 +222,8 @@ uint64_t terra_archive_mesh_prefetched(const terra_archive_mesh *m) { return ato
 
 void terra_archive_mesh_stream_desc(terra_archive_mesh *m, terra_stream_desc *desc) {
     desc->source = m->src;
-    desc->loader = (terra_stream_loader){.start = loader_start, .cancel = loader_cancel, .poll = loader_poll,
-                                         .tile_bytes = m->info.tile_bytes, .user = m, .drain = loader_drain};
+    desc->loader = (terra_stream_loader){0};
+    desc->make = make_tile, desc->make_user = m, desc->make_bytes = m->info.tile_bytes;
     desc->select.levels = m->info.levels;
     desc->select.grid.tile0_size = m->info.tile0_size;
     memcpy(desc->select.bounds, m->info.bounds, sizeof m->info.bounds);

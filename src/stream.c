@@ -25,7 +25,7 @@ typedef struct slot {
     void *data;          /* tile_bytes, allocated at creation */
 } slot;
 
-/* ---- the default loader: grid tiles meshed from the source on a pool ---------------------------- */
+/* ---- the default loader: tiles made on a pool (grid tiles meshed from the source, or `make`) ---- */
 
 typedef struct mesh_job {
     terra_job job;
@@ -33,7 +33,8 @@ typedef struct mesh_job {
     uint64_t ticket;
     terra_tile_key key;
     void *buffer;
-    float *scratch;
+    size_t capacity, bytes;
+    float *scratch; /* grid meshing's; NULL with `make` */
     bool busy;
     struct mesh_loader *loader;
     char why[256]; /* the worker's terra_last_error() when the build failed */
@@ -45,6 +46,8 @@ typedef struct mesh_loader {
     terra_job_queue *queue;
     const terra_source *src;
     terra_grid_desc grid;
+    terra_status (*make)(void *user, terra_tile_key key, void *buffer, size_t capacity, size_t *bytes);
+    void *make_user;
     mesh_job *jobs;
     int njobs;
     int outstanding; /* submitted and not yet polled */
@@ -53,14 +56,19 @@ typedef struct mesh_loader {
 
 static void mesh_run(terra_job *j) {
     mesh_job *m = (mesh_job *)j;
-    j->status = terra_grid_build(m->src, &m->loader->grid, m->key, m->buffer, m->scratch, NULL);
+    const mesh_loader *l = m->loader;
+    if (l->make) {
+        j->status = l->make(l->make_user, m->key, m->buffer, m->capacity, &m->bytes);
+    } else {
+        j->status = terra_grid_build(m->src, &l->grid, m->key, m->buffer, m->scratch, NULL);
+        m->bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(l->grid.cells);
+    }
     /* the reason lives in this worker's thread-local error: keep it for the main thread */
     if (j->status != TERRA_OK) snprintf(m->why, sizeof m->why, "%s", terra_last_error());
 }
 
 static bool mesh_start(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity) {
     mesh_loader *l = user;
-    (void)capacity;
     for (int i = 0; i < l->njobs; i++) {
         mesh_job *m = &l->jobs[i];
         if (m->busy) continue;
@@ -69,6 +77,7 @@ static bool mesh_start(void *user, uint64_t ticket, terra_tile_key key, void *bu
         m->ticket = ticket;
         m->key = key;
         m->buffer = buffer;
+        m->capacity = capacity;
         m->job.run = mesh_run;
         m->job.queue = l->queue;
         m->job.status = TERRA_OK;
@@ -99,7 +108,7 @@ static bool mesh_poll(void *user, uint64_t *ticket, terra_status *status, size_t
     mesh_job *m = (mesh_job *)j;
     *ticket = m->ticket;
     *status = j->status;
-    *bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(l->grid.cells);
+    *bytes = m->bytes;
     if (j->status != TERRA_OK) memcpy(l->why, m->why, sizeof l->why);
     m->busy = false;
     l->outstanding--;
@@ -137,6 +146,7 @@ static terra_status mesh_loader_create(const terra_stream_desc *d, const terra_g
     if (!l) return terra_fail(TERRA_E_NOMEM, "stream: out of memory");
     l->src = d->source;
     l->grid = *grid;
+    l->make = d->make, l->make_user = d->make_user;
     l->pool = d->pool;
     terra_status st = TERRA_OK;
     if (!l->pool) {
@@ -151,6 +161,7 @@ static terra_status mesh_loader_create(const terra_stream_desc *d, const terra_g
     }
     for (int i = 0; st == TERRA_OK && i < njobs; i++) {
         l->jobs[i].loader = l;
+        if (l->make) continue;
         l->jobs[i].scratch = terra_alloc(sizeof(float) * (size_t)terra_grid_scratch_floats(grid->cells));
         if (!l->jobs[i].scratch) st = terra_fail(TERRA_E_NOMEM, "stream: out of memory");
     }
@@ -315,6 +326,8 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
         return terra_fail(TERRA_E_INVALID, "stream: need 1 <= max_cameras <= max_foci");
     if (d.loader.start && (!d.loader.cancel || !d.loader.poll || d.loader.tile_bytes == 0))
         return terra_fail(TERRA_E_INVALID, "stream: a loader needs start, cancel, poll and tile_bytes");
+    if (d.make && (d.loader.start || d.make_bytes == 0))
+        return terra_fail(TERRA_E_INVALID, "stream: make needs make_bytes, and no loader of the caller's");
 
     terra_stream *s = terra_calloc(1, sizeof *s);
     if (!s) return terra_fail(TERRA_E_NOMEM, "stream: out of memory");
@@ -334,7 +347,8 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
             return st;
         }
         s->loader = (terra_stream_loader){mesh_start, mesh_cancel, mesh_poll,
-                                          sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(s->sd->grid.cells),
+                                          d.make ? d.make_bytes
+                                                 : sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(s->sd->grid.cells),
                                           s->mesh, NULL}; /* destroy waits through the pool */
     }
     s->tile_bytes = s->loader.tile_bytes;

@@ -107,7 +107,7 @@ static void every_tile_decodes_as_it_was_written(void) {
 static void a_late_stream_covers_the_ground_every_frame(void) {
     if (!bake_once()) return;
     terra_archive_mesh *m;
-    CHECK(terra_archive_mesh_open(path, &(terra_archive_mesh_desc){.latency_ms = 3, .max_jobs = 8}, &m, NULL) == TERRA_OK,
+    CHECK(terra_archive_mesh_open(path, &(terra_archive_mesh_desc){.latency_ms = 3}, &m, NULL) == TERRA_OK,
           "%s", terra_last_error());
     terra_stream_desc sd = {.capacity_tiles = 200, .max_in_flight = 8, .max_cameras = 1};
     sd.select.max_sse_px = 2;
@@ -139,7 +139,7 @@ static void a_late_stream_covers_the_ground_every_frame(void) {
           frames);
     terra_stream_destroy(s);
     terra_archive_mesh_close(m);
-    /* with the workers not busy (two decodes at a time), the children of decoded tiles are read ahead */
+    /* the children of decoded tiles are read ahead */
     CHECK(terra_archive_mesh_open(path, NULL, &m, NULL) == TERRA_OK);
     sd = (terra_stream_desc){.capacity_tiles = 200, .max_in_flight = 2, .max_cameras = 1};
     terra_archive_mesh_stream_desc(m, &sd);

@@ -69,7 +69,7 @@ static flight_result fly(terra_archive_mesh *m, terra_camera (*cam_at)(const dou
                          const double *area, const char *name) {
     flight_result r = {0};
     terra_gl_scene *scene;
-    CHECK(terra_gl_scene_create(&(terra_gl_scene_desc){.archive = m, .width = TW, .height = TH, .max_in_flight = 8,
+    CHECK(terra_gl_scene_create(&(terra_gl_scene_desc){.archive = m, .width = TW, .height = TH, .threads = 4, .max_in_flight = 8,
                                                        .budget_ms = 4},
                                 &scene) == TERRA_OK,
           "%s", terra_last_error());
@@ -133,7 +133,7 @@ static void tin_archive_is_whole_on_every_frame(void) {
     }
     terra_archive_mesh *m;
     terra_archive_mesh_info info;
-    CHECK(terra_archive_mesh_open(path, &(terra_archive_mesh_desc){.latency_ms = 15, .max_jobs = 4}, &m, &info) == TERRA_OK,
+    CHECK(terra_archive_mesh_open(path, &(terra_archive_mesh_desc){.latency_ms = 15}, &m, &info) == TERRA_OK,
           "%s", terra_last_error());
     CHECK(info.tin && info.levels >= 3, "a TIN archive of %d levels", info.levels);
     static const struct {

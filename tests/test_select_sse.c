@@ -1,8 +1,8 @@
 /* Property tests of selection by screen-space error: over many random cameras, errors and missing
  * subtrees, every drawn tile's projected error is within tau (or it is finest), every parent of a
- * drawn tile was refined for a reason, the existing ground is covered exactly once, the walk agrees
- * with a brute-force reference, and a frame allocates nothing. Then ranges derived from per-level
- * errors keep CDLOD's drawn error within tau too. */
+ * drawn tile was refined for a reason, the existing ground is covered exactly once and the walk
+ * agrees with a brute-force reference (test_select checks that a frame allocates nothing). Then
+ * ranges derived from per-level errors keep CDLOD's drawn error within tau too. */
 #include "check.h"
 #include "terra/select.h"
 
@@ -167,52 +167,6 @@ static void sse_selection_properties(void) {
     terra_source_destroy(src);
 }
 
-/* ---- a frame allocates nothing --------------------------------------------------------------------- */
-
-static long alloc_count;
-static void *count_alloc(size_t n, void *u) {
-    (void)u;
-    alloc_count++;
-    return malloc(n);
-}
-static void *count_realloc(void *p, size_t n, void *u) {
-    (void)u;
-    alloc_count++;
-    return realloc(p, n);
-}
-static void count_free(void *p, void *u) {
-    (void)u;
-    free(p);
-}
-
-static void sse_selection_allocates_nothing(void) {
-    terra_set_allocator(&(terra_allocator){count_alloc, count_realloc, count_free, NULL});
-    terra_source *src;
-    CHECK(terra_world_create(&(terra_world_desc){.seed = 1}, &src) == TERRA_OK);
-    fake_index f = {.seed = 9, .top = 7, .tile0 = 64, .bounds = {-20000, -20000, 20000, 20000}};
-    terra_select_desc d = {.levels = 8, .tile_error = fake_error, .tile_error_user = &f, .bounds = {-20000, -20000, 20000, 20000}};
-    terra_select *sel;
-    CHECK(terra_select_create(&d, src, &sel) == TERRA_OK, "%s", terra_last_error());
-    terra_camera cam = {.eye = {0, 400, 0}, .pitch_rad = -0.3, .aspect = 16.0 / 9};
-    terra_frustum fr;
-    const terra_selected_tile *t;
-    int n;
-    terra_camera_frustum(&cam, &fr);
-    CHECK(terra_select_run(sel, cam.eye, &fr, &t, &n) == TERRA_OK);
-    const long before = alloc_count;
-    for (int i = 0; i < 200; i++) {
-        cam.eye.x += 7.0;
-        cam.yaw_rad += 0.01;
-        terra_camera_frustum(&cam, &fr);
-        CHECK(terra_select_run(sel, cam.eye, &fr, &t, &n) == TERRA_OK);
-    }
-    CHECK(alloc_count == before, "%ld allocations in 200 frames", alloc_count - before);
-    CHECK(n > 10, "only %d tiles", n);
-    terra_select_destroy(sel);
-    terra_source_destroy(src);
-    terra_set_allocator(NULL);
-}
-
 /* ---- CDLOD ranges from per-level errors -------------------------------------------------------------- */
 
 static void derived_ranges_keep_cdlod_within_tau(void) {
@@ -333,7 +287,6 @@ static void level_errors_are_measured(void) {
 
 int main(void) {
     RUN(sse_selection_properties);
-    RUN(sse_selection_allocates_nothing);
     RUN(derived_ranges_keep_cdlod_within_tau);
     RUN(level_errors_are_measured);
     return finish();

@@ -2,8 +2,8 @@
  *
  * The archive source (archive_io.h) turns a grid archive back into heights that the renderer
  * meshes again. This loader instead hands the renderer each tile's own triangles, TIN or grid
- * alike, as terra_tile_mesh (tile_mesh.h): tiles are read, decompressed and decoded on a pool's
- * workers, several at once, into the streamer's buffers, and drawn by screen-space error, the
+ * alike, as terra_tile_mesh (tile_mesh.h): tiles are read, decompressed and decoded on the
+ * streamer's pool workers, several at once, into its buffers (terra_stream_desc.make), and drawn by screen-space error, the
  * error of each tile read from the index before the tile is loaded (terra_select_desc.tile_error).
  * Skirts, hung from each tile's outer sides, hide what 16-bit quantization leaves between
  * neighbours of different levels (their border vertices are shared by construction, to one
@@ -13,10 +13,9 @@
  * A local-frame archive only (terra cook's local frame, terra bake's); geographic archives are
  * refused with TERRA_E_UNSUPPORTED naming the file.
  */
-/* Threads: open and close on one thread; the loader's start, cancel, poll and drain run on the
- * thread updating the streamer (as stream.h says of every loader); the tile_error callback on the
- * thread running the selection (the same one). Decoding runs on the pool's workers and reads the
- * archive through its thread-safe reader. terra_archive_mesh_decode may be called from any thread. */
+/* Threads: open and close on one thread; the tile_error callback runs on the thread running the
+ * selection. Decoding runs on the streamer's pool workers and reads the archive through its
+ * thread-safe reader; terra_archive_mesh_decode and the source may be called from any thread. */
 #ifndef TERRA_ARCHIVE_MESH_H
 #define TERRA_ARCHIVE_MESH_H
 
@@ -28,8 +27,6 @@ extern "C" {
 #endif
 
 typedef struct terra_archive_mesh_desc {
-    terra_pool *pool;   /* workers decoding tiles; NULL: one of its own (terra_default_threads()) */
-    int max_jobs;       /* decodes at once; 0 = 64 */
     double latency_ms;  /* each decode waits this long first (tests: tiles arriving late); 0 = none */
 } terra_archive_mesh_desc;
 
@@ -50,9 +47,8 @@ TERRA_API terra_status terra_archive_mesh_open(const char *path, const terra_arc
                                                terra_archive_mesh **out, terra_archive_mesh_info *info);
 /* What terra_archive_mesh_open's info said. */
 TERRA_API void terra_archive_mesh_get_info(const terra_archive_mesh *m, terra_archive_mesh_info *info);
-/* Tiles read ahead so far: when a worker has decoded a tile and fewer decodes wait than the pool
- * has threads, it asks the system for the payloads of the tile's children (terra_archive_prefetch),
- * which the view asks for next as it nears them. */
+/* Tiles read ahead so far: when a worker has decoded a tile it asks the system for the payloads
+ * of the tile's children (terra_archive_prefetch), which the view asks for next as it nears them. */
 TERRA_API uint64_t terra_archive_mesh_prefetched(const terra_archive_mesh *m);
 /* After the streamer using it is destroyed. */
 TERRA_API void terra_archive_mesh_close(terra_archive_mesh *m);
@@ -61,9 +57,10 @@ TERRA_API void terra_archive_mesh_close(terra_archive_mesh *m);
  * nearest vertex in a hole; points past the area clamped to its edge), a decode per tile and a few
  * tiles kept: for queries (an eye above the ground), not for meshing. Lives as long as m. */
 TERRA_API const terra_source *terra_archive_mesh_source(const terra_archive_mesh *m);
-/* Points a stream description at the archive: its source, loader, the selection's levels, level-0
- * tile size and bounds, and tile_error (screen-space error selection). The rest of desc (tau, the
- * view, capacities, budget) stays the caller's. */
+/* Points a stream description at the archive: its source, the tiles its pool makes (make,
+ * make_bytes; no loader of the caller's), the selection's levels, level-0 tile size and bounds, and
+ * tile_error (screen-space error selection). The rest of desc (tau, the view, capacities, budget,
+ * the pool) stays the caller's. */
 TERRA_API void terra_archive_mesh_stream_desc(terra_archive_mesh *m, terra_stream_desc *desc);
 /* The tile's geometric error from the index, or -1 when the archive has no such tile (user = m). */
 TERRA_API float terra_archive_mesh_tile_error(void *user, terra_tile_key key);

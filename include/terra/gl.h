@@ -185,8 +185,8 @@ TERRA_API const terra_gl_stats *terra_gl_get_stats(const terra_gl *r);
 typedef struct terra_gl_scene_desc {
     const terra_source *source; /* required unless `archive`; must outlive the scene */
     /* An archive drawn by its own tiles (archive_mesh.h; TIN or grid), each chosen by its geometric
-     * error (select.tile_error): its source, levels, tile size and area replace those here, and its
-     * workers decode the tiles. NULL: grid tiles meshed from `source`. Must outlive the scene. */
+     * error (select.tile_error): its source, levels, tile size and area replace those here, and the
+     * scene's workers decode the tiles. NULL: grid tiles meshed from `source`. Must outlive the scene. */
     terra_archive_mesh *archive;
     terra_select_desc select;   /* tiles and levels (zero: the defaults of select.h); the view's
                                    height is the picture's when not given */
@@ -196,7 +196,7 @@ typedef struct terra_gl_scene_desc {
     size_t capacity_bytes;      /* the streamer's tile memory; 0 = capacity_tiles of its tiles, an
                                    archive's at most 512 MiB (the GPU buffers hold as much again) */
     double budget_ms;           /* the streamer's per-frame budget; 0 = 4 */
-    int threads;                /* workers meshing tiles; 0 = terra_default_threads() */
+    int threads;                /* workers meshing (or decoding) tiles; 0 = terra_default_threads() */
     int max_in_flight;          /* tile requests at once; 0 = 64 (a frame of a software
                                    renderer is long: many tiles can be meshed meanwhile) */
 } terra_gl_scene_desc;

@@ -50,8 +50,9 @@ extern "C" {
 
 /* ---- how tiles are made ----------------------------------------------------------------------
  * A loader makes a tile into a buffer the streamer owns, off the main thread or however it likes.
- * The default loader meshes grid tiles from the source on a worker pool; an archive loader reads
- * and decodes tiles; a test loader can model latency. */
+ * The default loader runs jobs on a worker pool: meshing grid tiles from the source, or a `make`
+ * function of the caller's (an archive's tiles read and decoded: archive_mesh.h); a test loader of
+ * its own can model latency. */
 typedef struct terra_stream_loader {
     /* Starts making tile `key` into buffer[capacity]; `ticket` names the request. */
     bool (*start)(void *user, uint64_t ticket, terra_tile_key key, void *buffer, size_t capacity);
@@ -98,6 +99,13 @@ typedef struct terra_stream_desc {
     /* Clock for budget accounting, in seconds; NULL: the monotonic clock. */
     double (*clock)(void *user);
     void *clock_user;
+    /* With no loader of the caller's: how a tile is made on the pool's workers (several at once)
+     * into buffer[capacity], *bytes receiving its size, and make_bytes the most any tile takes; the
+     * default loader runs it as it runs its own meshing. NULL: grid tiles meshed from `source`.
+     * Failing, it calls terra_fail on its thread: the streamer logs that message. */
+    terra_status (*make)(void *user, terra_tile_key key, void *buffer, size_t capacity, size_t *bytes);
+    void *make_user;
+    size_t make_bytes;
 } terra_stream_desc;
 
 typedef enum terra_focus_kind {
