@@ -1,7 +1,8 @@
 /* Rendering (gl): CPU ms per frame of the built-in path at 1920x1080, split into select / stream /
  * upload / submit, with the driver's time (llvmpipe shades vertices inside the draw call and
  * rasterises on its threads) reported apart; draw calls per frame; hole pixels over the path;
- * triangles per frame against the screen-space-error ideal for the chosen ranges.
+ * triangles per frame against the screen-space-error ideal for the chosen ranges; and real time with
+ * tiles arriving late (a slowed source): hole pixels, collapsed frames, how coarse stand-ins get.
  *
  * Usage: bench_gl [frames]   (default 120) */
 #include "bench.h"
@@ -149,10 +150,65 @@ int main(int argc, char **argv) {
         }
     }
     bench_record("render.hole_pixels_max", worst, "px", hole_frames, "max");
+    terra_gl_scene_destroy(scene);
+
+    /* real time with tiles arriving late: the path flown in `frames` frames at 640x360 over the
+     * default world behind a source whose grid requests sleep 2-10 ms each (three per tile), the
+     * first frame settled, then the streamer run once a frame: sky pixels below the silhouette of
+     * the tiles drawn (stand-ins included; tests/test_gl_holes.c), frames whose tiles drawn fall
+     * below half the previous frame's, and how many levels coarser a stand-in is than the tiles it
+     * stands in for (the nearest standing ancestor's too) */
+    slow_source slow = {.world = src, .min_ms = 2, .max_ms = 10};
+    atomic_init(&slow.slow, 0);
+    terra_source *slowed = slow_source_create(&slow);
+    d.source = slowed;
+    if (!slowed || terra_gl_scene_create(&d, &scene) != TERRA_OK) {
+        fprintf(stderr, "bench_gl: %s\n", terra_last_error());
+        return 1;
+    }
+    gl = terra_gl_scene_renderer(scene);
+    long rt_worst = 0, rt_bare = 0;
+    int collapsed = 0, standin_max = 0, standin_own = 0, prev_tiles = 0, standin_frames = 0, deep_frames = 0;
+    const terra_gl_style bare = {.flat = true, .clear_rgb = {1, 0, 1}, .no_skirts = true};
+    const double rt0 = bench_now();
+    for (int f = 0; f < frames; f++) {
+        terra_camera cam = terra_fly_path_camera(src, frames > 1 ? (double)f / (frames - 1) : 0);
+        cam.aspect = 640.0 / 360;
+        terra_gl_frame_stats fs;
+        if (terra_gl_scene_frame(scene, &cam, &flat, f == 0, 60, &fs) != TERRA_OK) {
+            fprintf(stderr, "bench_gl: %s\n", terra_last_error());
+            return 1;
+        }
+        if (f == 0) atomic_store(&slow.slow, 1);
+        terra_gl_read_rgb(gl, rgb);
+        const terra_stream_draw *draws;
+        int n, where, own, uncovered;
+        terra_stream_draws(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene), &draws, &n);
+        cpu_silhouette_drawn(src, terra_gl_scene_select(scene), &cam, draws, n, 640, 360, top);
+        const long holes = holes_below(rgb, 640, 360, top, 1, &where);
+        if (holes > rt_worst) rt_worst = holes;
+        terra_gl_draw(gl, &cam, draws, n, &bare); /* the same frame without skirts, for comparison */
+        terra_gl_read_rgb(gl, rgb);
+        rt_bare += holes_below(rgb, 640, 360, top, 1, &where);
+        const int lv = standin_levels(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene), &own, &uncovered);
+        if (lv > standin_max) standin_max = lv;
+        if (own > standin_own) standin_own = own;
+        standin_frames += fs.fallbacks > 0, deep_frames += lv > 2;
+        collapsed += f > 0 && 2 * fs.tiles < prev_tiles;
+        prev_tiles = fs.tiles;
+        if (holes) printf("  real time, frame %d: %ld hole pixels, stand-ins up to %d levels coarser\n", f, holes, lv);
+    }
+    printf("  real time: %d frames in %.1f s, %d with stand-ins, %d with one more than 2 levels coarser (the nearest "
+           "standing ancestor up to %d); without skirts %ld hole pixels in all\n",
+           frames, bench_now() - rt0, standin_frames, deep_frames, standin_own, rt_bare);
+    bench_record("render.realtime.hole_pixels_max", rt_worst, "px", frames, "max");
+    bench_record("render.realtime.frames_collapsed", collapsed, "frames", frames, "value");
+    bench_record("render.realtime.standin_levels_max", standin_max, "levels", frames, "max");
 
     free(sel), free(str), free(upl), free(sub), free(drv), free(ras), free(tris), free(ratio), free(ideal), free(tris_settled), free(z);
     free(rgb), free(top);
     terra_gl_scene_destroy(scene);
+    terra_source_destroy(slowed);
     terra_source_destroy(src);
     terra_gl_context_destroy(ctx);
     return 0;

@@ -206,8 +206,9 @@ static const scene_opt scene_opts[] = {
     /* at most: the coarsest level's range, range0 x 2^(levels - 1), within 64 of its tiles, whose side is
      * tile0 x 2^(levels - 1); the rules of select.h say the rest */
     {"range0", "M", CLI_WORLD, K_DOUBLE, 0.01, TERRA_SELECT_MAX_RANGE_TILES * TILE0_MAX, "metres", AT(sel.range0), 0,
-     "range of level 0 in metres, %R (default: 1.5x the\nsmallest valid); the coarsest level's range, range0 x "
-     "2^(levels - 1),\nat most " STR(TERRA_SELECT_MAX_RANGE_TILES) " of its tiles"},
+     "range of level 0 in metres, %R (default: each level's\nrange from --sse, the picture's height, --fov and the "
+     "world's\nmeasured error per level); the coarsest level's range, range0 x\n2^(levels - 1), at most "
+     STR(TERRA_SELECT_MAX_RANGE_TILES) " of its tiles; with it, each\nlevel's range is twice the one before"},
     {"archive", "A", CLI_ARCHIVE, K_TEXT, 0, 0, NULL, AT(archive), 0,
      "draw a local-frame archive instead of the default world: terra cook's\nTIN tiles as they are, each where its "
      "geometric error projects to at\nmost --sse pixels; terra bake's grids meshed again (CDLOD); --seed,\n--cells, "

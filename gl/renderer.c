@@ -359,7 +359,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     ok = ok && (r->order = terra_alloc(sizeof *r->order * (size_t)d.max_tiles)) != NULL;
     ok = ok && map_init(&r->index, d.max_tiles);
     ok = ok && (r->recs = terra_alloc(sizeof *r->recs * (size_t)d.max_draws)) != NULL;
-    ok = ok && (r->cmds = terra_alloc(sizeof *r->cmds * (size_t)d.max_draws)) != NULL;
+    ok = ok && (r->cmds = terra_alloc(sizeof *r->cmds * 2 * (size_t)d.max_draws)) != NULL; /* ground, skirts */
     ok = ok && (r->upload_scratch = terra_alloc(r->tile_bytes)) != NULL;
     ok = ok && (r->ring = terra_alloc(sizeof *r->ring * (size_t)skirt_vertices)) != NULL;
     ok = ok && (r->skirt_scratch = terra_alloc(sizeof *r->skirt_scratch * (size_t)skirt_vertices)) != NULL;
@@ -396,7 +396,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     glNamedBufferStorage(r->records, (GLsizeiptr)(sizeof(gl_draw_record) * (size_t)d.max_draws), NULL,
                          GL_DYNAMIC_STORAGE_BIT);
     glCreateBuffers(1, &r->commands);
-    glNamedBufferStorage(r->commands, (GLsizeiptr)(sizeof(gl_draw_command) * (size_t)d.max_draws), NULL,
+    glNamedBufferStorage(r->commands, (GLsizeiptr)(sizeof(gl_draw_command) * 2 * (size_t)d.max_draws), NULL,
                          GL_DYNAMIC_STORAGE_BIT);
     /* the vertex layout: terra_grid_vertex, 32 bytes */
     glCreateVertexArrays(1, &r->vao);
@@ -419,7 +419,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     r->stats.vertex_bytes = vbytes;
     r->stats.index_bytes = d.index_bytes;
     r->stats.gpu_bytes = vbytes + ibytes +
-                         (sizeof(uint32_t) + sizeof(gl_draw_record) + sizeof(gl_draw_command)) * (size_t)d.max_draws;
+                         (sizeof(uint32_t) + sizeof(gl_draw_record) + 2 * sizeof(gl_draw_command)) * (size_t)d.max_draws;
     r->offscreen = d.width > 0;
     st = make_target(r, r->offscreen ? d.width : 1, r->offscreen ? d.height : 1);
     GLenum err = glGetError();
@@ -885,7 +885,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
      * floats (whole metres below 2^24), the eye's fraction goes to a uniform */
     const terra_vec3 eye = {floor(cam->eye.x), floor(cam->eye.y), floor(cam->eye.z)};
     const float eye_frac[3] = {(float)(cam->eye.x - eye.x), (float)(cam->eye.y - eye.y), (float)(cam->eye.z - eye.z)};
-    int n = 0;
+    int n = 0, nskirts = 0;
     for (int i = 0; i < count; i++) {
         const terra_stream_draw *dr = &draws[i];
         const int32_t id = map_get(&r->index, dr->key);
@@ -901,18 +901,25 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         r->recs[n] = (gl_draw_record){{(float)(ox - eye.x), (float)(0.0 - eye.y), (float)(oz - eye.z), (float)level},
                                       {t->mesh ? 0.0f : dr->morph_start, t->mesh ? 0.0f : dr->morph_end, t->skirt_m, 0.0f},
                                       (int32_t)t->v_off, t->mesh, {0, 0}};
-        /* grid tiles: the shared indices at the index buffer's start; mesh tiles: their own. Skirt
-         * triangles come last in both (left out with style->no_skirts). */
-        const GLuint skirt_indices = style->no_skirts ? 3 * t->skirt_triangles : 0;
-        r->cmds[n] = t->mesh ? (gl_draw_command){t->i_count - skirt_indices, 1, (GLuint)r->index_count + t->i_off,
-                                                 (GLint)t->v_off, (GLuint)n}
-                             : (gl_draw_command){(GLuint)r->index_count - skirt_indices, 1, 0, (GLint)t->v_off, (GLuint)n};
-        s->triangles += (int)(r->cmds[n].count / 3);
+        /* grid tiles: the shared indices at the index buffer's start (the grid's, then the skirt's);
+         * mesh tiles: their own (the tile's, then its skirts'). Every tile's ground comes first, then
+         * every skirt (a second command per tile, after all of the first): where a skirt's fragment
+         * is exactly as near as the ground's (along the edge it hangs from) the ground, drawn first,
+         * keeps the pixel. No skirt commands with style->no_skirts. */
+        const GLuint skirt_count = 3 * t->skirt_triangles;
+        const GLuint first = t->mesh ? (GLuint)r->index_count + t->i_off : 0;
+        const GLuint ground_count = t->mesh ? t->i_count - skirt_count : (GLuint)r->grid_index_count;
+        r->cmds[n] = (gl_draw_command){ground_count, 1, first, (GLint)t->v_off, (GLuint)n};
+        if (skirt_count && !style->no_skirts)
+            r->cmds[r->d.max_draws + nskirts++] = (gl_draw_command){skirt_count, 1, first + ground_count, (GLint)t->v_off, (GLuint)n};
+        s->triangles += (int)(ground_count / 3) + (style->no_skirts ? 0 : (int)t->skirt_triangles);
         s->skirt_triangles += style->no_skirts ? 0 : (int)t->skirt_triangles;
         s->per_level[level]++;
         n++;
     }
     s->tiles = n;
+    memmove(r->cmds + n, r->cmds + r->d.max_draws, sizeof *r->cmds * (size_t)nskirts);
+    const int ncmds = n + nskirts;
 
     const GLuint target = r->offscreen ? r->fbo : 0;
     glBindFramebuffer(GL_DRAW_FRAMEBUFFER, target);
@@ -933,7 +940,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         if (sun.x == 0 && sun.y == 0 && sun.z == 0) sun = (terra_vec3){-0.62, 0.42, 0.66};
         const double sl = sqrt(sun.x * sun.x + sun.y * sun.y + sun.z * sun.z);
         glNamedBufferSubData(r->records, 0, (GLsizeiptr)(sizeof *r->recs * (size_t)n), r->recs);
-        glNamedBufferSubData(r->commands, 0, (GLsizeiptr)(sizeof *r->cmds * (size_t)n), r->cmds);
+        glNamedBufferSubData(r->commands, 0, (GLsizeiptr)(sizeof *r->cmds * (size_t)ncmds), r->cmds);
         glUseProgram(r->program);
         glUniformMatrix4fv(r->u_view_proj, 1, GL_FALSE, vp);
         glUniform3f(r->u_sun, (float)(sun.x / sl), (float)(sun.y / sl), (float)(sun.z / sl));
@@ -959,7 +966,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         glBindBuffer(GL_DRAW_INDIRECT_BUFFER, r->commands);
         /* the frame's one draw call (a software driver shades vertices inside it: timed apart) */
         const double t_call = terra_now_s();
-        glMultiDrawElementsIndirect(GL_TRIANGLES, GL_UNSIGNED_INT, NULL, n, 0);
+        glMultiDrawElementsIndirect(GL_TRIANGLES, GL_UNSIGNED_INT, NULL, ncmds, 0);
         s->draw_calls++;
         s->call_ms = (terra_now_s() - t_call) * 1e3;
         call_s = s->call_ms * 1e-3;

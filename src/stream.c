@@ -188,7 +188,7 @@ typedef struct focus {
 typedef struct wanted_tile {
     terra_tile_key key;
     int level;
-    double dist; /* to the nearest focus, metres */
+    double dist; /* to the nearest focus, in sides of the tile (metres over its side) */
     bool top;    /* of the coarsest level */
 } wanted_tile;
 
@@ -570,7 +570,8 @@ static uint64_t ticket_of(const terra_stream *s, int i) {
 
 static void add_wanted(terra_stream *s, terra_tile_key k, int level) {
     if (s->nwanted >= s->max_wanted || !set_add(&s->wanted_set, k)) return;
-    s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k), level == s->sd->levels - 1};
+    s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k) / terra_select_tile_side(s->sel, level),
+                                            level == s->sd->levels - 1};
     slot *sl = slot_of(s, k);
     if (sl) {
         sl->last_wanted = s->frame;
@@ -730,16 +731,18 @@ static terra_status gather_wanted(terra_stream *s) {
                 if (rect_distance(s, k, f->camera.eye) <= reach) add_wanted(s, k, top);
             }
     }
-    /* The reserve: the parent, then the grandparent, of every tile a camera wants, while the cap has
-     * room for them beside the rest of what is wanted (and what may be in flight): a tile still
-     * coming then falls back one or two levels, not to the coarsest. */
+    /* The reserve: the ancestors of every tile a camera wants, the parents first, then the
+     * grandparents and so on up, while the cap has room for them beside the rest of what is wanted
+     * (and what may be in flight). Requested coarsest first, a tile still coming then falls back one
+     * or two levels, and ground just come into view soon has the whole chain above it, not only the
+     * coarsest tile (the chains are shared: a quarter of the wanted tiles, and a few more). */
     int room = s->nslots - s->nwanted - s->d.max_in_flight;
-    for (int up = 1; up <= 2 && room > 0; up++)
+    for (int up = 1; up < top && room > 0; up++)
         for (int c = 0; c < s->d.max_cameras && room > 0; c++) {
             const camera_lists *cl = &s->cams[c];
             if (!cl->handle) continue;
             for (int k = 0; k < cl->nwanted && room > 0; k++) {
-                if (cl->wanted[k].level + up > top) continue;
+                if (cl->wanted[k].level + up >= top) continue;
                 terra_tile_key a = cl->wanted[k].key;
                 for (int u = 0; u < up; u++) a = terra_tile_key_parent(a);
                 const int before = s->nwanted;
@@ -836,9 +839,11 @@ static int eviction_victim(const terra_stream *s) {
     return best;
 }
 
-/* The coarsest level first (every wanted tile then soon has a stand-in), then nearest the eye
- * first: a tile's rectangle holds its descendants', so no tile is asked for before its ancestors
- * (ties go coarsest first). */
+/* The coarsest level first (every wanted tile then soon has a stand-in), then nearest the eye in
+ * sides of the tile first: a tile's rectangle holds its descendants' and its side is twice theirs,
+ * so no tile is asked for before its ancestors (ties go coarsest first), and the chain above ground
+ * just come into view (the reserve) comes before finer tiles as far away in metres: a tile still
+ * coming soon has a near ancestor standing in, as the tiles a screen shows largest come first. */
 static int cmp_request(const void *a, const void *b) {
     const wanted_tile *x = a, *y = b;
     if (x->top != y->top) return x->top ? -1 : 1;

@@ -55,34 +55,40 @@ static inline bool project(const terra_camera *c, int w, int h, terra_vec3 p, do
 
 /* ---- what a frame drew -------------------------------------------------------------------------- */
 
+/* A draw list's keys, sorted, each with its index in the list. */
+typedef struct drawn_key {
+    terra_tile_key key;
+    int index;
+} drawn_key;
+
 static inline int cmp_key_(const void *a, const void *b) {
-    const terra_tile_key x = *(const terra_tile_key *)a, y = *(const terra_tile_key *)b;
+    const terra_tile_key x = ((const drawn_key *)a)->key, y = ((const drawn_key *)b)->key;
     return x < y ? -1 : x > y;
 }
 
-/* The keys of a draw list, sorted (malloc'ed; NULL when n is 0). */
-static inline terra_tile_key *drawn_keys(const terra_stream_draw *draws, int n) {
-    terra_tile_key *k = n > 0 ? malloc(sizeof *k * (size_t)n) : NULL;
-    for (int i = 0; i < n; i++) k[i] = draws[i].key;
+/* (malloc'ed; NULL when n is 0) */
+static inline drawn_key *drawn_keys(const terra_stream_draw *draws, int n) {
+    drawn_key *k = n > 0 ? malloc(sizeof *k * (size_t)n) : NULL;
+    for (int i = 0; i < n; i++) k[i] = (drawn_key){draws[i].key, i};
     if (n > 1) qsort(k, (size_t)n, sizeof *k, cmp_key_);
     return k;
 }
 
-static inline bool has_key(const terra_tile_key *keys, int n, terra_tile_key k) {
-    return n > 0 && bsearch(&k, keys, (size_t)n, sizeof k, cmp_key_) != NULL;
+/* The index of the draw of key k; -1 if none. */
+static inline int find_key(const drawn_key *keys, int n, terra_tile_key k) {
+    const drawn_key want = {k, 0}, *at = n > 0 ? bsearch(&want, keys, (size_t)n, sizeof want, cmp_key_) : NULL;
+    return at ? at->index : -1;
 }
 
-/* The level of the drawn tile covering (x, z), trying `hint` first; -1 where none is drawn. */
-static inline int drawn_level_at(const terra_select *sel, const terra_tile_key *keys, int n, double x, double z,
-                                 int hint) {
+/* The draw covering (x, z), trying level `hint` first; -1 where none is drawn. */
+static inline int drawn_at(const terra_select *sel, const drawn_key *keys, int n, double x, double z, int hint) {
     const int levels = terra_select_get_desc(sel)->levels;
     for (int k = 0; k < 2 * levels; k++) {
         const int level = hint + (k % 2 ? -(k + 1) / 2 : k / 2);
         if (level < 0 || level >= levels) continue;
         const double side = terra_select_tile_side(sel, level);
-        const terra_tile_key key =
-            terra_tile_key_make(0, level, (int32_t)floor(x / side), (int32_t)floor(z / side));
-        if (has_key(keys, n, key)) return level;
+        const int i = find_key(keys, n, terra_tile_key_make(0, level, (int32_t)floor(x / side), (int32_t)floor(z / side)));
+        if (i >= 0) return i;
     }
     return -1;
 }
@@ -100,13 +106,17 @@ static inline int drawn_level_at(const terra_select *sel, const terra_tile_key *
  * finer that can cover them, which the morph never moves, and their heights are the source's bit
  * for bit (the lattice rule): they lie exactly on the drawn ground, so a coarse level cutting
  * under a ridge between its vertices cannot pass for a hole, and sampling can only miss ground,
- * never invent it. */
+ * never invent it. Where a grid tile is drawn, the height is read from its vertex at the point (the
+ * source's sample there, as the lattice rule makes it: a point query asks the source for its range
+ * too, which costs most of the time). */
 static inline void cpu_silhouette_drawn(const terra_source *src, const terra_select *sel, const terra_camera *c,
                                         const terra_stream_draw *draws, int ndraws, int w, int h, int *top) {
     const terra_select_desc *sd = terra_select_get_desc(sel);
     const int top_level = sd->levels - 1;
     const double s0 = sd->grid.tile0_size / sd->grid.cells, reach = terra_select_range(sel, top_level);
-    terra_tile_key *keys = drawn_keys(draws, ndraws);
+    drawn_key *keys = drawn_keys(draws, ndraws);
+    const int cells = sd->grid.cells;
+    const size_t grid_bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(cells);
     for (int i = 0; i < w; i++) top[i] = h;
     terra_vec3 f;
     terra_camera_basis(c, &f, NULL, NULL);
@@ -119,16 +129,26 @@ static inline void cpu_silhouette_drawn(const terra_source *src, const terra_sel
         const double th = heading - half + 2 * half * k / nth;
         const double sx = sin(th), sz = -cos(th);
         int level = 0, hint = 0;
+        double last_x = NAN, last_z = NAN;
         for (double d = 1.0; d < reach; d *= 1.015) {
             double x, z;
             float g = 0;
-            const int drawn = keys ? drawn_level_at(sel, keys, ndraws, c->eye.x + sx * d, c->eye.z + sz * d, hint) : -1;
+            const int drawn = keys ? drawn_at(sel, keys, ndraws, c->eye.x + sx * d, c->eye.z + sz * d, hint) : -1;
             if (drawn >= 0) {
-                hint = level = drawn;
+                hint = level = draws[drawn].level;
                 const double spacing = s0 * ldexp(1.0, level + 1);
                 x = spacing * floor((c->eye.x + sx * d) / spacing + 0.5);
                 z = spacing * floor((c->eye.z + sz * d) / spacing + 0.5);
-                if (terra_source_height(src, x, z, &g) != TERRA_OK) continue;
+                if (x == last_x && z == last_z) continue; /* the point just projected */
+                last_x = x, last_z = z;
+                if (draws[drawn].bytes == grid_bytes) {
+                    const double side = terra_select_tile_side(sel, level);
+                    const long i = lround((x - terra_tile_key_x(draws[drawn].key) * side) / (side / cells));
+                    const long j = lround((z - terra_tile_key_y(draws[drawn].key) * side) / (side / cells));
+                    g = ((const terra_grid_vertex *)draws[drawn].data)[j * (cells + 1) + i].y;
+                } else if (terra_source_height(src, x, z, &g) != TERRA_OK) {
+                    continue;
+                }
             } else {
                 /* the coarsest level that can be drawn at the lattice point, by its 3-D distance */
                 for (level = level > 0 ? level - 1 : 0;; level++) {
@@ -221,21 +241,32 @@ static inline terra_source *slow_source_create(slow_source *w) {
 
 /* How many levels coarser than the tiles it stands in for the coarsest stand-in of the camera's
  * frame is: for each wanted tile, the level of the drawn tile covering it (itself, or the ancestor
- * standing in) minus its own. *uncovered: wanted tiles with neither drawn. */
-static inline int standin_levels(const terra_stream *st, terra_focus cam, int *uncovered) {
+ * standing in) minus its own. *own: the same for the nearest standing ancestor of each wanted tile
+ * (itself if it stands): less than the drawn one where a wanted tile that stands, or has a nearer
+ * ancestor standing, was dropped under a coarser stand-in drawn for another. *uncovered: wanted
+ * tiles with nothing drawn over them. */
+static inline int standin_levels(const terra_stream *st, terra_focus cam, int *own, int *uncovered) {
     const terra_stream_draw *draws;
     const terra_selected_tile *wanted;
     int nd = 0, nw = 0, worst = 0;
-    *uncovered = 0;
+    *own = *uncovered = 0;
     if (terra_stream_draws(st, cam, &draws, &nd) != TERRA_OK || terra_stream_wanted(st, cam, &wanted, &nw) != TERRA_OK)
         return -1;
-    terra_tile_key *keys = drawn_keys(draws, nd);
+    drawn_key *keys = drawn_keys(draws, nd);
     for (int i = 0; i < nw; i++) {
         terra_tile_key k = wanted[i].key;
-        int up = 0;
-        while (!has_key(keys, nd, k) && terra_tile_key_level(k) < TERRA_TILE_MAX_LEVEL) k = terra_tile_key_parent(k), up++;
-        if (!has_key(keys, nd, k)) (*uncovered)++;
-        else if (up > worst) worst = up;
+        int up = 0, standing = -1;
+        while (find_key(keys, nd, k) < 0 && terra_tile_key_level(k) < TERRA_TILE_MAX_LEVEL) {
+            if (standing < 0 && terra_stream_is_standing(st, k)) standing = up;
+            k = terra_tile_key_parent(k), up++;
+        }
+        if (find_key(keys, nd, k) < 0) {
+            (*uncovered)++;
+            continue;
+        }
+        if (standing < 0) standing = up;
+        if (up > worst) worst = up;
+        if (standing > *own) *own = standing;
     }
     free(keys);
     return worst;
@@ -285,9 +316,11 @@ static inline double polyline_at(const double *u, const double *y, int n, double
  * higher tile's skirt must reach down across. */
 typedef struct gap_stats {
     int pairs, level_diff_max; /* neighbour pairs; the most levels between two neighbours */
-    double gap_max_m;          /* the largest gap between two neighbours' edges */
-    double ratio_max;          /* the largest gap over the skirt depth of the tile above it (< 1: covered) */
-    int uncovered;             /* pairs whose gap is deeper than the higher tile's skirt */
+    /* [0]: neighbours at most two levels apart (what the skirt depth is made for); [1]: further */
+    int pairs_apart[2];
+    double gap_max_m[2];  /* the largest gap between two neighbours' edges */
+    double ratio_max[2];  /* the largest gap over the skirt depth of the tile above it (< 1: covered) */
+    int uncovered[2];     /* pairs whose gap is deeper than the higher tile's skirt */
 } gap_stats;
 
 static inline void measure_gaps(const terra_select *sel, const terra_vec3 *eye, const terra_stream_draw *draws, int n,
@@ -338,11 +371,12 @@ static inline void measure_gaps(const terra_select *sel, const terra_vec3 *eye, 
                     up = fmax(up, d), down = fmax(down, -d);
                 }
                 g->pairs++;
-                const int ld = abs(draws[a].level - draws[b].level);
+                const int ld = abs(draws[a].level - draws[b].level), far = ld > 2;
                 if (ld > g->level_diff_max) g->level_diff_max = ld;
-                g->gap_max_m = fmax(g->gap_max_m, fmax(up, down));
-                g->ratio_max = fmax(g->ratio_max, fmax(up / depth[a], down / depth[b]));
-                g->uncovered += up > depth[a] || down > depth[b];
+                g->pairs_apart[far]++;
+                g->gap_max_m[far] = fmax(g->gap_max_m[far], fmax(up, down));
+                g->ratio_max[far] = fmax(g->ratio_max[far], fmax(up / depth[a], down / depth[b]));
+                g->uncovered[far] += up > depth[a] || down > depth[b];
             }
         }
     }

@@ -83,7 +83,8 @@ static void requests_coarsest_then_nearest_and_limited(void) {
     /* nothing held yet: everything is uncovered, nothing drawn */
     const terra_stream_stats *st = terra_stream_get_stats(s);
     CHECK(st->drawn == 0 && st->uncovered > 0);
-    /* then nearest first: within a round, tiles of the coarsest level, then by distance from the eye;
+    /* then nearest first: within a round, tiles of the coarsest level, then by distance from the eye
+     * in sides of the tile;
      * and no tile is asked for before its ancestors (each wanted ancestor is held or was asked for) */
     terra_tile_key asked[4096];
     int nasked = 0;
@@ -100,9 +101,9 @@ static void requests_coarsest_then_nearest_and_limited(void) {
             const double side = 64.0 * (double)(1 << l); /* tile0 64 m */
             const double x0 = terra_tile_key_x(k) * side, z0 = terra_tile_key_y(k) * side;
             const double dx = fmax(fmax(x0 - 10, 10 - (x0 + side)), 0), dz = fmax(fmax(z0 - 10, 10 - (z0 + side)), 0);
-            const double d = sqrt(dx * dx + dz * dz);
+            const double d = sqrt(dx * dx + dz * dz) / side;
             if (l != 5) {
-                if (past_top) CHECK(d >= prev - 1e-9, "round %d: %g m asked after %g m", round, d, prev);
+                if (past_top) CHECK(d >= prev - 1e-9, "round %d: %g sides asked after %g", round, d, prev);
                 past_top = true, prev = d;
             } else {
                 CHECK(!past_top, "round %d: a coarsest tile asked after finer ones", round);

@@ -21,8 +21,8 @@
  *  - Skirts close every side. Mesh tiles carry their own (tile_mesh.h). A grid tile gets one at
  *    upload: 4 cells more vertices after its (cells + 1)^2, copies of its border vertices (same
  *    position, morph target, normals and surface; the colour the skirt's 3-colouring needs), and
- *    two triangles per border cell edge (8 cells, after the grid's in the shared index range, so
- *    one command still draws the tile and its skirt). The vertex stage morphs a skirt vertex exactly
+ *    two triangles per border cell edge (8 cells, after the grid's in the shared index range, which
+ *    every grid tile shares as it shares the grid's). The vertex stage morphs a skirt vertex exactly
  *    as the border vertex it copies and then lowers it by the tile's skirt depth: the border height
  *    range (max - min of its border samples) plus one sample spacing (side / cells). Between a tile
  *    and a neighbour at any level the gap lies under the higher of the two edges: where that edge is
@@ -41,7 +41,9 @@
  *    program, one vertex array): one command per tile with its first vertex as the base vertex,
  *    its index range (the shared grid one, or its own) and its index in the frame as the base
  *    instance, which reaches the per-draw record (tile origin relative to the camera, level, morph
- *    range, first vertex, kind) in a shader storage buffer. Draw calls are counted
+ *    range, skirt depth, first vertex, kind) in a shader storage buffer; then one more per tile for
+ *    its skirt, after every tile's ground, so that where a skirt is exactly as near as the ground
+ *    beside it (along the edge it hangs from) the ground keeps the pixel. Draw calls are counted
  *    (terra_gl_stats.draw_calls); the sky is a blit, not a draw.
  *  - Positions are camera-relative: each tile's origin minus the eye is computed in double on the
  *    CPU and handed over as a float, so nothing trembles far from the world origin.
