@@ -263,6 +263,24 @@ static double ideal_triangles(const terra_select *sel, const terra_select_desc *
     return sum;
 }
 
+/* The floor under that figure: the coarsest whole tiles whose own error (the level's) projects
+ * within tau at their box's nearest point, each refined only where it must be (the per-tile rule of
+ * tile_error, unmorphed, blind to neighbours), over the ground CDLOD covers (the coarsest level out
+ * to its range). Any selection of whole cells x cells tiles each within tau draws at least these:
+ * what it draws beyond them is what CDLOD's morph margin and neighbour rule cost. */
+static float floor_error(void *u, terra_tile_key k) { return ((const float *)u)[terra_tile_key_level(k)]; }
+
+static double floor_ratio(const terra_select *floor_sel, const terra_select *sel, const terra_select_desc *d,
+                          const terra_frustum *fr, terra_vec3 eye, terra_selected_tile *keep) {
+    const terra_selected_tile *t;
+    int count, n = 0;
+    if (terra_select_run((terra_select *)floor_sel, eye, fr, &t, &count) != TERRA_OK) return NAN;
+    const int top = d->levels - 1;
+    for (int i = 0; i < count; i++)
+        if (t[i].level < top || terra_box3_distance(&t[i].box, eye) <= terra_select_range(sel, top)) keep[n++] = t[i];
+    return 2.0 * d->grid.cells * d->grid.cells * n / ideal_triangles(sel, d, keep, n, eye);
+}
+
 static void bench_triangles_vs_ideal(const terra_source *src) {
     terra_select_desc d = {.view_height_px = 1080};
     if (terra_grid_level_errors(src, &(terra_grid_desc){0}, 12, 0, 0, d.level_error) != TERRA_OK ||
@@ -270,9 +288,16 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
         fprintf(stderr, "%s\n", terra_last_error());
         exit(1);
     }
-    terra_select *sel;
+    terra_select *sel, *floor_sel;
     terra_select_create(&d, src, &sel);
-    double ratio[48], sse_max = 0;
+    terra_select_desc fd = d;
+    fd.tile_error = floor_error, fd.tile_error_user = d.level_error, fd.max_tiles = 1 << 16;
+    if (terra_select_create(&fd, src, &floor_sel) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    terra_selected_tile *keep = malloc(sizeof *keep * (size_t)fd.max_tiles);
+    double ratio[48], floor_r[48], sse_max = 0;
     int n = 0;
     for (int k = 0; k < 48; k++) { /* 48 views: 2 m to 3 km up, all around */
         terra_camera cam = same_ground_camera(src, 1000.0 * k, exp(log(2.0) + (log(3000.0) - log(2.0)) * (k % 8) / 7.0));
@@ -284,16 +309,21 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
         if (terra_select_run(sel, cam.eye, &fr, &t, &count) != TERRA_OK) continue;
         sse_max = fmax(sse_max, terra_select_get_stats(sel)->sse_px_max);
         const double drawn = 2.0 * d.grid.cells * d.grid.cells * count;
-        ratio[n++] = drawn / ideal_triangles(sel, &d, t, count, cam.eye);
+        const double r = drawn / ideal_triangles(sel, &d, t, count, cam.eye);
+        floor_r[n] = floor_ratio(floor_sel, sel, &d, &fr, cam.eye, keep);
+        ratio[n++] = r;
     }
     bench_record("render.triangles_vs_ideal", bench_median(ratio, n), "x", n, "median");
     double worst = 0;
     for (int i = 0; i < n; i++) worst = fmax(worst, ratio[i]);
     bench_record("render.triangles_vs_ideal.worst", worst, "x", n, "max");
     bench_record("render.sse_px_max", sse_max, "px", n, "max");
+    bench_record("render.triangles_vs_ideal.whole_tile_floor", bench_median(floor_r, n), "x", n, "median");
     bench_record("select.derived.range0", d.range0, "m", 1, "value");
     bench_record("select.derived.range_ratio", d.range_ratio, "x", 1, "value");
     terra_select_destroy(sel);
+    terra_select_destroy(floor_sel);
+    free(keep);
 }
 
 int main(void) {

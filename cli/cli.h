@@ -139,4 +139,25 @@ int cmd_mesh(int argc, char **argv);
 int cmd_cook(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 
+/* Runs `program` (built next to the running one) with the arguments terra was given, in place of
+ * the command `cmd`, for a part of a command that program links (main.c). Returns only on failure. */
+int cli_run_sibling(const char *cmd, const char *program);
+
+/* terra bake --tin: the default world sampled at `spacing` over `area` and cooked into TIN tiles as
+ * terra cook cooks a raster (cli/cmd_cook.c, in terra-cook: meshoptimizer; a weak, null symbol in
+ * the other programs, which run terra-cook in their place). */
+typedef struct cli_bake_tin {
+    const char *out;
+    uint64_t seed;
+    double scale;
+    double area[4];   /* x0, z0, x1, z1 metres: the archive's local frame starts at (x0, z0) */
+    double spacing;   /* metres between samples */
+    double max_error; /* the finest level's bound, metres */
+    int levels;       /* 0: up to one tile over all */
+    int threads;
+    int compression;  /* terra_compression */
+    bool quiet;
+} cli_bake_tin;
+int cli_bake_tin_run(const cli_bake_tin *d);
+
 #endif

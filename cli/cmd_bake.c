@@ -8,12 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#pragma weak cli_bake_tin_run
+
 static void help(FILE *f) {
     fprintf(f,
             "Usage: terra bake [OPTIONS] OUT.terra\n\n"
             "Bakes the built-in default world into an archive of quantized-mesh-1.0 tiles, N levels,\n"
             "with per-vertex normals, surface ids (terra's material extension) and each tile's true\n"
-            "geometric error. The archive is written to a temporary file and renamed into place.\n\n"
+            "geometric error. The archive is written to a temporary file and renamed into place.\n"
+            "With --tin, the world is sampled at the grid's finest spacing (tile-size / cells) over the\n"
+            "area and cooked into irregular (TIN) tiles as `terra cook` cooks a raster: the finest level\n"
+            "within --max-error, each coarser one its children merged and simplified with their outer\n"
+            "border kept; the archive's local frame starts at the area's corner (X0, Z0).\n\n"
             "Options:\n"
             "  --frame local|geographic  local: scenery metres, level 0 finest (default);\n"
             "                            geographic: EPSG:4326 TMS tiles for Cesium, level 0 = the two roots\n"
@@ -29,13 +35,16 @@ static void help(FILE *f) {
             "  --scale S                 the default world's horizontal scale, 0.001..1000 (default 1)\n"
             "  --no-normals              leave out the normals extension\n"
             "  --no-surfaces             leave out the material extension\n"
+            "  --tin                     TIN tiles (local frame; no surfaces), run by terra-cook\n"
+            "  -e, --max-error M         with --tin: the finest level's error bound in metres,\n"
+            "                            1e-6..1e6 (default 1)\n"
             "  --threads N               worker threads, 1..64 (default: one per core)\n"
             "  -q, --quiet               print nothing on success\n"
             "  -h, --help                this text\n");
 }
 
 int cmd_bake(int argc, char **argv) {
-    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS };
+    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS, O_TIN };
     static const struct option opts[] = {
         {"frame", required_argument, 0, O_FRAME},     {"levels", required_argument, 0, O_LEVELS},
         {"area", required_argument, 0, O_AREA},       {"bounds", required_argument, 0, O_BOUNDS},
@@ -44,15 +53,17 @@ int cmd_bake(int argc, char **argv) {
         {"seed", required_argument, 0, O_SEED},       {"scale", required_argument, 0, O_SCALE},
         {"no-normals", no_argument, 0, O_NONORM},     {"no-surfaces", no_argument, 0, O_NOSURF},
         {"threads", required_argument, 0, O_THREADS}, {"quiet", no_argument, 0, 'q'},
+        {"tin", no_argument, 0, O_TIN},               {"max-error", required_argument, 0, 'e'},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     terra_bake_desc d = {0};
     d.compression = TERRA_COMPRESS_GZIP;
     uint64_t seed = 1;
     double scale = 1;
-    bool quiet = false;
+    bool quiet = false, tin = false, levels_given = false, compression_given = false;
+    double max_error = 1.0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "qhe:", opts, NULL)) != -1) {
         switch (c) {
         case O_FRAME:
             if (!strcmp(optarg, "local")) d.frame = TERRA_FRAME_LOCAL;
@@ -61,6 +72,7 @@ int cmd_bake(int argc, char **argv) {
             break;
         case O_LEVELS:
             if (!cli_opt_int("bake", "--levels", optarg, 1, 25, &d.levels)) return EXIT_USAGE;
+            levels_given = true;
             break;
         case O_AREA:
             /* refused here rather than in the description, where all zero means the default */
@@ -90,6 +102,7 @@ int cmd_bake(int argc, char **argv) {
         case O_COMP:
             if (!terra_compression_parse(optarg, &d.compression))
                 return cli_usage_error("bake", "--compression: expected gzip, zstd or none");
+            compression_given = true;
             break;
         case O_SEED:
             if (!cli_opt_seed("bake", "--seed", optarg, &seed)) return EXIT_USAGE;
@@ -102,6 +115,10 @@ int cmd_bake(int argc, char **argv) {
         case O_THREADS:
             if (!cli_opt_int("bake", "--threads", optarg, 1, 64, &d.threads)) return EXIT_USAGE;
             break;
+        case O_TIN: tin = true; break;
+        case 'e':
+            if (!cli_opt_double("bake", "--max-error", optarg, "metres", 1e-6, 1e6, &max_error)) return EXIT_USAGE;
+            break;
         case 'q': quiet = true; break;
         case 'h': help(stdout); return EXIT_OK;
         default: return cli_usage_error("bake", "unknown option");
@@ -109,6 +126,19 @@ int cmd_bake(int argc, char **argv) {
     }
     if (optind != argc - 1) return cli_usage_error("bake", "expected one OUT.terra");
     const char *out = argv[optind];
+    if (tin) {
+        if (d.frame == TERRA_FRAME_GEOGRAPHIC) return cli_usage_error("bake", "--tin bakes the local frame only");
+        if (!cli_bake_tin_run) return cli_run_sibling("bake", "terra-cook"); /* meshoptimizer's program */
+        const double tile0 = d.tile0_size > 0 ? d.tile0_size : 64;
+        cli_bake_tin t = {.out = out, .seed = seed, .scale = scale, .spacing = tile0 / (d.cells ? d.cells : 32),
+                          .max_error = max_error, .levels = levels_given ? d.levels : 0, .threads = d.threads,
+                          .compression = compression_given ? (int)d.compression : (int)TERRA_COMPRESS_PACKED,
+                          .quiet = quiet};
+        const bool area = d.area[0] != 0 || d.area[1] != 0 || d.area[2] != 0 || d.area[3] != 0;
+        const double dflt[4] = {0, 0, 1024, 1024};
+        for (int k = 0; k < 4; k++) t.area[k] = area ? d.area[k] : dflt[k];
+        return cli_bake_tin_run(&t);
+    }
     terra_bake_desc r;
     if (terra_bake_desc_resolve(&d, &r) != TERRA_OK) return cli_usage_error("bake", "%s", terra_last_error());
     const int top = r.levels - 1;

@@ -336,3 +336,95 @@ end:
     free(named);
     return rc;
 }
+
+/* ---- terra bake --tin (cli.h) ------------------------------------------------------------------- */
+
+typedef struct bake_rows {
+    const terra_source *src;
+    const cli_bake_tin *t;
+    terra_raster *r;
+    int j0, j1; /* rows [j0, j1) */
+    float min_z, max_z;
+    terra_status status;
+    char message[256];
+} bake_rows;
+
+static void *bake_rows_run(void *user) {
+    bake_rows *b = user;
+    for (int j = b->j0; j < b->j1 && b->status == TERRA_OK; j++)
+        for (int i = 0; i < b->r->width; i++) {
+            float *h = &b->r->heights[(size_t)j * (size_t)b->r->width + (size_t)i];
+            b->status = terra_source_height(b->src, b->t->area[0] + i * b->t->spacing, b->t->area[1] + j * b->t->spacing, h);
+            if (b->status != TERRA_OK) {
+                snprintf(b->message, sizeof b->message, "%s", terra_last_error());
+                break;
+            }
+            b->min_z = fminf(b->min_z, *h), b->max_z = fmaxf(b->max_z, *h);
+        }
+    return NULL;
+}
+
+int cli_bake_tin_run(const cli_bake_tin *t) {
+    const double w_m = t->area[2] - t->area[0], h_m = t->area[3] - t->area[1];
+    const double cols = floor(w_m / t->spacing + 1e-9) + 1, rows = floor(h_m / t->spacing + 1e-9) + 1;
+    if (cols * rows > (double)LOCAL_WHOLE_MAX)
+        return cli_usage_error("bake", "--tin: %.0f x %.0f samples over the area at %g m; at most %llu", cols, rows,
+                               t->spacing, (unsigned long long)LOCAL_WHOLE_MAX);
+    terra_source *src;
+    if (terra_world_create(&(terra_world_desc){.seed = t->seed, .scale = t->scale}, &src) != TERRA_OK)
+        return cli_error("bake", "%s", terra_last_error());
+    /* the world's heights as a raster: column i at x0 + i spacing, row j at z0 + j spacing (rows run
+     * down the image, which the cook's local frame takes as +z), rows shared among the threads */
+    terra_raster r = {.width = (int)cols, .height = (int)rows, .spacing_x = t->spacing, .spacing_y = t->spacing,
+                      .geo = {0, 1, 0, 0, 0, 1}, .min_z = INFINITY, .max_z = -INFINITY};
+    r.heights = malloc(sizeof(float) * (size_t)r.width * (size_t)r.height);
+    int rc = r.heights ? EXIT_OK : cli_error("bake", "out of memory for %d x %d samples", r.width, r.height);
+    const double t0 = terra_now_s();
+    const int nth = t->threads ? t->threads : terra_default_threads();
+    bake_rows *jobs = calloc((size_t)nth, sizeof *jobs);
+    pthread_t *th = calloc((size_t)nth, sizeof *th);
+    if (rc == EXIT_OK && (!jobs || !th)) rc = cli_error("bake", "out of memory");
+    int started = 0;
+    for (; rc == EXIT_OK && started < nth; started++) {
+        jobs[started] = (bake_rows){.src = src, .t = t, .r = &r, .j0 = (int)((int64_t)r.height * started / nth),
+                                    .j1 = (int)((int64_t)r.height * (started + 1) / nth), .min_z = INFINITY,
+                                    .max_z = -INFINITY, .status = TERRA_OK};
+        if (pthread_create(&th[started], NULL, bake_rows_run, &jobs[started]) != 0) {
+            rc = cli_error("bake", "cannot start a thread");
+            break;
+        }
+    }
+    for (int k = 0; k < started; k++) {
+        pthread_join(th[k], NULL);
+        if (jobs[k].status != TERRA_OK && rc == EXIT_OK) rc = cli_error("bake", "%s", jobs[k].message);
+        r.min_z = fminf(r.min_z, jobs[k].min_z), r.max_z = fmaxf(r.max_z, jobs[k].max_z);
+    }
+    free(jobs), free(th);
+    terra_source_destroy(src);
+    if (rc == EXIT_OK) {
+        char options[320];
+        snprintf(options, sizeof options,
+                 "{\"kind\":\"default-world\",\"seed\":%llu,\"scale\":%.17g,\"area\":[%.17g,%.17g,%.17g,%.17g],"
+                 "\"spacing_m\":%.17g,\"max_error\":%.17g}",
+                 (unsigned long long)t->seed, t->scale, t->area[0], t->area[1], t->area[2], t->area[3], t->spacing,
+                 t->max_error);
+        const terra_cook_input in = {.path = "terra default world", .raster = &r};
+        bar b = {.shown = -1};
+        pthread_mutex_init(&b.lock, NULL);
+        const bool show = !t->quiet && isatty(STDERR_FILENO);
+        terra_cook_desc d = {.inputs = &in, .input_count = 1, .output = t->out, .max_error = t->max_error,
+                             .levels = t->levels, .frame = TERRA_COOK_FRAME_LOCAL,
+                             .threads = t->threads ? t->threads : terra_default_threads(),
+                             .compression = (terra_compression)t->compression, .options_json = options,
+                             .progress = show ? bar_draw : NULL, .progress_user = &b};
+        terra_cook_report rep;
+        const double sample_s = terra_now_s() - t0;
+        const terra_status st = terra_cook(&d, &rep);
+        if (show && b.shown >= 0) fputc('\n', stderr);
+        pthread_mutex_destroy(&b.lock);
+        if (st != TERRA_OK) rc = cli_error("bake", "%s", terra_last_error());
+        else if (!t->quiet) print_report(t->out, &rep, sample_s);
+    }
+    free(r.heights);
+    return rc;
+}

@@ -28,6 +28,8 @@
 #pragma weak cmd_cook
 #pragma weak cmd_check
 
+static char **main_argv; /* what terra was given, for cli_run_sibling */
+
 typedef struct command {
     cli_command c;
     const char *program; /* the program that links it */
@@ -55,21 +57,21 @@ static void usage(FILE *f) {
     fprintf(f, "\nRun 'terra COMMAND --help' for a command's options.\n");
 }
 
-/* Runs `program`, built next to the running one, with the same arguments. Returns only on failure. */
-static int run_sibling(const command *cmd, char **argv) {
+int cli_run_sibling(const char *cmd, const char *program) {
     char path[PATH_MAX + 32];
     char self[PATH_MAX];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (!terra_io_sibling_path(cmd->program, path, sizeof path) || n <= 0)
-        return cli_error(cmd->c.name, "cannot locate %s, the program that runs it", cmd->program);
+    if (!terra_io_sibling_path(program, path, sizeof path) || n <= 0)
+        return cli_error(cmd, "cannot locate %s, the program that runs it", program);
     self[n] = 0;
     if (!strcmp(self, path)) /* a build that left the command out of its own program */
-        return cli_error(cmd->c.name, "%s was built without this command", path);
-    execv(path, argv);
-    return cli_error(cmd->c.name, "cannot run %s (it is built next to terra): %s", path, strerror(errno));
+        return cli_error(cmd, "%s was built without this command", path);
+    execv(path, main_argv);
+    return cli_error(cmd, "cannot run %s (it is built next to terra): %s", path, strerror(errno));
 }
 
 int main(int argc, char **argv) {
+    main_argv = argv;
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -86,7 +88,7 @@ int main(int argc, char **argv) {
         const command *cmd = &commands[i];
         if (strcmp(argv[1], cmd->c.name) != 0) continue;
         if (cmd->c.run) return cmd->c.run(argc - 1, argv + 1);
-        return run_sibling(cmd, argv);
+        return cli_run_sibling(cmd->c.name, cmd->program);
     }
     fprintf(stderr, "terra: unknown command '%s'\n", argv[1]);
     usage(stderr);

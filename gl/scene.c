@@ -53,7 +53,10 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
         const terra_select_desc *rd = terra_select_get_desc(s->sel);
         terra_gl_desc gd = {.grid = rd->grid, .capacity_tiles = capacity, .max_draws = rd->max_tiles,
                             .width = desc->width, .height = desc->height};
-        if (desc->archive) gd.vertex_bytes = gd.index_bytes = sd.capacity_bytes, gd.max_tiles = capacity;
+        /* an archive's tiles as drawn: their vertices expanded (3-coloured, duplicated where the
+         * colouring needs it, skirts added) at 32 bytes each take up to about 1.5 x the decoded
+         * tile's bytes (10 a vertex, 12 a triangle); twice, so a cap full of tiles fits */
+        if (desc->archive) gd.vertex_bytes = 2 * sd.capacity_bytes, gd.index_bytes = sd.capacity_bytes, gd.max_tiles = capacity;
         st = terra_gl_create(&gd, &s->gl);
     }
     if (st == TERRA_OK) st = terra_pool_create(&(terra_pool_desc){.threads = desc->threads}, &s->pool);

@@ -19,6 +19,27 @@ grep -q "21 tiles" "$work/bake.txt" || fail "local bake: $(cat "$work/bake.txt")
 [ -s "$work/geo.terra" ] || fail "geographic archive missing"
 "$T" bake --levels 1 --area 0,0,64,64 -q "$work/one.terra"
 
+# ---- bake --tin: the same ground as TIN tiles (terra-cook runs it), far smaller, every promise
+# `terra check` holds, drawn by the archive path ----
+if [ -x "$(dirname "$T")/terra-cook" ]; then
+  "$T" bake --levels 3 --area 0,0,1024,1024 -q "$work/grid3.terra"
+  "$T" bake --tin --levels 3 --area 0,0,1024,1024 -e 1 "$work/tin.terra" >"$work/tin.txt" 2>&1 ||
+    fail "bake --tin: $(cat "$work/tin.txt")"
+  grep -q "^levels 3" "$work/tin.txt" && awk '$1 == "level" && $2 == 0 { e = $NF } END { exit !(e > 0 && e <= 1) }' "$work/tin.txt" ||
+    fail "bake --tin report (3 levels, the finest within 1 m): $(cat "$work/tin.txt")"
+  tin=$(stat -c %s "$work/tin.terra") grid=$(stat -c %s "$work/grid3.terra")
+  [ $((tin * 20)) -lt "$grid" ] || fail "bake --tin: $tin bytes, not a twentieth of the grids' $grid"
+  "$T" check "$work/tin.terra" >"$work/tin_check.txt" || fail "check of bake --tin: $(tail -5 "$work/tin_check.txt")"
+  "$T" info "$work/tin.terra" | grep -q "tiles       6" || fail "info of bake --tin"
+  "$T" bake --tin --frame geographic "$work/x.terra" 2>/dev/null && fail "bake --tin --frame geographic accepted"
+  [ ! -e "$work/x.terra" ] || fail "a refused bake --tin left an archive"
+  if [ -x "$(dirname "$T")/terra-gl" ]; then
+    "$T" render --archive "$work/tin.terra" -o "$work/tin.png" --size 160x90 --clear 255,0,255 >"$work/tin_r.txt" 2>&1 ||
+      fail "render of bake --tin: $(cat "$work/tin_r.txt")"
+  fi
+  echo "bake --tin: $tin bytes against $grid for the grids of the same area and levels"
+fi
+
 # ---- info ----
 "$T" info --verify "$work/local.terra" >"$work/info.txt"
 grep -q "frame       local" "$work/info.txt" || fail "info frame"

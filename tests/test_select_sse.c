@@ -189,6 +189,9 @@ static void derived_ranges_keep_cdlod_within_tau(void) {
             const double margin = ldexp(64, l) * sqrt(2.0) / r.morph_start_ratio;
             CHECK(r.ranges[l] >= r.level_error[l + 1] * K / r.max_sse_px * (1 - 1e-9), "level %d hands over too near", l);
             CHECK(r.ranges[l] - (l ? r.ranges[l - 1] : 0) >= margin * (1 - 1e-9), "level %d: no room to morph", l);
+            /* and no later than one of the two asks: every metre past that draws finer ground for nothing */
+            CHECK(r.ranges[l] <= fmax(r.level_error[l + 1] * K / r.max_sse_px, (l ? r.ranges[l - 1] : 0) + margin) * (1 + 1e-9),
+                  "level %d hands over later than tau and the morph margin ask (%g m)", l, r.ranges[l]);
             raised += r.ranges[l] > r.level_error[l + 1] * K / r.max_sse_px * (1 + 1e-9);
         }
         terra_select *sel;
