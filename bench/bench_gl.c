@@ -2,12 +2,14 @@
  * upload / submit, with the driver's time (llvmpipe shades vertices inside the draw call and
  * rasterises on its threads) reported apart; draw calls per frame; hole pixels over the path;
  * triangles per frame against the screen-space-error ideal for the chosen ranges; and real time with
- * tiles arriving late (a slowed source): hole pixels, collapsed frames, how coarse stand-ins get.
+ * tiles arriving late (a slowed source, then a TIN archive of the same world with slowed decodes):
+ * hole pixels, collapsed frames, how coarse stand-ins get.
  *
  * Usage: bench_gl [frames]   (default 120) */
 #include "bench.h"
 
 #include <epoxy/gl.h>
+#include <unistd.h>
 
 #include "terra/gl.h"
 #include "../cli/fly_path.h"
@@ -204,6 +206,46 @@ int main(int argc, char **argv) {
     bench_record("render.realtime.hole_pixels_max", rt_worst, "px", frames, "max");
     bench_record("render.realtime.frames_collapsed", collapsed, "frames", frames, "value");
     bench_record("render.realtime.standin_levels_max", standin_max, "levels", frames, "max");
+
+    /* the same over a TIN archive: the default world through `terra bake --tin`, 32 km square at
+     * 16 m (so no view sees past its edge), within 1 m, decodes slowed by 15 ms each; test_gl_tin's
+     * three flights looking down into it at 320x180: sky pixels on every frame (every pixel should
+     * show ground), collapses (a teleport's first frame not counted), the coarsest stand-in after
+     * frame 10 */
+    char bin[4096], dir[] = "/tmp/bench_gl_tin_XXXXXX", tin[64], cmd[4400];
+    if (terra_io_sibling_path("terra", bin, sizeof bin) && mkdtemp(dir)) {
+        snprintf(tin, sizeof tin, "%s/world.terra", dir);
+        snprintf(cmd, sizeof cmd, "'%s' bake --tin --area -16000,-16000,16000,16000 --cells 4 -e 1 -q '%s'", bin, tin);
+        terra_archive_mesh *m = NULL;
+        terra_archive_mesh_info info;
+        if (system(cmd) != 0 ||
+            terra_archive_mesh_open(tin, &(terra_archive_mesh_desc){.latency_ms = 15}, &m, &info) != TERRA_OK) {
+            printf("  (no TIN archive from '%s': the TIN figures are not recorded)\n", cmd);
+        } else {
+            long sky = 0;
+            int tin_collapsed = 0, tin_standin = 0, tin_frames = 0;
+            for (int i = 0; i < ARCHIVE_FLIGHTS; i++) {
+                const archive_flight r = fly_archive(m, archive_flights[i].camera, archive_flights[i].frames, info.bounds,
+                                                     archive_flights[i].name);
+                if (!r.ok) {
+                    fprintf(stderr, "bench_gl: TIN flight %s: %s\n", archive_flights[i].name, terra_last_error());
+                    return 1;
+                }
+                printf("  TIN %-9s %d frames: sky pixels max %ld, %d collapsed, stand-ins up to %d levels coarser, %d "
+                       "frames with stand-ins\n",
+                       archive_flights[i].name, r.frames, r.sky_max, r.collapsed, r.standin_max, r.fallback_frames);
+                sky = r.sky_max > sky ? r.sky_max : sky;
+                tin_collapsed += r.collapsed, tin_frames += r.frames;
+                if (r.standin_max > tin_standin) tin_standin = r.standin_max;
+            }
+            bench_record("render.realtime.tin.hole_pixels_max", sky, "px", tin_frames, "max");
+            bench_record("render.realtime.tin.frames_collapsed", tin_collapsed, "frames", tin_frames, "value");
+            bench_record("render.realtime.tin.standin_levels_max", tin_standin, "levels", tin_frames, "max");
+        }
+        terra_archive_mesh_close(m);
+        unlink(tin);
+        rmdir(dir);
+    }
 
     free(sel), free(str), free(upl), free(sub), free(drv), free(ras), free(tris), free(ratio), free(ideal), free(tris_settled), free(z);
     free(rgb), free(top);

@@ -34,102 +34,6 @@ static bool cook_once(void) {
     return rc == 0;
 }
 
-static long sky_pixels(const uint8_t *rgb, int w, int h) {
-    long n = 0;
-    for (size_t i = 0; i < (size_t)w * h; i++) n += rgb[3 * i] == SKY[0] && rgb[3 * i + 1] == SKY[1] && rgb[3 * i + 2] == SKY[2];
-    return n;
-}
-
-/* How many levels coarser than the tile it stands in for (a wanted tile not standing) the coarsest
- * stand-in of the frame is. */
-static int tin_standin_levels(terra_stream *st, terra_focus f) {
-    const terra_stream_draw *d;
-    const terra_selected_tile *w;
-    int nd, nw, worst = 0;
-    terra_stream_draws(st, f, &d, &nd);
-    terra_stream_wanted(st, f, &w, &nw);
-    for (int k = 0; k < nw; k++) {
-        if (terra_stream_is_standing(st, w[k].key)) continue;
-        for (int i = 0; i < nd; i++) {
-            if (!d[i].fallback || d[i].level <= w[k].level) continue;
-            terra_tile_key a = w[k].key;
-            while (terra_tile_key_level(a) < d[i].level) a = terra_tile_key_parent(a);
-            if (a == d[i].key && d[i].level - w[k].level > worst) worst = d[i].level - w[k].level;
-        }
-    }
-    return worst;
-}
-
-typedef struct flight_result {
-    long sky_max;
-    int frames, collapsed, standin_max, fallback_frames, calls_max;
-} flight_result;
-
-/* Flies `n` frames of cam(t) in real time (the first settled) and checks every one. */
-static flight_result fly(terra_archive_mesh *m, terra_camera (*cam_at)(const double *area, int f, int n), int n,
-                         const double *area, const char *name) {
-    flight_result r = {0};
-    terra_gl_scene *scene;
-    CHECK(terra_gl_scene_create(&(terra_gl_scene_desc){.archive = m, .width = TW, .height = TH, .threads = 4, .max_in_flight = 8,
-                                                       .budget_ms = 4},
-                                &scene) == TERRA_OK,
-          "%s", terra_last_error());
-    uint8_t *rgb = malloc((size_t)TW * TH * 3);
-    const terra_gl_style flat = {.flat = true, .clear_rgb = {SKY[0] / 255.0f, SKY[1] / 255.0f, SKY[2] / 255.0f}};
-    int prev_tiles = 0;
-    terra_vec3 prev_eye = {0, 0, 0};
-    for (int f = 0; f < n; f++) {
-        terra_camera cam = cam_at(area, f, n);
-        /* a teleport (kilometres in a frame; the flights move 50 m) is a cut to ground not yet
-         * seen, whose first frame draws stand-ins for all of it: not a collapse */
-        const double dx = cam.eye.x - prev_eye.x, dz = cam.eye.z - prev_eye.z;
-        const bool jump = f > 0 && dx * dx + dz * dz > 1000.0 * 1000.0;
-        prev_eye = cam.eye;
-        terra_gl_frame_stats fs;
-        CHECK(terra_gl_scene_frame(scene, &cam, &flat, f == 0, 60, &fs) == TERRA_OK, "%s: %s", name, terra_last_error());
-        CHECK(terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb) == TERRA_OK);
-        const long sky = sky_pixels(rgb, TW, TH);
-        if (sky > r.sky_max) {
-            r.sky_max = sky;
-            char png[96];
-            snprintf(png, sizeof png, "tin_holes_%s_%d.png", name, f);
-            save_png(png, rgb, TW, TH);
-        }
-        r.collapsed += f > 0 && !jump && fs.tiles * 2 < prev_tiles;
-        prev_tiles = fs.tiles;
-        const int lv = tin_standin_levels(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene));
-        if (f >= 10 && lv > r.standin_max) r.standin_max = lv;
-        r.fallback_frames += fs.fallbacks > 0;
-        if (fs.draw_calls > r.calls_max) r.calls_max = fs.draw_calls;
-        r.frames++;
-        CHECK(fs.failed == 0, "%s frame %d: %d tiles failed", name, f, fs.failed);
-    }
-    free(rgb);
-    terra_gl_scene_destroy(scene);
-    return r;
-}
-
-/* Looking down (pitch -50 to -80 degrees: the view's top edge 20 degrees or more below the
- * horizon), 1.5 to 3.6 km up over the middle of the area: every ray meets ground inside it. The
- * flights move 50 m a frame (3 km/s at 60 frames a second), the teleports kilometres at once. */
-static terra_camera dive(const double *a, int f, int n) {
-    const double t = (double)f / (n - 1), cx = 0.5 * (a[0] + a[2]), cz = 0.5 * (a[1] + a[3]);
-    return (terra_camera){.eye = {cx - 1000 + 2000 * t, 3600 - 1500 * t, cz + 500 * sin(6 * t)}, .yaw_rad = 0.9 + t,
-                          .pitch_rad = -0.9 - 0.4 * t, .fov_y_rad = 1.0, .aspect = (double)TW / TH};
-}
-static terra_camera low_pass(const double *a, int f, int n) {
-    const double t = (double)f / (n - 1), cx = 0.5 * (a[0] + a[2]), cz = 0.5 * (a[1] + a[3]);
-    return (terra_camera){.eye = {cx - 1000 + 2000 * t, 3000, cz - 500 + 1000 * t}, .yaw_rad = 2.0, .pitch_rad = -1.2,
-                          .fov_y_rad = 1.0, .aspect = (double)TW / TH};
-}
-static terra_camera teleports(const double *a, int f, int n) {
-    (void)n;
-    const double cx = 0.5 * (a[0] + a[2]), cz = 0.5 * (a[1] + a[3]);
-    const int hop = f / 6; /* a jump of kilometres every 6 frames */
-    return (terra_camera){.eye = {cx + 3000 * sin(hop * 2.1), 2600 + 600 * cos(hop * 1.3), cz + 3000 * cos(hop * 1.7)},
-                          .yaw_rad = hop * 0.8, .pitch_rad = -1.1, .fov_y_rad = 1.0, .aspect = (double)TW / TH};
-}
-
 static void tin_archive_is_whole_on_every_frame(void) {
     if (!cook_once()) return;
     terra_gl_context *ctx;
@@ -143,21 +47,19 @@ static void tin_archive_is_whole_on_every_frame(void) {
     CHECK(terra_archive_mesh_open(path, &(terra_archive_mesh_desc){.latency_ms = 15}, &m, &info) == TERRA_OK,
           "%s", terra_last_error());
     CHECK(info.tin && info.levels >= 3, "a TIN archive of %d levels", info.levels);
-    static const struct {
-        const char *name;
-        terra_camera (*cam)(const double *, int, int);
-        int frames;
-    } flights[] = {{"dive", dive, 40}, {"low_pass", low_pass, 40}, {"teleports", teleports, 36}};
-    for (int i = 0; i < 3; i++) {
-        const flight_result r = fly(m, flights[i].cam, flights[i].frames, info.bounds, flights[i].name);
+    for (int i = 0; i < ARCHIVE_FLIGHTS; i++) {
+        const archive_flight r = fly_archive(m, archive_flights[i].camera, archive_flights[i].frames, info.bounds,
+                                             archive_flights[i].name);
+        CHECK(r.ok && r.failed == 0, "%s: the flight stopped (%s), or %d tiles failed", archive_flights[i].name,
+              terra_last_error(), r.failed);
         printf("  %-10s %d frames: sky pixels max %ld, collapsed %d, stand-ins at most %d levels coarser, %d frames "
                "with stand-ins\n",
-               flights[i].name, r.frames, r.sky_max, r.collapsed, r.standin_max, r.fallback_frames);
-        CHECK(r.sky_max == 0, "%s: %ld sky pixels on a frame", flights[i].name, r.sky_max);
-        CHECK(r.collapsed == 0, "%s: %d frames drew less than half the tiles of the frame before", flights[i].name,
+               archive_flights[i].name, r.frames, r.sky_max, r.collapsed, r.standin_max, r.fallback_frames);
+        CHECK(r.sky_max == 0, "%s: %ld sky pixels on a frame", archive_flights[i].name, r.sky_max);
+        CHECK(r.collapsed == 0, "%s: %d frames drew less than half the tiles of the frame before", archive_flights[i].name,
               r.collapsed);
-        CHECK(r.standin_max <= 2, "%s: a stand-in %d levels coarser", flights[i].name, r.standin_max);
-        CHECK(r.calls_max == 1, "%s: %d draw calls in a frame", flights[i].name, r.calls_max);
+        CHECK(r.standin_max <= 2, "%s: a stand-in %d levels coarser", archive_flights[i].name, r.standin_max);
+        CHECK(r.calls_max == 1, "%s: %d draw calls in a frame", archive_flights[i].name, r.calls_max);
         if (i == 0) CHECK(r.fallback_frames > 0, "the decoder is slowed, yet no frame drew a stand-in");
     }
     terra_archive_mesh_close(m);
@@ -186,7 +88,7 @@ static void settled_tiles_within_tau_and_a_hole_is_seen(void) {
     double worst = 0;
     int levels_seen = 0, views = 0;
     for (int f = 0; f < 12; f++) {
-        terra_camera cam = dive(info.bounds, f, 12);
+        terra_camera cam = archive_dive(info.bounds, f, 12);
         terra_gl_frame_stats fs;
         CHECK(terra_gl_scene_frame(scene, &cam, &flat, true, 60, &fs) == TERRA_OK && fs.settled, "%s", terra_last_error());
         CHECK(terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb) == TERRA_OK);
@@ -207,7 +109,7 @@ static void settled_tiles_within_tau_and_a_hole_is_seen(void) {
     CHECK(worst <= tau, "a drawn tile projects %g px", worst);
     CHECK(__builtin_popcount((unsigned)levels_seen) >= 2, "the views drew one level only (0x%x)", (unsigned)levels_seen);
     /* the negative control: the same view drawn without one of its tiles shows sky */
-    terra_camera cam = dive(info.bounds, 5, 12);
+    terra_camera cam = archive_dive(info.bounds, 5, 12);
     terra_gl_frame_stats fs;
     terra_gl_scene_frame(scene, &cam, &flat, true, 60, &fs);
     const terra_stream_draw *d;

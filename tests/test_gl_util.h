@@ -389,4 +389,116 @@ static inline void save_png(const char *name, const uint8_t *rgb, int w, int h) 
     if (terra_io_write_png(name, rgb, w, h, 3) == TERRA_OK) fprintf(stderr, "  wrote %s\n", name);
 }
 
+static inline long sky_pixels(const uint8_t *rgb, int w, int h) {
+    long n = 0;
+    for (size_t i = 0; i < (size_t)w * h; i++) n += rgb[3 * i] == SKY[0] && rgb[3 * i + 1] == SKY[1] && rgb[3 * i + 2] == SKY[2];
+    return n;
+}
+
+/* How many levels coarser than the tile it stands in for (a wanted tile not standing) the coarsest
+ * stand-in of the frame is (counted over the drawn fallbacks). */
+static inline int fallback_levels(terra_stream *st, terra_focus f) {
+    const terra_stream_draw *d;
+    const terra_selected_tile *w;
+    int nd, nw, worst = 0;
+    terra_stream_draws(st, f, &d, &nd);
+    terra_stream_wanted(st, f, &w, &nw);
+    for (int k = 0; k < nw; k++) {
+        if (terra_stream_is_standing(st, w[k].key)) continue;
+        for (int i = 0; i < nd; i++) {
+            if (!d[i].fallback || d[i].level <= w[k].level) continue;
+            terra_tile_key a = w[k].key;
+            while (terra_tile_key_level(a) < d[i].level) a = terra_tile_key_parent(a);
+            if (a == d[i].key && d[i].level - w[k].level > worst) worst = d[i].level - w[k].level;
+        }
+    }
+    return worst;
+}
+
+/* ---- real-time flights over an archive (test_gl_tin, bench_gl) --------------------------------- */
+
+typedef struct archive_flight {
+    bool ok;                 /* false: a scene or a frame failed (terra_last_error) */
+    long sky_max;            /* the most sky pixels on a frame (every view looks down into the area) */
+    int frames, collapsed;   /* frames below half the previous one's tiles, a teleport's first not counted */
+    int standin_max;         /* the coarsest stand-in, levels above what it stands for, after frame 10 */
+    int fallback_frames, calls_max, failed;
+} archive_flight;
+typedef terra_camera (*archive_camera)(const double *area, int f, int n);
+
+/* Flies `n` frames of cam(t) in real time (the first settled) and checks every one. */
+static inline archive_flight fly_archive(terra_archive_mesh *m, archive_camera cam_at, int n, const double *area,
+                                         const char *name) {
+    archive_flight r = {0};
+    terra_gl_scene *scene;
+    if (terra_gl_scene_create(&(terra_gl_scene_desc){.archive = m, .width = TW, .height = TH, .threads = 4,
+                                                     .max_in_flight = 8, .budget_ms = 4},
+                              &scene) != TERRA_OK)
+        return r;
+    uint8_t *rgb = malloc((size_t)TW * TH * 3);
+    const terra_gl_style flat = {.flat = true, .clear_rgb = {SKY[0] / 255.0f, SKY[1] / 255.0f, SKY[2] / 255.0f}};
+    int prev_tiles = 0;
+    terra_vec3 prev_eye = {0, 0, 0};
+    for (int f = 0; f < n; f++) {
+        terra_camera cam = cam_at(area, f, n);
+        /* a teleport (kilometres in a frame; the flights move 50 m) is a cut to ground not yet
+         * seen, whose first frame draws stand-ins for all of it: not a collapse */
+        const double dx = cam.eye.x - prev_eye.x, dz = cam.eye.z - prev_eye.z;
+        const bool jump = f > 0 && dx * dx + dz * dz > 1000.0 * 1000.0;
+        prev_eye = cam.eye;
+        terra_gl_frame_stats fs;
+        if (terra_gl_scene_frame(scene, &cam, &flat, f == 0, 60, &fs) != TERRA_OK ||
+            terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb) != TERRA_OK)
+            break;
+        const long sky = sky_pixels(rgb, TW, TH);
+        if (sky > r.sky_max) {
+            r.sky_max = sky;
+            char png[96];
+            snprintf(png, sizeof png, "tin_holes_%s_%d.png", name, f);
+            save_png(png, rgb, TW, TH);
+        }
+        r.collapsed += f > 0 && !jump && fs.tiles * 2 < prev_tiles;
+        prev_tiles = fs.tiles;
+        const int lv = fallback_levels(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene));
+        if (f >= 10 && lv > r.standin_max) r.standin_max = lv;
+        r.fallback_frames += fs.fallbacks > 0;
+        if (fs.draw_calls > r.calls_max) r.calls_max = fs.draw_calls;
+        r.frames++;
+        r.failed += fs.failed;
+    }
+    r.ok = r.frames == n;
+    free(rgb);
+    terra_gl_scene_destroy(scene);
+    return r;
+}
+
+/* Looking down (pitch -50 to -80 degrees: the view's top edge 20 degrees or more below the
+ * horizon), 1.5 to 3.6 km up over the middle of the area: every ray meets ground inside it. The
+ * flights move 50 m a frame (3 km/s at 60 frames a second), the teleports kilometres at once. */
+static inline terra_camera archive_dive(const double *a, int f, int n) {
+    const double t = (double)f / (n - 1), cx = 0.5 * (a[0] + a[2]), cz = 0.5 * (a[1] + a[3]);
+    return (terra_camera){.eye = {cx - 1000 + 2000 * t, 3600 - 1500 * t, cz + 500 * sin(6 * t)}, .yaw_rad = 0.9 + t,
+                          .pitch_rad = -0.9 - 0.4 * t, .fov_y_rad = 1.0, .aspect = (double)TW / TH};
+}
+static inline terra_camera archive_low_pass(const double *a, int f, int n) {
+    const double t = (double)f / (n - 1), cx = 0.5 * (a[0] + a[2]), cz = 0.5 * (a[1] + a[3]);
+    return (terra_camera){.eye = {cx - 1000 + 2000 * t, 3000, cz - 500 + 1000 * t}, .yaw_rad = 2.0, .pitch_rad = -1.2,
+                          .fov_y_rad = 1.0, .aspect = (double)TW / TH};
+}
+static inline terra_camera archive_teleports(const double *a, int f, int n) {
+    (void)n;
+    const double cx = 0.5 * (a[0] + a[2]), cz = 0.5 * (a[1] + a[3]);
+    const int hop = f / 6; /* a jump of kilometres every 6 frames */
+    return (terra_camera){.eye = {cx + 3000 * sin(hop * 2.1), 2600 + 600 * cos(hop * 1.3), cz + 3000 * cos(hop * 1.7)},
+                          .yaw_rad = hop * 0.8, .pitch_rad = -1.1, .fov_y_rad = 1.0, .aspect = (double)TW / TH};
+}
+
+#define ARCHIVE_FLIGHTS 3
+static const struct {
+    const char *name;
+    archive_camera camera;
+    int frames;
+} archive_flights[ARCHIVE_FLIGHTS] = {
+    {"dive", archive_dive, 40}, {"low_pass", archive_low_pass, 40}, {"teleports", archive_teleports, 36}};
+
 #endif
