@@ -735,7 +735,7 @@ static terra_status gather_wanted(terra_stream *s) {
      * grandparents and so on up, while the cap has room for them beside the rest of what is wanted
      * (and what may be in flight). Requested coarsest first, a tile still coming then falls back one
      * or two levels, and ground just come into view soon has the whole chain above it, not only the
-     * coarsest tile (the chains are shared: a quarter of the wanted tiles, and a few more). */
+     * coarsest tile (the chains are shared: about a third as many tiles as are wanted). */
     int room = s->nslots - s->nwanted - s->d.max_in_flight;
     for (int up = 1; up < top && room > 0; up++)
         for (int c = 0; c < s->d.max_cameras && room > 0; c++) {
