@@ -623,6 +623,13 @@ static terra_status expand_mesh(terra_gl *r, terra_tile_key key, const void *dat
         return terra_fail(st, "gl: tile (level %d, %d, %d): %s", terra_tile_key_level(key), terra_tile_key_x(key),
                           terra_tile_key_y(key), why);
     }
+    /* it is drawn at its key's square: a tile of another side would overlap or part from its
+     * neighbours (float sides: within a relative 1e-6) */
+    const double side = r->d.grid.tile0_size * ldexp(1.0, terra_tile_key_level(key));
+    if (!(fabs(h.size_x - side) <= 1e-6 * side) || !(fabs(h.size_z - side) <= 1e-6 * side))
+        return terra_fail(TERRA_E_CORRUPT, "gl: mesh tile (level %d, %d, %d) spans %g x %g m, not its square's %g m",
+                          terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key), h.size_x, h.size_z,
+                          side);
     /* its own triangles alone need index_count indices: no expanding a tile that cannot fit */
     if (h.index_count > r->iheap.capacity)
         return terra_fail(TERRA_E_CAPACITY, "gl: mesh tile (level %d, %d, %d) has %u indices; the index buffer holds %u",

@@ -933,7 +933,14 @@ static void capacity_and_bad_tiles_refused(void) {
     CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 1, 0), big, bytes) == TERRA_E_CAPACITY);
     CHECK(gs->resident == 3 && gs->mesh_tiles == 1 && gs->vertex_bytes_used == vused);
     free(big);
-    /* bad tiles: damaged mesh bytes, a size that is neither kind */
+    /* bad tiles: a mesh tile spanning another square than its key's (a level-1 tile's under a
+     * level-0 key), damaged mesh bytes, a size that is neither kind */
+    size_t wide_bytes;
+    uint8_t *wide = field_mesh(&f, terra_tile_key_make(0, 1, 1, 1), 8, 2, 0, &rng, &wide_bytes);
+    CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 2, 2), wide, wide_bytes) == TERRA_E_CORRUPT &&
+              strstr(terra_last_error(), "not its square's"),
+          "%s", terra_last_error());
+    free(wide);
     ((terra_tile_mesh *)(void *)m)->index_count += 3;
     CHECK(terra_gl_upload(r, terra_tile_key_make(0, 0, 2, 2), m, bytes) == TERRA_E_CORRUPT &&
               strstr(terra_last_error(), "gl: tile (level 0, 2, 2)"),
