@@ -368,8 +368,9 @@ int cli_bake_tin_run(const cli_bake_tin *t) {
     const double w_m = t->area[2] - t->area[0], h_m = t->area[3] - t->area[1];
     const double cols = floor(w_m / t->spacing + 1e-9) + 1, rows = floor(h_m / t->spacing + 1e-9) + 1;
     if (cols * rows > (double)LOCAL_WHOLE_MAX)
-        return cli_usage_error("bake", "--tin: %.0f x %.0f samples over the area at %g m; at most %llu", cols, rows,
-                               t->spacing, (unsigned long long)LOCAL_WHOLE_MAX);
+        return cli_usage_error("bake", "--tin: %.0f x %.0f samples over the area at %g m; at most %llu (a smaller --area, "
+                               "or fewer --cells for a wider spacing)", cols, rows, t->spacing,
+                               (unsigned long long)LOCAL_WHOLE_MAX);
     terra_source *src;
     if (terra_world_create(&(terra_world_desc){.seed = t->seed, .scale = t->scale}, &src) != TERRA_OK)
         return cli_error("bake", "%s", terra_last_error());
