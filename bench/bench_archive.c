@@ -5,6 +5,7 @@
  * threads (the streamer's requests over the whole archive, and over a corner its cache holds). */
 #include "bench.h"
 #include "terra/archive_io.h"
+#include "terra/archive_mesh.h"
 #include "terra/bake.h"
 
 #include <math.h>
@@ -134,6 +135,36 @@ static void source_threads(const char *path, const terra_bake_desc *bd) {
 }
 
 /* Median of 3: open with pread (as terra serve does), the z/x/y map, layer.json. */
+/* ---- heights from an archive's own tiles (archive_mesh.h) --------------------------------------
+ * Point queries as physics asks them: random points in the corner a few tiles cover (the point
+ * cache holds 8 finest tiles; warm), ns per query, median of runs. */
+static void mesh_heights(const char *path) {
+    terra_archive_mesh *m;
+    if (terra_archive_mesh_open(path, NULL, &m, NULL) != TERRA_OK) {
+        fprintf(stderr, "bench_archive: %s\n", terra_last_error());
+        exit(1);
+    }
+    const terra_source *src = terra_archive_mesh_source(m);
+    enum { N = 200000, RUNS_H = 7 };
+    double ns[RUNS_H], sink = 0;
+    unsigned long long rng = 5;
+    for (int r = 0; r < RUNS_H; r++) {
+        const double t0 = bench_now();
+        for (int i = 0; i < N; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            const double x = 128.0 * (double)(rng >> 40) / 16777216.0, z = 128.0 * (double)((rng >> 16) & 0xffffff) / 16777216.0;
+            float h = 0;
+            terra_source_height(src, x, z, &h);
+            sink += h;
+        }
+        ns[r] = (bench_now() - t0) * 1e9 / N;
+    }
+    printf("  heights from the archive's own tiles (2 x 2 finest tiles of 32 x 32 cells, warm): %.0f ns a point (sum %g)\n",
+           bench_median(ns, RUNS_H), sink);
+    bench_record("archive.mesh_height_ns.warm", bench_median(ns, RUNS_H), "ns", RUNS_H, "median");
+    terra_archive_mesh_close(m);
+}
+
 static double serve_start(const char *path) {
     double t[3];
     terra_archive_open_desc od = {.use_pread = true};
@@ -319,7 +350,7 @@ int main(void) {
         printf("  baked 2048 m x 2048 m, levels 0..5 (%llu tiles, %s): %.0f kB vs %.0f kB of 16-bit raster at %.0f m\n",
                (unsigned long long)st.tiles, v ? "heights only" : "normals + surfaces", bytes / 1e3, raw / 1e3, spacing);
         bench_record(name, bytes / raw, "ratio", 1, "value");
-        if (v == 0) source_threads(path, &bd);
+        if (v == 0) source_threads(path, &bd), mesh_heights(path);
     }
     terra_source_destroy(src);
     unlink(path);

@@ -10,6 +10,14 @@
 #include <time.h>
 
 #define POINT_TILES 8 /* finest tiles kept decoded for height queries */
+#define BUCKETS 32     /* a point tile's triangles binned on BUCKETS x BUCKETS squares */
+
+/* A finest tile decoded for height queries, its triangles binned by the squares their bounds
+ * (a u, v step wider each way) touch, each square's in index order (CSR: start[BUCKETS^2 + 1]). */
+typedef struct point_tile {
+    terra_tile_mesh *t;
+    uint32_t *start, *tri;
+} point_tile;
 
 struct terra_archive_mesh {
     terra_archive *a;
@@ -17,7 +25,7 @@ struct terra_archive_mesh {
     struct {
         terra_tile_key key;
         uint64_t stamp; /* 0: empty */
-        terra_tile_mesh *t;
+        point_tile p;
     } point[POINT_TILES];
     uint64_t clock;
     arc_index x;
@@ -103,22 +111,66 @@ static terra_status mesh_range(void *user, double x0, double z0, double x1, doub
     return TERRA_OK;
 }
 
-/* The height of tile t at (x, z) metres from its origin: in the triangle that holds the point, or
- * (in a hole) at the nearest vertex. */
-static float tile_height(const terra_tile_mesh *t, double x, double z) {
+static int bucket_of(double u) { /* u, v in 0 .. 32767 */
+    const int b = (int)(u * BUCKETS / 32768.0);
+    return b < 0 ? 0 : b >= BUCKETS ? BUCKETS - 1 : b;
+}
+
+static void point_tile_free(point_tile *p) {
+    terra_free(p->t), terra_free(p->start), terra_free(p->tri);
+    *p = (point_tile){0};
+}
+
+/* Bins t's triangles (counted, then placed: two passes). False when out of memory. */
+static bool point_tile_bin(point_tile *p) {
+    const terra_tile_mesh *t = p->t;
+    const terra_tile_mesh_vertex *v = terra_tile_mesh_vertices(t);
+    const uint32_t *idx = terra_tile_mesh_indices(t);
+    const uint32_t n = t->index_count / 3;
+    p->start = terra_calloc(BUCKETS * BUCKETS + 1, sizeof *p->start);
+    if (!p->start) return false;
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint32_t k = 0; k < n; k++) {
+            const terra_tile_mesh_vertex *a = &v[idx[3 * k]], *b = &v[idx[3 * k + 1]], *c = &v[idx[3 * k + 2]];
+            const int u0 = bucket_of(fmin(a->u, fmin(b->u, c->u)) - 1), u1 = bucket_of(fmax(a->u, fmax(b->u, c->u)) + 1);
+            const int v0 = bucket_of(fmin(a->v, fmin(b->v, c->v)) - 1), v1 = bucket_of(fmax(a->v, fmax(b->v, c->v)) + 1);
+            for (int j = v0; j <= v1; j++)
+                for (int i = u0; i <= u1; i++) {
+                    if (pass == 0) p->start[j * BUCKETS + i + 1]++;
+                    else p->tri[p->start[j * BUCKETS + i]++] = k;
+                }
+        }
+        if (pass == 0) {
+            for (int b = 0; b < BUCKETS * BUCKETS; b++) p->start[b + 1] += p->start[b];
+            if (!(p->tri = terra_alloc(sizeof *p->tri * ((size_t)p->start[BUCKETS * BUCKETS] + 1)))) return false;
+        }
+    }
+    /* placing moved each start to the next square's: back by one square */
+    memmove(p->start + 1, p->start, sizeof *p->start * BUCKETS * BUCKETS);
+    p->start[0] = 0;
+    return true;
+}
+
+/* The height of the tile at (x, z) metres from its origin: in the first triangle (in index order)
+ * that holds the point, interpolated, or (in a hole) at the nearest vertex. */
+static float tile_height(const point_tile *p, double x, double z) {
+    const terra_tile_mesh *t = p->t;
     const terra_tile_mesh_vertex *v = terra_tile_mesh_vertices(t);
     const uint32_t *idx = terra_tile_mesh_indices(t);
     const double su = t->size_x / 32767.0, sv = t->size_z / 32767.0, sh = (t->max_height - t->min_height) / 32767.0;
     const double pu = x / su, pv = z / sv; /* in u, v steps */
-    for (uint32_t i = 0; i + 2 < t->index_count; i += 3) {
-        const terra_tile_mesh_vertex *a = &v[idx[i]], *b = &v[idx[i + 1]], *c = &v[idx[i + 2]];
-        const double area = ((double)b->u - a->u) * ((double)c->v - a->v) - ((double)b->v - a->v) * ((double)c->u - a->u);
-        if (!(area > 0)) continue;
-        const double la = (((double)b->u - pu) * ((double)c->v - pv) - ((double)b->v - pv) * ((double)c->u - pu)) / area;
+    const int b = bucket_of(pv) * BUCKETS + bucket_of(pu);
+    for (uint32_t q = p->start[b]; q < p->start[b + 1]; q++) {
+        const uint32_t i = 3 * p->tri[q];
+        const terra_tile_mesh_vertex *a = &v[idx[i]], *bb = &v[idx[i + 1]], *c = &v[idx[i + 2]];
+        /* signed: decoded tiles turn clockwise in (u, v) (v runs along +z, the archive's south) */
+        const double area = ((double)bb->u - a->u) * ((double)c->v - a->v) - ((double)bb->v - a->v) * ((double)c->u - a->u);
+        if (area == 0) continue;
+        const double la = (((double)bb->u - pu) * ((double)c->v - pv) - ((double)bb->v - pv) * ((double)c->u - pu)) / area;
         const double lb = (((double)c->u - pu) * ((double)a->v - pv) - ((double)c->v - pv) * ((double)a->u - pu)) / area;
         const double lc = 1.0 - la - lb;
         if (la < -1e-9 || lb < -1e-9 || lc < -1e-9) continue;
-        return (float)(t->min_height + sh * (la * a->h + lb * b->h + lc * c->h));
+        return (float)(t->min_height + sh * (la * a->h + lb * bb->h + lc * c->h));
     }
     double best = INFINITY;
     float h = t->min_height;
@@ -147,24 +199,25 @@ static float mesh_height(void *user, double x, double z) {
     for (int i = 0; i < POINT_TILES; i++)
         if (m->point[i].stamp && m->point[i].key == key) {
             m->point[i].stamp = ++m->clock;
-            h = tile_height(m->point[i].t, lx, lz);
+            h = tile_height(&m->point[i].p, lx, lz);
         }
     pthread_mutex_unlock(&m->lock);
     if (!isnan(h)) return h;
-    /* decoded outside the lock; the tile joins the cache, the least recently used one leaves */
-    terra_tile_mesh *t = terra_alloc(m->info.tile_bytes);
+    /* decoded and binned outside the lock; the tile joins the cache, the least recently used one
+     * leaves */
+    point_tile p = {terra_alloc(m->info.tile_bytes), NULL, NULL};
     size_t bytes;
-    if (!t || terra_archive_mesh_decode(m, key, t, m->info.tile_bytes, &bytes) != TERRA_OK) {
-        terra_free(t);
+    if (!p.t || terra_archive_mesh_decode(m, key, p.t, m->info.tile_bytes, &bytes) != TERRA_OK || !point_tile_bin(&p)) {
+        point_tile_free(&p);
         return NAN;
     }
-    h = tile_height(t, lx, lz);
+    h = tile_height(&p, lx, lz);
     pthread_mutex_lock(&m->lock);
     int victim = 0;
     for (int i = 1; i < POINT_TILES; i++)
         if (m->point[i].stamp < m->point[victim].stamp) victim = i;
-    terra_free(m->point[victim].t);
-    m->point[victim].key = key, m->point[victim].t = t, m->point[victim].stamp = ++m->clock;
+    point_tile_free(&m->point[victim].p);
+    m->point[victim].key = key, m->point[victim].p = p, m->point[victim].stamp = ++m->clock;
     pthread_mutex_unlock(&m->lock);
     return h;
 }
@@ -178,7 +231,7 @@ float terra_archive_mesh_tile_error(void *user, terra_tile_key key) {
 void terra_archive_mesh_close(terra_archive_mesh *m) {
     if (!m) return;
     terra_source_destroy(m->src);
-    for (int i = 0; i < POINT_TILES; i++) terra_free(m->point[i].t);
+    for (int i = 0; i < POINT_TILES; i++) point_tile_free(&m->point[i].p);
     pthread_mutex_destroy(&m->lock);
     arc_index_free(&m->x);
     terra_archive_close(m->a);

@@ -53,9 +53,11 @@ TERRA_API uint64_t terra_archive_mesh_prefetched(const terra_archive_mesh *m);
 /* After the streamer using it is destroyed. */
 TERRA_API void terra_archive_mesh_close(terra_archive_mesh *m);
 /* The archive as a source: height ranges from the index (each tile's range with its
- * descendants'), for selection; heights from the finest tile under a point (in its triangle, at the
- * nearest vertex in a hole; points past the area clamped to its edge), a decode per tile and a few
- * tiles kept: for queries (an eye above the ground), not for meshing. Lives as long as m. */
+ * descendants'), for selection; heights from the finest tile under a point (interpolated in the
+ * first triangle, in index order, that holds it; at the nearest vertex in a hole; points past the
+ * area clamped to its edge), a decode per tile and the last 8 tiles kept with their triangles binned
+ * (~140 ns a point when warm): for queries (an eye above the ground, a body), not for meshing. Lives
+ * as long as m. */
 TERRA_API const terra_source *terra_archive_mesh_source(const terra_archive_mesh *m);
 /* Points a stream description at the archive: its source, the tiles its pool makes (make,
  * make_bytes; no loader of the caller's), the selection's levels, level-0 tile size and bounds, and
