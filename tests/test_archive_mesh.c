@@ -144,7 +144,7 @@ static void heights_come_from_the_triangle_under_the_point(void) {
         size_t bytes;
         const terra_status st = terra_archive_mesh_decode(m, terra_tile_key_make(0, 0, tx, tz), t, info.tile_bytes, &bytes);
         CHECK(st == TERRA_OK, "tile 0/%d/%d: %s", tx, tz, terra_last_error());
-        float want, got;
+        float want = 0, got = 0;
         if (st != TERRA_OK || !scan_height(t, x - 64.0 * tx, z - 64.0 * tz, &want)) continue;
         CHECK(terra_source_height(terra_archive_mesh_source(m), x, z, &got) == TERRA_OK, "%s", terra_last_error());
         differ += memcmp(&want, &got, sizeof want) != 0;
@@ -158,7 +158,7 @@ static void heights_come_from_the_triangle_under_the_point(void) {
     for (int i = 0; i < 2000; i++) {
         const double x = (AREA - 1) * (double)(test_rand_u64(&rng) % 1000003) / 1000003.0;
         const double z = (AREA - 1) * (double)(test_rand_u64(&rng) % 1000003) / 1000003.0;
-        float h0, h1, c00, c10;
+        float h0 = 0, h1 = 0, c00 = 0, c10 = 0;
         const terra_source *src = terra_archive_mesh_source(m);
         CHECK(terra_source_height(src, x, z, &h0) == TERRA_OK && terra_source_height(src, x + 0.001, z, &h1) == TERRA_OK);
         CHECK(terra_source_height(src, 2 * floor(x / 2), z, &c00) == TERRA_OK &&
