@@ -176,6 +176,14 @@ terra_status terra_qmesh_decode_any(const uint8_t *data, size_t size, const terr
     memset(out, 0, sizeof *out);
     /* the archive's cap on a tile serves loose tiles too: nothing honest comes near it */
     terra_status st = terra_decompress(TERRA_COMPRESS_GZIP, data, size, TERRA_ARCHIVE_MAX_RAW_SIZE, &raw, &n);
+    if (st == TERRA_E_CORRUPT || st == TERRA_E_FORMAT) {
+        /* gzip's two magic bytes may also open a plain tile (its CenterX) */
+        terra_status gz = st;
+        char why[256];
+        snprintf(why, sizeof why, "%s", terra_last_error());
+        if (terra_qmesh_decode(data, size, desc, out) == TERRA_OK) return TERRA_OK;
+        return terra_fail(gz, "%s", why);
+    }
     if (st) return st;
     st = terra_qmesh_decode(raw, n, desc, out);
     terra_free(raw);

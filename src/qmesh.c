@@ -187,8 +187,6 @@ static uint32_t rd_index(const uint8_t *p, unsigned bpi) { return bpi == 4 ? rd3
 terra_status terra_qmesh_decode(const uint8_t *d, size_t size, const terra_qmesh_decode_desc *desc, terra_qmesh *out) {
     memset(out, 0, sizeof *out);
     if (!d && size) return terra_fail(TERRA_E_INVALID, "quantized-mesh: NULL data");
-    if (size >= 2 && d[0] == 0x1f && d[1] == 0x8b)
-        return terra_fail(TERRA_E_FORMAT, "quantized-mesh: the data is gzip-compressed; decompress it first");
     layout L;
     memset(&L, 0, sizeof L);
     size_t ext_pos = 0;
@@ -210,6 +208,9 @@ terra_status terra_qmesh_decode(const uint8_t *d, size_t size, const terra_qmesh
                           "this is a heightmap-1.0 tile (%zu bytes: 65x65 heights, child and water masks), not "
                           "quantized-mesh-1.0; terra reads only quantized-mesh",
                           size);
+    /* gzip's magic is only a diagnosis: a tile's CenterX may begin with those two bytes too */
+    if (st != TERRA_OK && size >= 2 && d[0] == 0x1f && d[1] == 0x8b)
+        return terra_fail(TERRA_E_FORMAT, "quantized-mesh: the data is gzip-compressed; decompress it first");
     if (st != TERRA_OK) return st;
 
     /* Everything fits: one allocation for every array. */
