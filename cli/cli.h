@@ -70,17 +70,31 @@ bool cli_opt_size(const char *cmd, const char *opt, const char *arg, int lo, int
  * message and stated in --help, all from the same numbers), its default and its help line. A
  * command takes the groups it names; its own options it parses itself, through a callback. */
 enum {
-    CLI_WORLD = 1 << 0,   /* --seed --cells --tile0 --levels --range0 */
+    CLI_WORLD = 1 << 0,   /* --seed --source --cells --tile0 --levels --range0 */
     CLI_ARCHIVE = 1 << 1, /* --archive */
     CLI_LENS = 1 << 2,    /* --size --fov --sse */
     CLI_POSE = 1 << 3,    /* --eye --above --yaw --pitch */
     CLI_STYLE = 1 << 4,   /* --level-tint --no-morph --clear */
 };
+/* Scripts (script.h) where terra is built with them; elsewhere opening fails, saying so. */
+typedef struct terra_script terra_script;
+terra_status cli_script_open(const char *path, uint64_t seed, terra_script **out);
+terra_source *cli_script_source(terra_script *s);
+void cli_script_close(terra_script *s);
+bool cli_script_changed(const terra_script *s);
+/* What an archive's manifest says of its ground, as JSON members (no braces): the default world of
+ * seed and scale, or the script at `script` (its terra.world's seed). */
+void cli_ground_json(char *out, size_t n, const char *script, uint64_t seed, double scale);
+
 typedef struct cli_scene {
     unsigned groups;           /* the groups parsed */
     uint64_t seed;             /* the default world's */
     terra_select_desc sel;     /* grid (tile0_size, cells), levels, range0 (0: the selection's default) */
-    const char *archive;       /* NULL: the default world of `seed` */
+    const char *archive;       /* NULL: the default world of `seed`, or the script's ground */
+    const char *script;        /* --source: a Lua script's ground (its terra.world of `seed`) */
+    terra_script *lua, *retired; /* the script open, and the one it replaced while workers still call it */
+    double reload_at;          /* terra_now_s() of the next look at the script's files */
+    char reload_error[512];    /* the last reload's failure, said once */
     terra_archive_mesh *mesh;  /* the archive's tiles, once cli_scene_open opened it */
     int width, height;         /* pixels */
     double fov;                /* vertical field of view, degrees */
@@ -117,6 +131,11 @@ void cli_scene_help(FILE *f, unsigned groups);
  * CLI_POSE, --above then sets the eye's height. cli_scene_close lets go of what it opened. */
 terra_status cli_scene_open(cli_scene *scene, terra_source **src);
 void cli_scene_close(cli_scene *scene, terra_source *src);
+/* Hot reload of --source: at most four times a second, when the script or a module it requires has
+ * changed, opens it again; on success the scene draws the new ground (the old tiles until the new
+ * stand) and `log` is told; on failure the ground stays and the error (file:line) is told once.
+ * Returns true when the ground was replaced. */
+bool cli_scene_reload(cli_scene *scene, terra_gl_scene *gl_scene, FILE *log); /* cmd_fly.c */
 /* The style of CLI_STYLE: level tint, no morph, and with --clear a flat colour behind the ground. */
 terra_gl_style cli_scene_style(const cli_scene *scene);
 /* The camera of CLI_POSE and CLI_LENS (the aspect is the picture's, set when drawing). */
@@ -148,6 +167,7 @@ int cli_run_sibling(const char *cmd, const char *program);
  * the other programs, which run terra-cook in their place). */
 typedef struct cli_bake_tin {
     const char *out;
+    const char *script; /* --source, or NULL: the default world */
     uint64_t seed;
     double scale;
     double area[4];   /* x0, z0, x1, z1 metres: the archive's local frame starts at (x0, z0) */

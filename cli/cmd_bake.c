@@ -13,7 +13,7 @@
 static void help(FILE *f) {
     fprintf(f,
             "Usage: terra bake [OPTIONS] OUT.terra\n\n"
-            "Bakes the built-in default world into an archive of quantized-mesh-1.0 tiles, N levels,\n"
+            "Bakes the built-in default world (or a script's ground: --source) into an archive of quantized-mesh-1.0 tiles, N levels,\n"
             "with per-vertex normals, surface ids (terra's material extension) and each tile's true\n"
             "geometric error. The archive is written to a temporary file and renamed into place.\n"
             "With --tin, the world is sampled at the grid's finest spacing (tile-size / cells) over the\n"
@@ -31,7 +31,9 @@ static void help(FILE *f) {
             "  --metres-per-degree K     geographic frame: how the world's metres lie on the globe, 1..1e8\n"
             "                            (default 111319.49)\n"
             "  --compression gzip|zstd|none   per-tile compression (default gzip)\n"
-            "  --seed S                  the default world's seed (default 1)\n"
+            "  --source FILE             the ground of a Lua script instead of the default world (see\n"
+            "                            terra render --help; its surfaces are baked as their ids)\n"
+            "  --seed S                  the default world's seed (default 1; with --source: terra.world's)\n"
             "  --scale S                 the default world's horizontal scale, 0.001..1000 (default 1)\n"
             "  --no-normals              leave out the normals extension\n"
             "  --no-surfaces             leave out the material extension\n"
@@ -44,7 +46,7 @@ static void help(FILE *f) {
 }
 
 int cmd_bake(int argc, char **argv) {
-    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS, O_TIN };
+    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS, O_TIN, O_SOURCE };
     static const struct option opts[] = {
         {"frame", required_argument, 0, O_FRAME},     {"levels", required_argument, 0, O_LEVELS},
         {"area", required_argument, 0, O_AREA},       {"bounds", required_argument, 0, O_BOUNDS},
@@ -54,11 +56,13 @@ int cmd_bake(int argc, char **argv) {
         {"no-normals", no_argument, 0, O_NONORM},     {"no-surfaces", no_argument, 0, O_NOSURF},
         {"threads", required_argument, 0, O_THREADS}, {"quiet", no_argument, 0, 'q'},
         {"tin", no_argument, 0, O_TIN},               {"max-error", required_argument, 0, 'e'},
+        {"source", required_argument, 0, O_SOURCE},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     terra_bake_desc d = {0};
     d.compression = TERRA_COMPRESS_GZIP;
     uint64_t seed = 1;
     double scale = 1;
+    const char *script = NULL;
     bool quiet = false, tin = false, levels_given = false, compression_given = false;
     double max_error = 1.0;
     int c;
@@ -116,6 +120,7 @@ int cmd_bake(int argc, char **argv) {
             if (!cli_opt_int("bake", "--threads", optarg, 1, 64, &d.threads)) return EXIT_USAGE;
             break;
         case O_TIN: tin = true; break;
+        case O_SOURCE: script = optarg; break;
         case 'e':
             if (!cli_opt_double("bake", "--max-error", optarg, "metres", 1e-6, 1e6, &max_error)) return EXIT_USAGE;
             break;
@@ -125,12 +130,13 @@ int cmd_bake(int argc, char **argv) {
         }
     }
     if (optind != argc - 1) return cli_usage_error("bake", "expected one OUT.terra");
+    if (script && scale != 1) return cli_usage_error("bake", "--scale is the default world's; a script sets its own");
     const char *out = argv[optind];
     if (tin) {
         if (d.frame == TERRA_FRAME_GEOGRAPHIC) return cli_usage_error("bake", "--tin bakes the local frame only");
         if (!cli_bake_tin_run) return cli_run_sibling("bake", "terra-cook"); /* meshoptimizer's program */
         const double tile0 = d.tile0_size > 0 ? d.tile0_size : 64;
-        cli_bake_tin t = {.out = out, .seed = seed, .scale = scale, .spacing = tile0 / (d.cells ? d.cells : 32),
+        cli_bake_tin t = {.out = out, .script = script, .seed = seed, .scale = scale, .spacing = tile0 / (d.cells ? d.cells : 32),
                           .max_error = max_error, .levels = levels_given ? d.levels : 0, .threads = d.threads,
                           .compression = compression_given ? (int)d.compression : (int)TERRA_COMPRESS_PACKED,
                           .quiet = quiet};
@@ -143,17 +149,21 @@ int cmd_bake(int argc, char **argv) {
     if (terra_bake_desc_resolve(&d, &r) != TERRA_OK) return cli_usage_error("bake", "%s", terra_last_error());
     const int top = r.levels - 1;
 
-    terra_world_desc wd = {.seed = seed, .scale = scale};
-    terra_source *src;
-    if (terra_world_create(&wd, &src) != TERRA_OK) return cli_error("bake", "%s", terra_last_error());
-    char manifest[256];
-    snprintf(manifest, sizeof manifest, "{\"kind\":\"default-world\",\"seed\":%llu,\"scale\":%.17g}",
-             (unsigned long long)seed, scale);
+    terra_source *src = NULL;
+    terra_script *lua = NULL;
+    if (script ? cli_script_open(script, seed, &lua) != TERRA_OK
+               : terra_world_create(&(terra_world_desc){.seed = seed, .scale = scale}, &src) != TERRA_OK)
+        return cli_error("bake", "%s", terra_last_error());
+    if (lua) src = cli_script_source(lua);
+    char ground[8400], manifest[8500];
+    cli_ground_json(ground, sizeof ground, script, seed, scale);
+    snprintf(manifest, sizeof manifest, "{%s}", ground);
     r.source_json = manifest;
-    r.name = "terra default world";
+    r.name = script ? script : "terra default world";
     terra_bake_stats st;
     terra_status s = terra_bake(src, out, &r, &st);
-    terra_source_destroy(src);
+    if (lua) cli_script_close(lua);
+    else terra_source_destroy(src);
     if (s != TERRA_OK) return cli_error("bake", "%s", terra_last_error());
     if (!quiet) {
         printf("terra bake: %s: %" PRIu64 " tiles (levels 0..%d, %s frame), %" PRIu64 " vertices, %" PRIu64

@@ -18,7 +18,8 @@
 
 static void help(FILE *f) {
     fprintf(f,
-            "Usage: terra cook INPUT... -o OUT.terra [OPTIONS]\n\n"
+            "Usage: terra cook INPUT... -o OUT.terra [OPTIONS]\n"
+            "       terra cook --source WORLD.lua --area X0,Z0,X1,Z1 -o OUT.terra [OPTIONS]\n\n"
             "Cooks elevation rasters into an archive of irregular (TIN) quantized-mesh tiles with\n"
             "levels of detail. The finest level is a greedy-insertion TIN per tile within --max-error;\n"
             "each coarser tile is its four children merged and simplified to twice the error of the\n"
@@ -35,6 +36,10 @@ static void help(FILE *f) {
             "samples is read a window at a time too (a tiled GeoTIFF reads fastest that way).\n\n"
             "Options:\n"
             "  -o, --output OUT          the archive to write (renamed into place when complete)\n"
+            "      --source FILE         cook a Lua script's ground (script.h; as terra bake --tin does):\n"
+            "                            sampled --spacing apart (default 2) over --area, local frame\n"
+            "      --area X0,Z0,X1,Z1    with --source: the area in metres (default 0,0,1024,1024)\n"
+            "      --seed S              with --source: its terra.world's seed (default 1)\n"
             "  -e, --max-error M         the finest level's vertical error bound, metres (default 1)\n"
             "      --levels N            local frame: levels to build (default: up to one tile)\n"
             "      --tile-size S         samples along a finest tile's side (default 256; geographic:\n"
@@ -131,7 +136,7 @@ static void print_report(const char *out, const terra_cook_report *r, double rea
 /* ---- the command --------------------------------------------------------------------------------- */
 
 enum { OPT_LEVELS = 256, OPT_TILE, OPT_FRAME, OPT_THREADS, OPT_COMP, OPT_CACHE, OPT_NOCACHE, OPT_ENC, OPT_BAND,
-       OPT_ZS, OPT_SPACING };
+       OPT_ZS, OPT_SPACING, OPT_SOURCE, OPT_AREA, OPT_SEED };
 
 int cmd_cook(int argc, char **argv) {
     static const struct option opts[] = {
@@ -142,8 +147,12 @@ int cmd_cook(int argc, char **argv) {
         {"no-cache", no_argument, 0, OPT_NOCACHE},    {"encoding", required_argument, 0, OPT_ENC},
         {"band", required_argument, 0, OPT_BAND},     {"z-scale", required_argument, 0, OPT_ZS},
         {"spacing", required_argument, 0, OPT_SPACING}, {"quiet", no_argument, 0, 'q'},
+        {"source", required_argument, 0, OPT_SOURCE}, {"area", required_argument, 0, OPT_AREA},
+        {"seed", required_argument, 0, OPT_SEED},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
-    const char *out = NULL, *cache = NULL;
+    const char *out = NULL, *cache = NULL, *script = NULL;
+    double area[4] = {0, 0, 1024, 1024};
+    uint64_t seed = 1;
     bool quiet = false, no_cache = false;
     double max_error = 1.0, zscale = 0, spacing = 0;
     int levels = 0, tile = 0, threads = terra_default_threads(), band = 0;
@@ -199,6 +208,16 @@ int cmd_cook(int argc, char **argv) {
         case OPT_SPACING:
             if (!cli_opt_double(CMD, "--spacing", optarg, "metres", 1e-6, 1e6, &spacing)) return EXIT_USAGE;
             break;
+        case OPT_SOURCE: script = optarg; break;
+        case OPT_AREA:
+            if (!cli_opt_doubles(CMD, "--area", optarg, "X0,Z0,X1,Z1 in metres", 4, -CLI_MAX_COORD, CLI_MAX_COORD, area))
+                return EXIT_USAGE;
+            if (!(area[0] < area[2] && area[1] < area[3]))
+                return cli_usage_error(CMD, "--area wants X0 < X1 and Z0 < Z1, not '%s'", optarg);
+            break;
+        case OPT_SEED:
+            if (!cli_opt_seed(CMD, "--seed", optarg, &seed)) return EXIT_USAGE;
+            break;
         case 'q': quiet = true; break;
         case 'h': help(stdout); return EXIT_OK;
         case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
@@ -206,6 +225,15 @@ int cmd_cook(int argc, char **argv) {
         }
     }
     const int nin = argc - optind;
+    if (script) { /* a script's ground, sampled over the area: as terra bake --tin */
+        if (nin) return cli_usage_error(CMD, "--source cooks a script's ground: no INPUT beside it ('%s')", argv[optind]);
+        if (!out) return cli_usage_error(CMD, "no output: -o OUT.terra");
+        cli_bake_tin t = {.out = out, .script = script, .seed = seed, .scale = 1, .spacing = spacing > 0 ? spacing : 2,
+                          .max_error = max_error, .levels = levels, .threads = threads, .compression = (int)comp,
+                          .quiet = quiet};
+        memcpy(t.area, area, sizeof area);
+        return cli_bake_tin_run(&t);
+    }
     if (nin < 1) return cli_usage_error(CMD, "no input");
     if (nin > MAX_INPUTS) return cli_usage_error(CMD, "more than %d inputs", MAX_INPUTS);
     if (!out) return cli_usage_error(CMD, "no output: -o OUT.terra");
@@ -371,9 +399,12 @@ int cli_bake_tin_run(const cli_bake_tin *t) {
         return cli_usage_error("bake", "--tin: %.0f x %.0f samples over the area at %g m; at most %llu (a smaller --area, "
                                "or fewer --cells for a wider spacing)", cols, rows, t->spacing,
                                (unsigned long long)LOCAL_WHOLE_MAX);
-    terra_source *src;
-    if (terra_world_create(&(terra_world_desc){.seed = t->seed, .scale = t->scale}, &src) != TERRA_OK)
+    terra_source *src = NULL;
+    terra_script *script = NULL;
+    if (t->script ? cli_script_open(t->script, t->seed, &script) != TERRA_OK
+                  : terra_world_create(&(terra_world_desc){.seed = t->seed, .scale = t->scale}, &src) != TERRA_OK)
         return cli_error("bake", "%s", terra_last_error());
+    if (script) src = cli_script_source(script);
     /* the world's heights as a raster: column i at x0 + i spacing, row j at z0 + j spacing (rows run
      * down the image, which the cook's local frame takes as +z), rows shared among the threads */
     terra_raster r = {.width = (int)cols, .height = (int)rows, .spacing_x = t->spacing, .spacing_y = t->spacing,
@@ -401,15 +432,15 @@ int cli_bake_tin_run(const cli_bake_tin *t) {
         r.min_z = fminf(r.min_z, jobs[k].min_z), r.max_z = fmaxf(r.max_z, jobs[k].max_z);
     }
     free(jobs), free(th);
-    terra_source_destroy(src);
+    if (script) cli_script_close(script);
+    else terra_source_destroy(src);
     if (rc == EXIT_OK) {
-        char options[320];
+        char ground[8400], options[8800];
+        cli_ground_json(ground, sizeof ground, t->script, t->seed, t->scale);
         snprintf(options, sizeof options,
-                 "{\"kind\":\"default-world\",\"seed\":%llu,\"scale\":%.17g,\"area\":[%.17g,%.17g,%.17g,%.17g],"
-                 "\"spacing_m\":%.17g,\"max_error\":%.17g}",
-                 (unsigned long long)t->seed, t->scale, t->area[0], t->area[1], t->area[2], t->area[3], t->spacing,
-                 t->max_error);
-        const terra_cook_input in = {.path = "terra default world", .raster = &r};
+                 "{%s,\"area\":[%.17g,%.17g,%.17g,%.17g],\"spacing_m\":%.17g,\"max_error\":%.17g}", ground,
+                 t->area[0], t->area[1], t->area[2], t->area[3], t->spacing, t->max_error);
+        const terra_cook_input in = {.path = t->script ? t->script : "terra default world", .raster = &r};
         bar b = {.shown = -1};
         pthread_mutex_init(&b.lock, NULL);
         const bool show = !t->quiet && isatty(STDERR_FILENO);

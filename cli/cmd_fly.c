@@ -317,9 +317,10 @@ int cmd_fly(int argc, char **argv) {
                    "their error within %g px\n",
                    n, w, h, o.scene.archive, terra_gl_renderer_name(), d->grid.tile0_size, d->levels, d->max_sse_px);
         else
-            printf("terra fly: %d frames of %dx%d over the default world (seed %llu) on %s; tiles of %d cells, level 0 "
+            printf("terra fly: %d frames of %dx%d over %s%s (seed %llu) on %s; tiles of %d cells, level 0 "
                    "%.0f m, %d levels, range0 %.0f m (ratio %.2f)\n",
-                   n, w, h, (unsigned long long)o.scene.seed, terra_gl_renderer_name(), d->grid.cells,
+                   n, w, h, o.scene.script ? "the ground of " : "the default world",
+                   o.scene.script ? o.scene.script : "", (unsigned long long)o.scene.seed, terra_gl_renderer_name(), d->grid.cells,
                    d->grid.tile0_size, d->levels, d->range0, d->range_ratio);
         printf("%6s %9s %7s %9s %5s %9s %5s %7s %7s %7s %7s | %7s %7s %8s  %s\n", "frame", "x", "height", "z", "tiles",
                "triangles", "calls", "sel ms", "str ms", "upl ms", "sub ms", "drv ms", "ras ms", "held MB",
@@ -334,6 +335,7 @@ int cmd_fly(int argc, char **argv) {
         terra_camera cam = path_camera(&o.scene, src, t);
         cam.fov_y_rad = cli_scene_camera(&o.scene).fov_y_rad; /* --fov (the path's own is the default, 60) */
         terra_gl_frame_stats fs;
+        if (cli_scene_reload(&o.scene, scene, stderr)) style.surfaces = cli_scene_style(&o.scene).surfaces; /* --source edited */
         /* the first frame always waits for its tiles; later ones too unless --realtime */
         st = terra_gl_scene_frame(scene, &cam, &style, o.settle || f == 0, 60, &fs);
         double t0 = terra_now_s();
@@ -422,4 +424,31 @@ done:
     terra_gl_context_destroy(ctx);
     cli_scene_close(&o.scene, src);
     return rc;
+}
+
+bool cli_scene_reload(cli_scene *s, terra_gl_scene *scene, FILE *log) {
+    if (s->retired && !terra_gl_scene_busy(scene)) { /* nothing calls the old script any more */
+        cli_script_close(s->retired);
+        s->retired = NULL;
+    }
+    const double now = terra_now_s();
+    if (!s->lua || s->retired || now < s->reload_at) return false;
+    s->reload_at = now + 0.25;
+    if (!cli_script_changed(s->lua)) return false;
+    terra_script *fresh = NULL;
+    if (cli_script_open(s->script, s->seed, &fresh) != TERRA_OK) {
+        /* the ground drawn stays; the message once per change of it */
+        if (log && strcmp(s->reload_error, terra_last_error()))
+            fprintf(log, "%s (the ground drawn stays as it was)\n", terra_last_error());
+        snprintf(s->reload_error, sizeof s->reload_error, "%s", terra_last_error());
+        return false;
+    }
+    if (terra_gl_scene_set_source(scene, cli_script_source(fresh)) != TERRA_OK) {
+        cli_script_close(fresh);
+        return false;
+    }
+    s->reload_error[0] = 0;
+    s->retired = s->lua, s->lua = fresh;
+    if (log) fprintf(log, "%s: changed; drawing its new ground\n", s->script);
+    return true;
 }

@@ -45,7 +45,6 @@ int cmd_render(int argc, char **argv) {
     if (!o.out) return cli_usage_error("render", "-o OUT.png is required");
     const char *out = o.out;
     const int w = sc.width, h = sc.height;
-    terra_gl_style style = cli_scene_style(&sc);
 
     terra_source *src = NULL;
     terra_gl_context *ctx = NULL;
@@ -58,6 +57,7 @@ int cmd_render(int argc, char **argv) {
         st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .archive = sc.mesh, .select = sc.sel, .width = w, .height = h},
                                    &scene);
     const terra_camera cam = cli_scene_camera(&sc);
+    const terra_gl_style style = cli_scene_style(&sc); /* a script's surfaces, once it is open */
     terra_gl_frame_stats fs;
     if (st == TERRA_OK) st = terra_gl_scene_frame(scene, &cam, &style, true, 120, &fs);
     if (st == TERRA_OK) st = terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb);

@@ -186,6 +186,7 @@ int cmd_view(int argc, char **argv) {
         glfwPollEvents();
         move_camera(win, &vs, dt > 0.25 ? 0.25 : dt);
         terra_gl_frame_stats fs;
+        if (cli_scene_reload(&sc, scene, stderr)) vs.style.surfaces = cli_scene_style(&sc).surfaces; /* --source edited */
         /* the first frame waits for the ground under the eye; then the streamer runs in real time */
         st = terra_gl_scene_frame(scene, &vs.cam, &vs.style, f == 0, 60, &fs);
         if (st != TERRA_OK) {

@@ -2,6 +2,9 @@
 #include "cli.h"
 #include "terra/archive_io.h"
 #include "terra/archive_mesh.h"
+#ifdef TERRA_HAVE_SCRIPT
+#include "terra/script.h"
+#endif
 
 #include <errno.h>
 #include <math.h>
@@ -209,6 +212,9 @@ static const scene_opt scene_opts[] = {
      "range of level 0 in metres, %R (default: each level's\nrange from --sse, the picture's height, --fov and the "
      "world's\nmeasured error per level); the coarsest level's range, range0 x\n2^(levels - 1), at most "
      STR(TERRA_SELECT_MAX_RANGE_TILES) " of its tiles; with it, each\nlevel's range is twice the one before"},
+    {"source", "FILE", CLI_WORLD, K_TEXT, 0, 0, NULL, AT(script), 0,
+     "the ground of a Lua script instead of the default world (script.h:\nreturns { height = function(x, z) ... end, "
+     "layer, layers, range });\n--seed is its terra.world's; edited while drawing, it is drawn anew"},
     {"archive", "A", CLI_ARCHIVE, K_TEXT, 0, 0, NULL, AT(archive), 0,
      "draw a local-frame archive instead of the default world: terra cook's\nTIN tiles as they are, each where its "
      "geometric error projects to at\nmost --sse pixels; terra bake's grids meshed again (CDLOD); --seed,\n--cells, "
@@ -339,6 +345,7 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
         }
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (s->script && s->archive) return cli_usage_error(cmd, "--source and --archive are two grounds: give one");
     /* --tile0, --levels and --range0 together: the selection's rules (a range0 long enough for the
      * morph, a coarsest level of bounded size); an archive brings its own */
     terra_select_desc r;
@@ -355,7 +362,12 @@ terra_status cli_scene_open(cli_scene *s, terra_source **src) {
     s->sel.view_height_px = s->height;
     s->sel.view_fov_y_rad = s->fov * PI / 180;
     if (!s->archive) {
-        st = terra_world_create(&(terra_world_desc){.seed = s->seed}, src);
+        if (s->script) {
+            st = cli_script_open(s->script, s->seed, &s->lua);
+            if (st == TERRA_OK) *src = cli_script_source(s->lua);
+        } else {
+            st = terra_world_create(&(terra_world_desc){.seed = s->seed}, src);
+        }
         if (st == TERRA_OK && s->sel.range0 == 0) { /* ranges from what the screen resolves */
             st = terra_grid_level_errors(*src, &s->sel.grid, s->sel.levels, s->eye[0], s->eye[2], s->sel.level_error);
             terra_select_desc r;
@@ -402,13 +414,56 @@ void cli_scene_close(cli_scene *s, terra_source *src) {
     if (s->mesh) {
         terra_archive_mesh_close(s->mesh); /* its source with it */
         s->mesh = NULL;
+    } else if (s->lua) {
+        cli_script_close(s->lua); /* its source with it */
+        cli_script_close(s->retired);
+        s->lua = s->retired = NULL;
     } else {
         terra_source_destroy(src);
     }
 }
 
+/* ---- scripts (libterra-script, where it is built) ------------------------------------------------- */
+
+void cli_ground_json(char *out, size_t n, const char *script, uint64_t seed, double scale) {
+    if (!script) {
+        snprintf(out, n, "\"kind\":\"default-world\",\"seed\":%llu,\"scale\":%.17g", (unsigned long long)seed, scale);
+        return;
+    }
+    size_t at = (size_t)snprintf(out, n, "\"kind\":\"script\",\"path\":\"");
+    for (const unsigned char *c = (const unsigned char *)script; *c && at + 8 < n; c++) {
+        if (*c == '"' || *c == '\\') out[at++] = '\\', out[at++] = (char)*c;
+        else if (*c < 0x20) at += (size_t)snprintf(out + at, n - at, "\\u%04x", *c);
+        else out[at++] = (char)*c;
+    }
+    snprintf(out + at, n - at, "\",\"world_seed\":%llu", (unsigned long long)seed);
+}
+
+
+#ifdef TERRA_HAVE_SCRIPT
+terra_status cli_script_open(const char *path, uint64_t seed, terra_script **out) {
+    return terra_script_open(&(terra_script_desc){.path = path, .world_seed = seed}, out);
+}
+terra_source *cli_script_source(terra_script *s) { return terra_script_source(s); }
+void cli_script_close(terra_script *s) { terra_script_close(s); }
+bool cli_script_changed(const terra_script *s) { return terra_script_changed(s); }
+static const terra_surface_table *script_surfaces(const terra_script *s) { return terra_script_surfaces(s); }
+#else
+terra_status cli_script_open(const char *path, uint64_t seed, terra_script **out) {
+    (void)seed;
+    *out = NULL;
+    return terra_fail(TERRA_E_UNSUPPORTED, "%s: this terra was built without scripts (LuaJIT: libluajit-5.1-dev)", path);
+}
+terra_source *cli_script_source(terra_script *s) { return (void)s, NULL; }
+void cli_script_close(terra_script *s) { (void)s; }
+bool cli_script_changed(const terra_script *s) { return (void)s, false; }
+static const terra_surface_table *script_surfaces(const terra_script *s) { return (void)s, NULL; }
+#endif
+
+
 terra_gl_style cli_scene_style(const cli_scene *s) {
-    terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .flat = s->have_clear};
+    terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .flat = s->have_clear,
+                         .surfaces = s->lua ? script_surfaces(s->lua) : NULL};
     for (int i = 0; i < 3; i++) st.clear_rgb[i] = (float)(s->clear[i] / 255.0);
     return st;
 }

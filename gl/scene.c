@@ -19,6 +19,15 @@ terra_stream *terra_gl_scene_stream(terra_gl_scene *s) { return s->stream; }
 terra_focus terra_gl_scene_focus(const terra_gl_scene *s) { return s->camera; }
 const terra_select *terra_gl_scene_select(const terra_gl_scene *s) { return s->sel; }
 
+terra_status terra_gl_scene_set_source(terra_gl_scene *s, const terra_source *src) {
+    if (s->d.archive) return terra_fail(TERRA_E_INVALID, "gl scene: an archive's scene keeps its source");
+    terra_status st = terra_stream_set_source(s->stream, src);
+    if (st == TERRA_OK) terra_select_set_source(s->sel, src);
+    return st;
+}
+
+bool terra_gl_scene_busy(const terra_gl_scene *s) { return terra_stream_get_stats(s->stream)->in_flight_stale > 0; }
+
 void terra_gl_scene_destroy(terra_gl_scene *s) {
     if (!s) return;
     terra_stream_destroy(s->stream);

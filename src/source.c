@@ -101,6 +101,14 @@ terra_status terra_source_height(const terra_source *s, double x, double z, floa
     return TERRA_OK;
 }
 
+float terra_source_height_raw(const terra_source *s, double x, double z) {
+    return s->d.height_at ? s->d.height_at(s->d.user, x, z) : NAN;
+}
+
+terra_surface terra_source_surface_raw(const terra_source *s, double x, double z) {
+    return s->d.surface_at ? s->d.surface_at(s->d.user, x, z) : TERRA_SURFACE_NONE;
+}
+
 terra_status terra_source_height_range(const terra_source *s, double x0, double z0, double x1, double z1, float *lo,
                                        float *hi) {
     float a, b;

@@ -972,6 +972,7 @@ terra_status terra_stream_update(terra_stream *s) {
         st->standing += sl->state == SLOT_STANDING;
         st->ready += sl->state == SLOT_READY;
         st->in_flight += sl->state == SLOT_LOADING;
+        st->in_flight_stale += sl->state == SLOT_LOADING && sl->stale;
     }
     st->bytes_held = (size_t)used * s->tile_bytes;
     if (st->bytes_held > st->peak_bytes) st->peak_bytes = st->bytes_held;

@@ -483,3 +483,46 @@ terra_status terra_world_create(const terra_world_desc *desc, terra_source **out
     if (s != TERRA_OK) terra_free(w);
     return s;
 }
+
+/* ---- the noise built-ins ---------------------------------------------------------------------- */
+
+/* the turn of octave k of the noise built-ins: make_octave's angle for index k, as (cos, sin) */
+static const double noise_turn[TERRA_NOISE_MAX_OCTAVES][2] = {
+    {0.087425866272726555, 0.9961710284416343}, {-0.9847134358129267, 0.17418223023460558},
+    {-0.25960471658540279, -0.96571496370648247}, {0.93932110134099767, -0.3430391647837534},
+    {0.42384663857137894, 0.90573397141309808}, {-0.86521078225322534, 0.50140831891060789},
+    {-0.57513024286536263, -0.81806185813887511}, {0.76464826284892973, -0.64444785213554245},
+    {0.7088303164123686, 0.70537903465777985}, {-0.64070805394348573, 0.76778459844669422},
+    {-0.82085922970021352, -0.57113056739765922}, {0.49717939545447631, -0.86764776766584339},
+    {0.90779190838132939, 0.41942085198209211}, {-0.33845040748325805, 0.94098423030060208},
+    {-0.96697054851049147, -0.2548881290160826}, {0.16937393175577195, -0.98555186126433303}};
+
+static float noise_sum(uint64_t seed, double x, double z, int octaves, double lacunarity, double gain, bool ridged) {
+    if (!(fabs(x) <= TERRA_WORLD_EXTENT && fabs(z) <= TERRA_WORLD_EXTENT)) return NAN;
+    octaves = octaves < 1 ? 1 : octaves > TERRA_NOISE_MAX_OCTAVES ? TERRA_NOISE_MAX_OCTAVES : octaves;
+    double wavelength = 1.0, amp = 1.0, sum = 0.0, weight = 0.0;
+    for (int k = 0; k < octaves; k++) {
+        const octave o = {.freq = 1.0 / wavelength, .c = noise_turn[k][0], .s = noise_turn[k][1], .amp = 1.0f,
+                          .seed = mix64(seed * 0x9E3779B97F4A7C15ull + (uint64_t)k * 0x632BE59BD9B4E019ull + 1)};
+        const float n = noise(&o, x, z, NULL, NULL);
+        const float r = 1.0f - fabsf(n);
+        sum += amp * (ridged ? r * r : n);
+        weight += amp;
+        wavelength /= lacunarity, amp *= gain;
+    }
+    return weight > 0 ? (float)(sum / weight) : 0.0f;
+}
+
+float terra_noise(uint64_t seed, double x, double z) {
+    if (!(fabs(x) <= TERRA_WORLD_EXTENT && fabs(z) <= TERRA_WORLD_EXTENT)) return NAN;
+    const octave o = {.freq = 1.0, .c = 1.0, .s = 0.0, .amp = 1.0f, .seed = mix64(seed + 0x9E3779B97F4A7C15ull)};
+    return noise(&o, x, z, NULL, NULL);
+}
+
+float terra_fbm(uint64_t seed, double x, double z, int octaves, double lacunarity, double gain) {
+    return noise_sum(seed, x, z, octaves, lacunarity, gain, false);
+}
+
+float terra_ridged(uint64_t seed, double x, double z, int octaves, double lacunarity, double gain) {
+    return noise_sum(seed, x, z, octaves, lacunarity, gain, true);
+}

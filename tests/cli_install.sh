@@ -39,7 +39,7 @@ consumer() {
 # ---- the core alone ---------------------------------------------------------------------------
 core=$T/core-prefix
 run "core: configure without pkg-config" cmake -S "$SRC" -B "$T/core" -DCMAKE_C_COMPILER="$CC" \
-  -DTERRA_BUILD_IO=OFF -DTERRA_BUILD_ODE=OFF -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_INSTALL_PREFIX="$core"
+  -DTERRA_BUILD_IO=OFF -DTERRA_BUILD_ODE=OFF -DTERRA_BUILD_SCRIPT=OFF -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_INSTALL_PREFIX="$core"
 run "core: build" cmake --build "$T/core" -j "$JOBS"
 run "core: install" cmake --install "$T/core"
 has "$core/include/terra/terra.h"

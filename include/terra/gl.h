@@ -229,6 +229,15 @@ TERRA_API terra_focus terra_gl_scene_focus(const terra_gl_scene *s);
 /* A selection object with the stream's options (ranges, morph, tile sides). */
 TERRA_API const terra_select *terra_gl_scene_select(const terra_gl_scene *s);
 
+/* Replaces the ground's source (a script opened again: hot reload) in the stream and the scene's
+ * selection: held tiles are made again from it and drawn old until the new ones stand
+ * (terra_stream_set_source). Not for a scene of an archive. The old source is still called by
+ * requests started before: keep it until terra_gl_scene_busy is false. */
+TERRA_API terra_status terra_gl_scene_set_source(terra_gl_scene *s, const terra_source *src);
+/* Whether the scene's workers may still call the source terra_gl_scene_set_source replaced (requests
+ * started before it still in flight, as of the last frame). */
+TERRA_API bool terra_gl_scene_busy(const terra_gl_scene *s);
+
 /* Moves the camera, runs the streamer and draws. With `settle` the streamer is run (waiting for
  * its workers) until every tile the camera wants is standing, at most max_wait_s seconds
  * (0 = 60), so the frame shows the full detail of the selection; otherwise it runs once, as a

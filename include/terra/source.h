@@ -80,6 +80,10 @@ TERRA_API terra_status terra_source_sample(const terra_source *src, const terra_
                                  terra_surface *surfaces);
 /* One point; needs height_at (TERRA_E_UNSUPPORTED for grid-only sources). */
 TERRA_API terra_status terra_source_height(const terra_source *src, double x, double z, float *height);
+/* What height_at / surface_at give at (x, z), unchecked: for sources built on another one, whose
+ * own results terra checks. NaN (TERRA_SURFACE_NONE) where the source has no such callback. */
+TERRA_API float terra_source_height_raw(const terra_source *src, double x, double z);
+TERRA_API terra_surface terra_source_surface_raw(const terra_source *src, double x, double z);
 /* Conservative height range over a rectangle; an inverted or NaN range fails with TERRA_E_SOURCE. */
 TERRA_API terra_status terra_source_height_range(const terra_source *src, double x0, double z0, double x1, double z1, float *lo,
                                        float *hi);
@@ -106,6 +110,17 @@ typedef struct terra_world_desc {
 } terra_world_desc;
 
 TERRA_API terra_status terra_world_create(const terra_world_desc *desc, terra_source **out);
+
+/* ---- the default world's noise, for sources built on it (script built-ins: script.h) ------------
+ * Value noise on a unit lattice, smooth and deterministic from the seed, for |x|, |z| up to
+ * TERRA_WORLD_EXTENT (NaN past it). terra_noise lies in [-1, 1]. terra_fbm sums `octaves` (1 to
+ * TERRA_NOISE_MAX_OCTAVES) of it, each `lacunarity` times finer and `gain` times weaker than the one
+ * before and turned by an angle of its own, divided by the sum of the weights: in [-1, 1].
+ * terra_ridged sums (1 - |noise|)^2 the same way: in [0, 1]. Octaves outside 1..16 are clamped. */
+#define TERRA_NOISE_MAX_OCTAVES 16
+TERRA_API float terra_noise(uint64_t seed, double x, double z);
+TERRA_API float terra_fbm(uint64_t seed, double x, double z, int octaves, double lacunarity, double gain);
+TERRA_API float terra_ridged(uint64_t seed, double x, double z, int octaves, double lacunarity, double gain);
 
 #ifdef __cplusplus
 }

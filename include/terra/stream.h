@@ -36,7 +36,7 @@
  * updating thread asks it for height ranges (see source.h). A loader of the caller's may make tiles
  * on other threads; a buffer is the loader's from start until poll returns its ticket or cancel
  * returns true. A source replaced by terra_stream_set_source is still called by requests started
- * before: keep it alive until an update reports in_flight 0, or until the streamer is destroyed. With
+ * before: keep it alive until an update reports in_flight_stale 0, or until the streamer is destroyed. With
  * a shared pool, terra_stream_destroy waits until the whole pool is idle. */
 #ifndef TERRA_STREAM_H
 #define TERRA_STREAM_H
@@ -132,6 +132,8 @@ typedef struct terra_stream_stats {
                           (0: every camera's view is settled) */
     int failed_wanted; /* tiles the cameras want whose load failed: ancestors stand in for good */
     int failed_known;  /* failed tiles remembered (not asked for again) */
+    int in_flight_stale; /* of in_flight, requests started before the last terra_stream_set_source: at 0,
+                            nothing calls the replaced source any more */
     size_t bytes_held, bytes_cap, peak_bytes;                    /* held + ready + in flight */
     double work_ms, worst_work_ms;                               /* budgeted work this frame, worst so far */
     double update_ms;                                            /* the whole update this frame */
