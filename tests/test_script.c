@@ -10,6 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 
+/* ThreadSanitizer delivers a signal only at its own interception points, which a compiled Lua loop
+ * never reaches: the time limit cannot be shown under it */
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
 static char dir[] = "/tmp/terra_script_XXXXXX";
 
 static const char *write_file(const char *name, const char *text) {
@@ -289,7 +299,11 @@ int main(void) {
     RUN(test_layers);
     RUN(test_refused);
     RUN(test_errors_in_calls);
+#ifdef UNDER_TSAN
+    (void)test_time_limit;
+#else
     RUN(test_time_limit);
+#endif
     RUN(test_modules);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
