@@ -26,7 +26,10 @@ terra_status terra_gl_scene_set_source(terra_gl_scene *s, const terra_source *sr
     return st;
 }
 
-bool terra_gl_scene_busy(const terra_gl_scene *s) { return terra_stream_get_stats(s->stream)->in_flight_stale > 0; }
+bool terra_gl_scene_busy(const terra_gl_scene *s) {
+    const terra_stream_stats *st = terra_stream_get_stats(s->stream);
+    return st->replacing || st->in_flight_stale > 0;
+}
 
 void terra_gl_scene_destroy(terra_gl_scene *s) {
     if (!s) return;

@@ -3,6 +3,7 @@
 
 #include "keymap.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +238,17 @@ struct terra_stream {
     int ran[TERRA_WORK_KINDS];
     bool deferred[TERRA_WORK_KINDS], starved[TERRA_WORK_KINDS];
 
+    /* A replaced source (terra_stream_set_source): until the new source's tiles cover each camera's
+     * view at least as finely as the old ones do, the cameras draw old tiles only; then new ones
+     * only. Never both in one frame: skirts close a seam only as deep as a tile's own border range,
+     * and new ground may lie anywhere else. Meanwhile new versions of held tiles wait, arrived but
+     * not uploaded (the client holds one version a key), and the selection takes the union of both
+     * sources' height ranges, so the old ground in view is wanted as well as the new. */
+    bool replacing;
+    uint64_t replace_frame;     /* when it began */
+    const terra_source *old_src; /* the source replaced */
+    terra_source *either;        /* selection's source meanwhile: both ranges */
+
     uint64_t frame;
     terra_stream_stats stats;
 };
@@ -303,6 +315,7 @@ void terra_stream_destroy(terra_stream *s) {
     terra_free(s->missing);
     terra_free(s->order);
     terra_select_destroy(s->sel);
+    terra_source_destroy(s->either);
     terra_free(s);
 }
 
@@ -647,12 +660,15 @@ static void sort_slots_by_level(terra_stream *s, int *idx, int n) {
 }
 
 /* Takes results in and uploads them while the budget allows. */
+/* A new version of a held tile, arrived while replacing: it waits, not uploaded, for the switch. */
+static bool held_back(const terra_stream *s, const slot *sl) { return s->replacing && sl->replaces >= 0; }
+
 static void take_in(terra_stream *s) {
     /* tiles that came in earlier and wait for their upload, coarsest first */
     if (s->d.upload) {
         int n = 0;
         for (int i = 0; i < s->nslots; i++)
-            if (s->slots[i].state == SLOT_READY) s->order[n++] = i;
+            if (s->slots[i].state == SLOT_READY && !held_back(s, &s->slots[i])) s->order[n++] = i;
         sort_slots_by_level(s, s->order, n);
         for (int k = 0; k < n && may_start(s, TERRA_WORK_UPLOAD); k++) upload(s, s->order[k]);
     }
@@ -674,13 +690,13 @@ static void take_in(terra_stream *s) {
                                         : "larger than its buffer");
         } else {
             sl->bytes = bytes;
-            if (s->d.upload) sl->state = SLOT_READY;
+            if (s->d.upload || held_back(s, sl)) sl->state = SLOT_READY;
             else now_standing(s, i);
             s->stats.arrived++;
             s->stats.total_arrived++;
         }
         spent(s, TERRA_WORK_TAKE_IN, clock_ms(s) - t0);
-        if (sl->state == SLOT_READY && may_start(s, TERRA_WORK_UPLOAD)) upload(s, i);
+        if (sl->state == SLOT_READY && !held_back(s, sl) && may_start(s, TERRA_WORK_UPLOAD)) upload(s, i);
     }
 }
 
@@ -781,6 +797,68 @@ static void push_draw(terra_stream *s, camera_lists *cl, slot *sl, bool fallback
 
 /* Replaces each wanted tile not standing by its nearest standing ancestor, dropping whatever an
  * ancestor covers: the camera's wanted ground is covered exactly once. */
+/* Whether a slot may be drawn this frame: standing, and of the generation drawn (the old source's
+ * while replacing, the new one's after). */
+static bool drawable(const terra_stream *s, const slot *sl) {
+    return sl && sl->state == SLOT_STANDING && sl->stale == s->replacing;
+}
+
+/* Whether key k has a version from the new source: standing, or arrived and waiting for the switch. */
+static bool renewed(const terra_stream *s, terra_tile_key k) {
+    const slot *sl = slot_of(s, k);
+    if (!sl || sl->state == SLOT_FREE) return false;
+    if (!sl->stale) return sl->state == SLOT_STANDING || sl->state == SLOT_READY;
+    return sl->replacement >= 0 && s->slots[sl->replacement].state == SLOT_READY;
+}
+
+/* Levels up from a wanted tile to the nearest key that `has`; INT_MAX when none. */
+static int levels_to(const terra_stream *s, const terra_selected_tile *w, bool (*has)(const terra_stream *, terra_tile_key)) {
+    const int top = s->sd->levels - 1;
+    terra_tile_key a = w->key;
+    for (int l = w->level, up = 0; l <= top; l++, up++) {
+        if (has(s, a)) return up;
+        a = terra_tile_key_parent(a);
+    }
+    return INT_MAX;
+}
+
+static bool old_drawable(const terra_stream *s, terra_tile_key k) {
+    const slot *sl = slot_of(s, k);
+    return sl && sl->state == SLOT_STANDING && sl->stale;
+}
+
+static void end_replacing(terra_stream *s) {
+    s->replacing = false;
+    terra_select_set_source(s->sel, s->d.source);
+    terra_source_destroy(s->either);
+    s->either = NULL;
+    s->old_src = NULL;
+    /* the new versions that waited stand now, whatever the budget: the view must not mix */
+    for (int i = 0; i < s->nslots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->state != SLOT_READY) continue;
+        if (s->d.upload) upload(s, i);
+        else now_standing(s, i);
+    }
+}
+
+/* Ends a replacement once, for every tile each camera wants, the new source's nearest version is
+ * no coarser than the old one drawn, or after REPLACE_MAX_FRAMES (a cache with no room for both). */
+#define REPLACE_MAX_FRAMES 600
+static void check_replaced(terra_stream *s) {
+    if (!s->replacing) return;
+    if (s->frame - s->replace_frame <= REPLACE_MAX_FRAMES)
+        for (int c = 0; c < s->d.max_cameras; c++) {
+            const camera_lists *cl = &s->cams[c];
+            if (!cl->handle) continue;
+            for (int k = 0; k < cl->nwanted; k++) {
+                const int now = levels_to(s, &cl->wanted[k], renewed);
+                if (now == INT_MAX || now > levels_to(s, &cl->wanted[k], old_drawable)) return;
+            }
+        }
+    end_replacing(s);
+}
+
 static void resolve_draws(terra_stream *s, camera_lists *cl) {
     const int top = s->sd->levels - 1;
     key_set *anc = &s->fallback_set;
@@ -788,13 +866,12 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
     cl->ndraws = 0;
     for (int k = 0; k < cl->nwanted; k++) {
         slot *sl = slot_of(s, cl->wanted[k].key);
-        if (sl && sl->state == SLOT_STANDING) continue;
+        if (drawable(s, sl)) continue;
         if (is_failed(s, cl->wanted[k].key)) {
             /* for good: the view settles once the tile asked for in its place stands */
             s->stats.failed_wanted++;
             const terra_tile_key a = stand_in_of(s, cl->wanted[k].key, cl->wanted[k].level);
-            const slot *as = slot_of(s, a);
-            if (!is_failed(s, a) && !(as && as->state == SLOT_STANDING)) s->stats.waiting++;
+            if (!is_failed(s, a) && !drawable(s, slot_of(s, a))) s->stats.waiting++;
         } else {
             s->stats.waiting++;
         }
@@ -802,8 +879,7 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
         bool found = false;
         for (int l = cl->wanted[k].level; l < top && !found; l++) {
             a = terra_tile_key_parent(a);
-            slot *as = slot_of(s, a);
-            found = as && as->state == SLOT_STANDING;
+            found = drawable(s, slot_of(s, a));
         }
         if (found) set_add(anc, a);
         else s->stats.uncovered++;
@@ -811,7 +887,7 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
     /* standing wanted tiles not under a fallback ancestor */
     for (int k = 0; k < cl->nwanted; k++) {
         slot *sl = slot_of(s, cl->wanted[k].key);
-        if (!sl || sl->state != SLOT_STANDING) continue;
+        if (!drawable(s, sl)) continue;
         if (anc->count && has_ancestor_in(anc, sl->key, top)) continue;
         push_draw(s, cl, sl, false);
     }
@@ -955,6 +1031,7 @@ terra_status terra_stream_update(terra_stream *s) {
     terra_status status = gather_wanted(s);
     if (status != TERRA_OK) return status;
     take_in(s);
+    check_replaced(s);
     for (int c = 0; c < s->d.max_cameras; c++)
         if (s->cams[c].handle) resolve_draws(s, &s->cams[c]);
     request_missing(s);
@@ -974,6 +1051,7 @@ terra_status terra_stream_update(terra_stream *s) {
         st->in_flight += sl->state == SLOT_LOADING;
         st->in_flight_stale += sl->state == SLOT_LOADING && sl->stale;
     }
+    st->replacing = s->replacing;
     st->bytes_held = (size_t)used * s->tile_bytes;
     if (st->bytes_held > st->peak_bytes) st->peak_bytes = st->bytes_held;
     st->wanted = s->nwanted;
@@ -1034,10 +1112,37 @@ int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max) {
 
 bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key) { return is_failed(s, key); }
 
+/* The selection's source while replacing: heights from the new source, ranges the union of both. */
+static terra_status either_range(void *user, double x0, double z0, double x1, double z1, float *lo, float *hi) {
+    const terra_stream *s = user;
+    float a, b, c, d;
+    terra_status st = terra_source_height_range(s->old_src, x0, z0, x1, z1, &a, &b);
+    if (st == TERRA_OK) st = terra_source_height_range(s->d.source, x0, z0, x1, z1, &c, &d);
+    if (st == TERRA_OK) *lo = fminf(a, c), *hi = fmaxf(b, d);
+    return st;
+}
+
+static terra_status either_grid(void *user, const terra_grid_request *r, float *h, terra_surface *surf) {
+    return terra_source_sample(((const terra_stream *)user)->d.source, r, h, surf);
+}
+
 terra_status terra_stream_set_source(terra_stream *s, const terra_source *src) {
     if (!src) return terra_fail(TERRA_E_INVALID, "stream: no source given");
+    terra_source *either = NULL;
+    bool held = false;
+    for (int i = 0; i < s->nslots && !held; i++) held = s->slots[i].state != SLOT_FREE;
+    if (held && !s->replacing) { /* a second replacement while one runs keeps the first's old source */
+        terra_status st = terra_source_create(&(terra_source_desc){.sample_grid = either_grid, .height_range = either_range,
+                                                                 .user = s, .name = terra_source_name(src)},
+                                              &either);
+        if (st != TERRA_OK) return st;
+        s->old_src = s->d.source;
+        s->either = either;
+        s->replacing = true;
+        s->replace_frame = s->frame;
+    }
     s->d.source = src;
-    terra_select_set_source(s->sel, src);
+    terra_select_set_source(s->sel, s->replacing ? s->either : src);
     if (s->mesh) s->mesh->src = src;
     forget_failures(s); /* the new source may make them */
     for (int i = 0; i < s->nslots; i++)

@@ -1,8 +1,9 @@
 /* Hot reload of a script source while a scene runs in real time: the script is rewritten (its
- * hills 3 m higher, within the range it states) mid-flight and opened again; every frame, before,
- * during and after, shows ground on every pixel (no hole while the old tiles give way to the new),
- * and once the stream settles every drawn tile is the new ground, vertex for vertex. A script that
- * breaks on reload leaves the old ground drawn. */
+ * ground 100 m higher, far deeper than any skirt, with a new range) mid-flight and opened again;
+ * every frame, before, during and after, shows ground on every pixel (the old tiles are drawn
+ * alone until the new ones cover the view, then the new alone), the old script is let go of, and
+ * once the stream settles every drawn tile is the new ground, vertex for vertex. A script that
+ * breaks on reload leaves the ground drawn. */
 #include "check.h"
 #include "terra/script.h"
 #include "test_gl_util.h"
@@ -48,7 +49,7 @@ static void test_reload_while_flying(void) {
     int reloaded_at = -1, retired_at = -1, broken_kept = 0;
     const int frames = 90;
     for (int f = 0; f < frames; f++) {
-        if (f == 15) write_script(43, 5, 75); /* mid-flight */
+        if (f == 15) write_script(140, 105, 175); /* mid-flight: 100 m up, deeper than any skirt */
         if (f == 60) { /* a broken edit: the ground stays */
             FILE *b = fopen(path, "w");
             if (b) fputs("return { height = function(x, z) return 1 end, min_height = \n", b), fclose(b);

@@ -643,11 +643,14 @@ static void real_pool_streams_and_shuts_down_cleanly(void) {
     terra_source_destroy(src);
 }
 
-static float flat10(void *u, double x, double z) { (void)u, (void)x, (void)z; return 10; }
+static atomic_int flat10_calls;
+static float flat10(void *u, double x, double z) { (void)u, (void)x, (void)z; atomic_fetch_add(&flat10_calls, 1); return 10; }
 static float flat25(void *u, double x, double z) { (void)u, (void)x, (void)z; return 25; }
 
-/* A new source: every held tile is made again, and until its new version stands the old one is
- * drawn: the ground never has a hole while it changes. */
+/* A new source: every held tile is made again; the old tiles alone are drawn until the new ones
+ * cover the view as finely, then the new ones alone (never both in a frame: the seam between could
+ * be deeper than any skirt), the ground never has a hole while it changes, and once the stats say
+ * so the old source is called no more. */
 static void replacing_the_source_rebuilds_without_holes(void) {
     terra_source *a, *b;
     terra_source_create(&(terra_source_desc){.height_at = flat10, .min_height = 10, .max_height = 10}, &a);
@@ -668,8 +671,8 @@ static void replacing_the_source_rebuilds_without_holes(void) {
     }
     CHECK(st->fallbacks == 0 && st->uncovered == 0, "never settled");
     CHECK(terra_stream_set_source(s, b) == TERRA_OK);
-    int holes = 0, frames = 0, old_left = 1;
-    while (old_left && frames < 3000) {
+    int holes = 0, frames = 0, old_left = 1, mixed = 0;
+    while ((old_left || st->replacing || st->in_flight_stale) && frames < 3000) {
         terra_stream_update(s);
         terra_pool_wait_idle(pool);
         frames++;
@@ -683,10 +686,17 @@ static void replacing_the_source_rebuilds_without_holes(void) {
             CHECK(v[0].y == 10 || v[0].y == 25);
             old_left += v[0].y == 10;
         }
+        mixed += old_left > 0 && old_left < nd;
         if (frames < 3) CHECK(old_left > 0, "the old ground vanished before the new one stood");
     }
     CHECK(holes == 0, "%d holes while the source changed", holes);
+    CHECK(mixed == 0, "%d frames drew old and new tiles together", mixed);
     CHECK(old_left == 0 && frames < 3000, "old tiles still drawn after %d frames", frames);
+    const int calls = atomic_load(&flat10_calls); /* let go of: never called again */
+    terra_camera moved = {.eye = {900, 60, 300}};
+    terra_stream_update_focus(s, f, &moved);
+    for (int i = 0; i < 30; i++) terra_stream_update(s), terra_pool_wait_idle(pool);
+    CHECK(atomic_load(&flat10_calls) == calls, "the old source was called after the stats let it go");
     terra_stream_destroy(s);
     terra_pool_destroy(pool);
     terra_source_destroy(a);

@@ -36,7 +36,8 @@
  * updating thread asks it for height ranges (see source.h). A loader of the caller's may make tiles
  * on other threads; a buffer is the loader's from start until poll returns its ticket or cancel
  * returns true. A source replaced by terra_stream_set_source is still called by requests started
- * before: keep it alive until an update reports in_flight_stale 0, or until the streamer is destroyed. With
+ * before and by the selection until the new tiles take over: keep it alive until an update reports
+ * replacing false and in_flight_stale 0, or until the streamer is destroyed. With
  * a shared pool, terra_stream_destroy waits until the whole pool is idle. */
 #ifndef TERRA_STREAM_H
 #define TERRA_STREAM_H
@@ -132,8 +133,9 @@ typedef struct terra_stream_stats {
                           (0: every camera's view is settled) */
     int failed_wanted; /* tiles the cameras want whose load failed: ancestors stand in for good */
     int failed_known;  /* failed tiles remembered (not asked for again) */
-    int in_flight_stale; /* of in_flight, requests started before the last terra_stream_set_source: at 0,
-                            nothing calls the replaced source any more */
+    int in_flight_stale; /* of in_flight, requests started before the last terra_stream_set_source */
+    bool replacing;      /* a replaced source's tiles are still drawn (terra_stream_set_source); once this
+                            is false and in_flight_stale 0, nothing calls the replaced source any more */
     size_t bytes_held, bytes_cap, peak_bytes;                    /* held + ready + in flight */
     double work_ms, worst_work_ms;                               /* budgeted work this frame, worst so far */
     double update_ms;                                            /* the whole update this frame */
@@ -169,8 +171,13 @@ typedef struct terra_focus_info {
 TERRA_API int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max);
 
 /* Replaces the source (a new function table, or one whose user data changed). Every tile held is
- * made again from the new source, coarsest and nearest first, within the budget; until its new
- * version stands, the old one is drawn. The source must outlive the streamer. */
+ * made again from the new source, coarsest and nearest first, within the budget. The cameras go on
+ * drawing the old tiles alone until the new ones cover each view at least as finely, then the new
+ * ones alone, all in one frame (never both at once: their seams could be any depth); meanwhile the
+ * new versions wait unuploaded and the selection takes the union of both sources' height ranges.
+ * A second replacement during one keeps the first's old tiles as the old ones. The new source must
+ * outlive the streamer; the old one must live until the stats show replacing false and
+ * in_flight_stale 0. */
 TERRA_API terra_status terra_stream_set_source(terra_stream *s, const terra_source *src);
 
 /* Runs one frame. */
