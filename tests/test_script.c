@@ -3,6 +3,7 @@
  * a broken script says file:line and fails only what it served; one that loops is stopped; a table
  * without a sound range is refused; a required module is watched. */
 #include "check.h"
+#include "terra/ground.h"
 #include "terra/script.h"
 
 #include <pthread.h>
@@ -292,6 +293,53 @@ static void test_modules(void) {
     terra_script_close(s);
 }
 
+/* A script opened again (hot reload) and handed to the ground: the collider block under a body is
+ * the new ground on the very next update, whatever the budget, and queries answer from it at once. */
+static void test_reload_colliders(void) {
+    const char *hills = "return { min_height = 0, max_height = 100, height = function(x, z)\n"
+                        "  return %d + 20 * terra.fbm(x / 300, z / 300) end }\n";
+    char text[256];
+    snprintf(text, sizeof text, hills, 50);
+    terra_script *a = NULL, *b = NULL;
+    CHECK(open_text(text, 0, &a) == TERRA_OK, "open: %s", terra_last_error());
+    if (!a) return;
+    terra_ground *g = NULL;
+    CHECK(terra_ground_create(&(terra_ground_desc){.source = terra_script_source(a), .grid = {.tile0_size = 64, .cells = 64}},
+                              &g) == TERRA_OK,
+          "ground: %s", terra_last_error());
+    const terra_focus_info body = {.handle = 1, .kind = TERRA_FOCUS_ENTITY, .position = {37, 60, -12}, .collision = true};
+    CHECK(g && terra_ground_update(g, &body, 1) == TERRA_OK, "update: %s", terra_last_error());
+    snprintf(text, sizeof text, hills, 55);
+    CHECK(open_text(text, 0, &b) == TERRA_OK, "reopen: %s", terra_last_error());
+    if (!g || !b) return;
+    const terra_source *nb = terra_script_source(b);
+    CHECK(terra_ground_set_source(g, nb) == TERRA_OK, "set source");
+    double y = 0;
+    float want = 0;
+    terra_source_height(nb, 37, -12, &want);
+    CHECK(terra_ground_height_at(g, 37, -12, &y) == TERRA_OK && fabs(y - want) < 1e-3, "query %g, new ground %g", y, want);
+    CHECK(terra_ground_update(g, &body, 1) == TERRA_OK, "update: %s", terra_last_error());
+    const terra_collider_block *blocks;
+    const int n = terra_ground_blocks(g, &blocks);
+    int under = 0, wrong = 0;
+    for (int k = 0; k < n; k++) {
+        const terra_collider_block *c = &blocks[k];
+        const double x0 = (double)c->ix0 * c->spacing, z0 = (double)c->iz0 * c->spacing, side = c->cells * c->spacing;
+        if (!(37 >= x0 && 37 <= x0 + side && -12 >= z0 && -12 <= z0 + side)) continue;
+        under++;
+        for (int j = 0; j <= c->cells; j++)
+            for (int i = 0; i <= c->cells; i++) {
+                float h = 0;
+                terra_source_height(nb, (double)(c->ix0 + i) * c->spacing, (double)(c->iz0 + j) * c->spacing, &h);
+                wrong += c->heights[j * (c->cells + 1) + i] != h;
+            }
+    }
+    CHECK(under > 0 && wrong == 0, "%d blocks under the body, %d heights not the new ground's", under, wrong);
+    terra_ground_destroy(g);
+    terra_script_close(a);
+    terra_script_close(b);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     RUN(test_world_through_script);
@@ -305,6 +353,7 @@ int main(void) {
     RUN(test_time_limit);
 #endif
     RUN(test_modules);
+    RUN(test_reload_colliders);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) return 1;
