@@ -20,5 +20,6 @@
 #include "terra/tin.h"
 #include "terra/qmesh.h"
 #include "terra/archive.h"
+#include "terra/edit.h"
 
 #endif
