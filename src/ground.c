@@ -363,6 +363,20 @@ terra_status terra_ground_set_source(terra_ground *g, const terra_source *src) {
     return TERRA_OK;
 }
 
+terra_status terra_ground_invalidate(terra_ground *g, const double region[4]) {
+    if (!(region[0] <= region[2] && region[1] <= region[3]))
+        return terra_fail(TERRA_E_INVALID, "ground: region %g, %g .. %g, %g is not a rectangle", region[0], region[1],
+                          region[2], region[3]);
+    for (int k = 0; k < g->nslots; k++) {
+        block_slot *s = &g->slots[k];
+        if (!s->standing) continue;
+        const double x0 = (double)s->b.ix0 * g->s0, z0 = (double)s->b.iz0 * g->s0, side = g->C * g->s0;
+        if (x0 <= region[2] && x0 + side >= region[0] && z0 <= region[3] && z0 + side >= region[1])
+            s->source_version = 0; /* stood again as if the source were new; queries read the source */
+    }
+    return TERRA_OK;
+}
+
 terra_status terra_ground_set_transform(terra_ground *g, const terra_transform *t) { return set_transform(g, t); }
 
 /* ---- collider blocks ----------------------------------------------------------------------------------- */

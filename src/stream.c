@@ -18,6 +18,8 @@ typedef struct slot {
     uint8_t level;
     bool drawn_ever;
     bool stale;          /* made from a source since replaced: drawn until its replacement arrives */
+    bool outdated;       /* loading from ground changed since it started: dropped when it arrives */
+    bool newgen;         /* while replacing: made of the changed ground, not drawn before the switch */
     int32_t replacement; /* the slot loading its replacement, or -1 */
     int32_t replaces;    /* for a replacement: the stale slot it replaces, or -1 */
     uint32_t generation; /* bumped each time the slot is reused: tickets name (slot, generation) */
@@ -245,6 +247,7 @@ struct terra_stream {
      * not uploaded (the client holds one version a key), and the selection takes the union of both
      * sources' height ranges, so the old ground in view is wanted as well as the new. */
     bool replacing;
+    double region[4];           /* where the ground changed (x0, z0, x1, z1; all of it for a new source) */
     uint64_t replace_frame;     /* when it began */
     const terra_source *old_src; /* the source replaced */
     terra_source *either;        /* selection's source meanwhile: both ranges */
@@ -685,6 +688,11 @@ static void take_in(terra_stream *s) {
             continue; /* a loader answering for a request it no longer had: ignore */
         }
         slot *sl = &s->slots[i];
+        if (sl->outdated) { /* the ground changed under it while it loaded: asked for again */
+            release_slot(s, i, false);
+            spent(s, TERRA_WORK_TAKE_IN, clock_ms(s) - t0);
+            continue;
+        }
         if (st != TERRA_OK || bytes > s->tile_bytes) {
             failed(s, i, st != TERRA_OK ? (s->mesh && s->mesh->why[0] ? s->mesh->why : terra_error_string(st))
                                         : "larger than its buffer");
@@ -797,17 +805,24 @@ static void push_draw(terra_stream *s, camera_lists *cl, slot *sl, bool fallback
 
 /* Replaces each wanted tile not standing by its nearest standing ancestor, dropping whatever an
  * ancestor covers: the camera's wanted ground is covered exactly once. */
-/* Whether a slot may be drawn this frame: standing, and of the generation drawn (the old source's
- * while replacing, the new one's after). */
+static bool meets(const terra_stream *s, terra_tile_key k, const double r[4]) {
+    const double side = terra_select_tile_side(s->sel, terra_tile_key_level(k));
+    const double x0 = terra_tile_key_x(k) * side, z0 = terra_tile_key_y(k) * side;
+    return x0 <= r[2] && x0 + side >= r[0] && z0 <= r[3] && z0 + side >= r[1];
+}
+
+/* Whether a slot may be drawn this frame: standing, and of the generation drawn. While replacing
+ * that is the old ground: stale tiles, and tiles of ground that did not change; after, new ones. */
 static bool drawable(const terra_stream *s, const slot *sl) {
-    return sl && sl->state == SLOT_STANDING && sl->stale == s->replacing;
+    if (!sl || sl->state != SLOT_STANDING) return false;
+    return s->replacing ? !sl->newgen : !sl->stale;
 }
 
 /* Whether key k has a version from the new source: standing, or arrived and waiting for the switch. */
 static bool renewed(const terra_stream *s, terra_tile_key k) {
     const slot *sl = slot_of(s, k);
     if (!sl || sl->state == SLOT_FREE) return false;
-    if (!sl->stale) return sl->state == SLOT_STANDING || sl->state == SLOT_READY;
+    if (!sl->stale) return !sl->outdated && (sl->state == SLOT_STANDING || sl->state == SLOT_READY);
     return sl->replacement >= 0 && s->slots[sl->replacement].state == SLOT_READY;
 }
 
@@ -822,13 +837,11 @@ static int levels_to(const terra_stream *s, const terra_selected_tile *w, bool (
     return INT_MAX;
 }
 
-static bool old_drawable(const terra_stream *s, terra_tile_key k) {
-    const slot *sl = slot_of(s, k);
-    return sl && sl->state == SLOT_STANDING && sl->stale;
-}
+static bool old_drawable(const terra_stream *s, terra_tile_key k) { return drawable(s, slot_of(s, k)); }
 
 static void end_replacing(terra_stream *s) {
     s->replacing = false;
+    for (int i = 0; i < s->nslots; i++) s->slots[i].newgen = false;
     terra_select_set_source(s->sel, s->d.source);
     terra_source_destroy(s->either);
     s->either = NULL;
@@ -839,6 +852,19 @@ static void end_replacing(terra_stream *s) {
         if (sl->state != SLOT_READY) continue;
         if (s->d.upload) upload(s, i);
         else now_standing(s, i);
+    }
+    /* old tiles left are drawn no more: let go of (a load of one is dropped when it arrives) */
+    for (int i = 0; i < s->nslots; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->stale || sl->state == SLOT_FREE) continue;
+        if (sl->state == SLOT_LOADING) {
+            sl->outdated = true;
+            continue;
+        }
+        const int32_t next = sl->replacement;
+        const terra_tile_key key = sl->key;
+        release_slot(s, i, true);
+        if (next >= 0) map_put(&s->index, key, next); /* its new version, still loading, holds the key */
     }
 }
 
@@ -966,7 +992,8 @@ static void request_missing(terra_stream *s) {
         slot *old = slot_of(s, w->key); /* a stale tile this one replaces (evictions never take it) */
         sl->replaces = old ? (int32_t)(old - s->slots) : -1;
         sl->replacement = -1;
-        sl->stale = false;
+        sl->stale = sl->outdated = false;
+        sl->newgen = s->replacing && (old || meets(s, w->key, s->region));
         sl->key = w->key;
         sl->level = (uint8_t)w->level;
         sl->state = SLOT_LOADING;
@@ -1141,11 +1168,43 @@ terra_status terra_stream_set_source(terra_stream *s, const terra_source *src) {
         s->replacing = true;
         s->replace_frame = s->frame;
     }
+    s->region[0] = s->region[1] = -INFINITY, s->region[2] = s->region[3] = INFINITY;
     s->d.source = src;
     terra_select_set_source(s->sel, s->replacing ? s->either : src);
     if (s->mesh) s->mesh->src = src;
     forget_failures(s); /* the new source may make them */
     for (int i = 0; i < s->nslots; i++)
         if (s->slots[i].state != SLOT_FREE) s->slots[i].stale = true;
+    return TERRA_OK;
+}
+
+/* Drops what was made of the changed ground before it changed and was never drawn: a new version
+ * waiting (arrived) or a load under way (dropped on arrival). */
+static void drop_new(terra_stream *s, int i) {
+    slot *sl = &s->slots[i];
+    if (sl->state == SLOT_LOADING) sl->outdated = true;
+    else if (sl->state != SLOT_FREE) release_slot(s, i, sl->state == SLOT_STANDING);
+}
+
+terra_status terra_stream_invalidate(terra_stream *s, const double region[4]) {
+    if (!(region[0] <= region[2] && region[1] <= region[3]))
+        return terra_fail(TERRA_E_INVALID, "stream: region %g, %g .. %g, %g is not a rectangle", region[0], region[1],
+                          region[2], region[3]);
+    const bool was = s->replacing;
+    for (int i = 0; i < s->nslots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->state == SLOT_FREE || !meets(s, sl->key, region)) continue;
+        if (sl->newgen || sl->replaces >= 0) drop_new(s, i); /* new ground made before this change, never drawn */
+        else if (sl->state == SLOT_LOADING) sl->outdated = true;
+        else sl->stale = true; /* the old ground: drawn until the new covers the view */
+    }
+    if (!was) {
+        memcpy(s->region, region, sizeof s->region);
+        s->replacing = true;
+        s->replace_frame = s->frame;
+    } else {
+        s->region[0] = fmin(s->region[0], region[0]), s->region[1] = fmin(s->region[1], region[1]);
+        s->region[2] = fmax(s->region[2], region[2]), s->region[3] = fmax(s->region[3], region[3]);
+    }
     return TERRA_OK;
 }

@@ -501,4 +501,126 @@ static const struct {
 } archive_flights[ARCHIVE_FLIGHTS] = {
     {"dive", archive_dive, 40}, {"low_pass", archive_low_pass, 40}, {"teleports", archive_teleports, 36}};
 
+/* ---- edits while flying (test_gl_edit, bench_edit) ---------------------------------------------- */
+
+#include "terra/edit.h"
+#include "terra/ground.h"
+
+typedef struct edit_flight {
+    bool ok;
+    long sky_max;            /* sky pixels on the worst frame (the view looks down into ground) */
+    int frames_to_drawn;     /* frames from a single edit to its ground drawn at every level in view */
+    double rebuilt_vs_touched; /* tiles requested for it against tiles held over it */
+    int steps_to_collider;   /* physics steps a body on the edit waits for its collider (0: the next) */
+    int edits;               /* edits applied in all */
+} edit_flight;
+
+/* Whether every drawn tile over `region` is the one the source makes now, and the stream switched. */
+static inline bool edit_drawn(terra_gl_scene *scene, const terra_source *src, const double region[4]) {
+    const terra_stream *st = terra_gl_scene_stream(scene);
+    if (terra_stream_get_stats(st)->replacing) return false;
+    const terra_stream_draw *d;
+    int n = 0;
+    terra_stream_draws(st, terra_gl_scene_focus(scene), &d, &n);
+    const terra_select *sel = terra_gl_scene_select(scene);
+    const terra_grid_desc *g = &terra_select_get_desc(sel)->grid;
+    const size_t bytes = sizeof(terra_grid_vertex) * (size_t)terra_grid_vertex_count(g->cells);
+    terra_grid_vertex *v = malloc(bytes);
+    float *scratch = malloc(sizeof(float) * (size_t)terra_grid_scratch_floats(g->cells));
+    bool all = v && scratch;
+    for (int i = 0; all && i < n; i++) {
+        const double side = terra_select_tile_side(sel, d[i].level), x0 = terra_tile_key_x(d[i].key) * side,
+                     z0 = terra_tile_key_y(d[i].key) * side;
+        if (x0 > region[2] || x0 + side < region[0] || z0 > region[3] || z0 + side < region[1]) continue;
+        all = terra_grid_build(src, g, d[i].key, v, scratch, NULL) == TERRA_OK && !memcmp(v, d[i].data, bytes);
+    }
+    free(v), free(scratch);
+    return all;
+}
+
+/* Over the default world at 320x180, real time at a 4 ms budget, looking down at 45 degrees: one pit
+ * dug where a body stands (frames until drawn, tiles rebuilt, the collider), then an edit every
+ * frame for `busy` frames at random places in view; sky pixels counted on every frame. */
+static inline edit_flight fly_edits(int busy) {
+    edit_flight r = {.frames_to_drawn = -1, .steps_to_collider = -1};
+    terra_source *w = NULL;
+    terra_edit_layer *l = NULL;
+    terra_gl_scene *scene = NULL;
+    terra_ground *g = NULL;
+    uint8_t *rgb = malloc((size_t)TW * TH * 3);
+    terra_world_create(NULL, &w);
+    if (!w || terra_edit_layer_create(&(terra_edit_layer_desc){.base = w}, &l) != TERRA_OK || !rgb) goto done;
+    const terra_source *src = terra_edit_layer_source(l);
+    terra_gl_scene_desc sd = {.source = src, .width = TW, .height = TH, .threads = 2, .budget_ms = 4};
+    sd.select.grid.cells = 32;
+    if (terra_gl_scene_create(&sd, &scene) != TERRA_OK) goto done;
+    if (terra_ground_create(&(terra_ground_desc){.source = src, .grid = {.tile0_size = 64, .cells = 32}}, &g) != TERRA_OK)
+        goto done;
+    float y0 = 0;
+    terra_source_height(w, 0, 0, &y0);
+    const terra_camera cam = {.eye = {0, y0 + 250, 250}, .yaw_rad = 0, .pitch_rad = -0.8, .fov_y_rad = 1.0,
+                              .aspect = (double)TW / TH};
+    const terra_focus_info body = {.handle = 1, .kind = TERRA_FOCUS_ENTITY, .position = {0, y0, 0}, .collision = true};
+    const terra_gl_style flat = {.flat = true, .clear_rgb = {SKY[0] / 255.0f, SKY[1] / 255.0f, SKY[2] / 255.0f}};
+    terra_gl_frame_stats fs;
+    if (terra_gl_scene_frame(scene, &cam, &flat, true, 60, &fs) != TERRA_OK || terra_ground_update(g, &body, 1)) goto done;
+    double region[4];
+    const terra_edit pit = {.brush = TERRA_BRUSH_DIG, .shape = TERRA_SHAPE_PIT, .x = 0, .z = 0, .radius = 25,
+                            .falloff = 10, .amount = y0 - 30};
+    terra_tile_key held[4096];
+    const int nh = terra_stream_standing(terra_gl_scene_stream(scene), held, 4096);
+    const uint64_t req0 = terra_stream_get_stats(terra_gl_scene_stream(scene))->total_requested;
+    if (terra_edit_apply(l, &pit, region) != TERRA_OK) goto done;
+    r.edits++;
+    int touched = 0;
+    const terra_select *sel = terra_gl_scene_select(scene);
+    for (int i = 0; i < nh; i++) {
+        const double side = terra_select_tile_side(sel, terra_tile_key_level(held[i]));
+        const double x0 = terra_tile_key_x(held[i]) * side, z0 = terra_tile_key_y(held[i]) * side;
+        touched += x0 <= region[2] && x0 + side >= region[0] && z0 <= region[3] && z0 + side >= region[1];
+    }
+    terra_stream_invalidate(terra_gl_scene_stream(scene), region);
+    terra_ground_invalidate(g, region);
+    /* the collider: the block under the body, stood from the dug ground by the next update */
+    if (terra_ground_update(g, &body, 1) != TERRA_OK) goto done;
+    double gy = 0;
+    float want = 0;
+    terra_ground_height_at(g, 0, 0, &gy);
+    terra_source_height(src, 0, 0, &want);
+    const bool block = terra_ground_is_ready_at(g, 0, 0);
+    r.steps_to_collider = block && fabs(gy - want) < 1e-3 ? 0 : 1;
+    for (int f = 0; f < 120 + busy; f++) {
+        if (r.frames_to_drawn >= 0 && f >= r.frames_to_drawn + 1 && r.edits <= busy) { /* then an edit a frame */
+            const double u = fmod(f * 0.6180339887, 1.0), v = fmod(f * 0.7548776662, 1.0), t = fmod(f * 0.5698402910, 1.0);
+            const terra_edit e = {.brush = (terra_brush)(f % 5), .shape = (terra_shape)(f % 3),
+                                  .x = -150 + 300 * u, .z = -200 + 300 * v, .radius = 3 + 27 * t, .yaw = 0.3, .falloff = 8,
+                                  .amount = f % 5 < 2 ? 6.0 : f % 5 == 3 ? 0.7 : y0 - 20};
+            if (terra_edit_apply(l, &e, region) == TERRA_OK) {
+                terra_stream_invalidate(terra_gl_scene_stream(scene), region);
+                r.edits++;
+            }
+        }
+        if (terra_gl_scene_frame(scene, &cam, &flat, false, 60, &fs) != TERRA_OK) goto done;
+        terra_gl_read_rgb(terra_gl_scene_renderer(scene), rgb);
+        const long sky = sky_pixels(rgb, TW, TH);
+        if (sky > r.sky_max) {
+            r.sky_max = sky;
+            save_png("edit_holes.png", rgb, TW, TH);
+        }
+        if (r.frames_to_drawn < 0 && edit_drawn(scene, src, region)) {
+            r.frames_to_drawn = f + 1;
+            const uint64_t req = terra_stream_get_stats(terra_gl_scene_stream(scene))->total_requested - req0;
+            r.rebuilt_vs_touched = touched ? (double)req / touched : 0;
+        }
+    }
+    r.ok = true;
+done:
+    terra_ground_destroy(g);
+    terra_gl_scene_destroy(scene);
+    terra_edit_layer_destroy(l);
+    terra_source_destroy(w);
+    free(rgb);
+    return r;
+}
+
 #endif

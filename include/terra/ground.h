@@ -67,6 +67,10 @@ TERRA_API void terra_ground_destroy(terra_ground *g);
 /* Replaces the source (a new function table, or one whose user data changed): every block is
  * stood again from it, nearest first, within the budget; queries answer from it at once. */
 TERRA_API terra_status terra_ground_set_source(terra_ground *g, const terra_source *src);
+/* The source changed inside region (x0, z0, x1, z1, source metres: an edit, edit.h): the blocks
+ * over it are stood again as after terra_ground_set_source (the one under a body on the next update,
+ * whatever the budget), and queries there answer from the source at once. */
+TERRA_API terra_status terra_ground_invalidate(terra_ground *g, const double region[4]);
 TERRA_API terra_status terra_ground_set_transform(terra_ground *g, const terra_transform *t);
 
 /* ---- queries ------------------------------------------------------------------------------------

@@ -179,6 +179,12 @@ TERRA_API int terra_stream_foci(const terra_stream *s, terra_focus_info *out, in
  * outlive the streamer; the old one must live until the stats show replacing false and
  * in_flight_stale 0. */
 TERRA_API terra_status terra_stream_set_source(terra_stream *s, const terra_source *src);
+/* The source's ground changed inside region (x0, z0, x1, z1, metres: an edit, edit.h): every tile
+ * held over it, at every level, is made again, and as after terra_stream_set_source the cameras draw
+ * the old ground alone (those tiles as they were, and the rest) until the new versions cover each
+ * view as finely, then the new alone: an edit shows whole or not yet, never half. A change during
+ * one widens it; what was made of the ground before that change and not yet drawn is made again. */
+TERRA_API terra_status terra_stream_invalidate(terra_stream *s, const double region[4]);
 
 /* Runs one frame. */
 TERRA_API terra_status terra_stream_update(terra_stream *s);
