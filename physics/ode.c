@@ -203,8 +203,10 @@ terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result 
         return terra_fail(TERRA_E_INVALID, "drop test: bad options");
     memset(r, 0, sizeof *r);
     r->min_lead_ms = INFINITY;
+    if (d.dig_every_s == 0) d.dig_every_s = 0.25;
+    if (!(d.dig_every_s > 0)) return terra_fail(TERRA_E_INVALID, "drop test: bad options");
     terra_source *own = NULL;
-    const terra_source *src = d.source;
+    const terra_source *src = d.edits ? terra_edit_layer_source(d.edits) : d.source;
     if (!src) {
         terra_status st = terra_world_create(&(terra_world_desc){.seed = 1}, &own);
         if (st != TERRA_OK) return st;
@@ -283,6 +285,21 @@ terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result 
     for (long s = 0; st == TERRA_OK && s < steps; s++) {
         const double t = s * dt;
         if (s % steps_per_frame == 0) { /* a frame: colliders follow the bodies */
+            const long dig_steps = (long)fmax(1, round(d.dig_every_s * d.hz));
+            for (int b = d.bodies; d.edits && s > 0 && s % dig_steps < steps_per_frame && b < nb && st == TERRA_OK; b++) {
+                /* a pit where the vehicle will be in 0.3 s: the ground changes under it as it comes */
+                const dReal *p = dBodyGetPosition(bodies[b].body), *v = dBodyGetLinearVel(bodies[b].body);
+                const double px = p[0] + 0.3 * v[0], pz = p[2] + 0.3 * v[2];
+                double gy = 0;
+                if (terra_ground_height_at(ground, px, pz, &gy) != TERRA_OK) continue;
+                double region[4];
+                st = terra_edit_apply(d.edits, &(terra_edit){.brush = TERRA_BRUSH_DIG, .shape = TERRA_SHAPE_PIT, .x = px,
+                                                             .z = pz, .radius = 2.5, .falloff = 4, .amount = gy - 3},
+                                      region);
+                if (st == TERRA_OK) st = terra_ground_invalidate(ground, region);
+                r->pits += st == TERRA_OK;
+            }
+            if (st != TERRA_OK) break;
             int nf = 0;
             for (int b = 0; b < nb; b++) {
                 if (!bodies[b].dropped && t < bodies[b].drop_time) continue;

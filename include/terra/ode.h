@@ -17,6 +17,7 @@
 
 #include <ode/ode.h>
 
+#include "terra/edit.h"
 #include "terra/ground.h"
 
 #ifdef __cplusplus
@@ -46,6 +47,12 @@ typedef struct terra_drop_desc {
     double hz;                   /* steps per second; 0 = 240 */
     double area;                 /* side of the square bodies are dropped over; 0 = 800 m */
     uint64_t seed;
+    /* With an edit layer (its source then takes the place of `source`): every dig_every_s (0 = 0.25 s)
+     * a pit is dug in front of each vehicle, where it will be 0.3 s later (3 m deep, 5 m across,
+     * falling off over 4 m), at the start of a frame: the ground is invalidated there and the
+     * colliders stand again before the next step. */
+    terra_edit_layer *edits;
+    double dig_every_s;
     void (*progress)(void *user, double t, const char *line); /* once a simulated second; may be NULL */
     void *user;
 } terra_drop_desc;
@@ -64,6 +71,7 @@ typedef struct terra_drop_result {
     double mean_build_ms;        /* per block */
     double vehicle_top_speed;    /* m/s, the fastest vehicle reached */
     double vehicle_max_height;   /* m above the ground a vehicle reached (the ridge jump) */
+    long pits;                   /* pits dug (with edits) */
 } terra_drop_result;
 
 TERRA_API terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result *out);
