@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "terra/archive_mesh.h"
+#include "terra/edit.h"
 #include "terra/gl.h"
 #include "terra/select.h"
 #include "terra/source.h"
@@ -70,7 +71,7 @@ bool cli_opt_size(const char *cmd, const char *opt, const char *arg, int lo, int
  * message and stated in --help, all from the same numbers), its default and its help line. A
  * command takes the groups it names; its own options it parses itself, through a callback. */
 enum {
-    CLI_WORLD = 1 << 0,   /* --seed --source --cells --tile0 --levels --range0 */
+    CLI_WORLD = 1 << 0,   /* --seed --source --edits --cells --tile0 --levels --range0 */
     CLI_ARCHIVE = 1 << 1, /* --archive */
     CLI_LENS = 1 << 2,    /* --size --fov --sse */
     CLI_POSE = 1 << 3,    /* --eye --above --yaw --pitch */
@@ -93,6 +94,10 @@ typedef struct cli_scene {
     const char *archive;       /* NULL: the default world of `seed`, or the script's ground */
     const char *script;        /* --source: a Lua script's ground (its terra.world of `seed`) */
     terra_script *lua, *retired; /* the script open, and the one it replaced while workers still call it */
+    const char *journal;       /* --edits: an edit journal replayed over the ground (edit.h) */
+    bool want_edits;           /* an edit layer even without --edits (terra view's mouse) */
+    terra_edit_layer *edits, *retired_edits; /* over the ground; the one retired with the old script */
+    terra_source *world;       /* the default world, when it is the ground (under the edits) */
     double reload_at;          /* terra_now_s() of the next look at the script's files */
     char reload_error[512];    /* the last reload's failure, said once */
     terra_archive_mesh *mesh;  /* the archive's tiles, once cli_scene_open opened it */
@@ -157,6 +162,7 @@ int cmd_bake(int argc, char **argv);
 int cmd_mesh(int argc, char **argv);
 int cmd_cook(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_edit(int argc, char **argv);
 
 /* Runs `program` (built next to the running one) with the arguments terra was given, in place of
  * the command `cmd`, for a part of a command that program links (main.c). Returns only on failure. */
@@ -168,6 +174,7 @@ int cli_run_sibling(const char *cmd, const char *program);
 typedef struct cli_bake_tin {
     const char *out;
     const char *script; /* --source, or NULL: the default world */
+    const char *journal; /* --edits over it, or NULL */
     uint64_t seed;
     double scale;
     double area[4];   /* x0, z0, x1, z1 metres: the archive's local frame starts at (x0, z0) */

@@ -34,6 +34,7 @@ static void help(FILE *f) {
             "  --source FILE             the ground of a Lua script instead of the default world (see\n"
             "                            terra render --help; its surfaces are baked as their ids)\n"
             "  --seed S                  the default world's seed (default 1; with --source: terra.world's)\n"
+            "  --edits FILE              the edits of a journal (terra edit, terra view) over the ground\n"
             "  --scale S                 the default world's horizontal scale, 0.001..1000 (default 1)\n"
             "  --no-normals              leave out the normals extension\n"
             "  --no-surfaces             leave out the material extension\n"
@@ -46,7 +47,7 @@ static void help(FILE *f) {
 }
 
 int cmd_bake(int argc, char **argv) {
-    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS, O_TIN, O_SOURCE };
+    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS, O_TIN, O_SOURCE, O_EDITS };
     static const struct option opts[] = {
         {"frame", required_argument, 0, O_FRAME},     {"levels", required_argument, 0, O_LEVELS},
         {"area", required_argument, 0, O_AREA},       {"bounds", required_argument, 0, O_BOUNDS},
@@ -56,13 +57,13 @@ int cmd_bake(int argc, char **argv) {
         {"no-normals", no_argument, 0, O_NONORM},     {"no-surfaces", no_argument, 0, O_NOSURF},
         {"threads", required_argument, 0, O_THREADS}, {"quiet", no_argument, 0, 'q'},
         {"tin", no_argument, 0, O_TIN},               {"max-error", required_argument, 0, 'e'},
-        {"source", required_argument, 0, O_SOURCE},
+        {"source", required_argument, 0, O_SOURCE},   {"edits", required_argument, 0, O_EDITS},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     terra_bake_desc d = {0};
     d.compression = TERRA_COMPRESS_GZIP;
     uint64_t seed = 1;
     double scale = 1;
-    const char *script = NULL;
+    const char *script = NULL, *journal = NULL;
     bool quiet = false, tin = false, levels_given = false, compression_given = false;
     double max_error = 1.0;
     int c;
@@ -121,6 +122,7 @@ int cmd_bake(int argc, char **argv) {
             break;
         case O_TIN: tin = true; break;
         case O_SOURCE: script = optarg; break;
+        case O_EDITS: journal = optarg; break;
         case 'e':
             if (!cli_opt_double("bake", "--max-error", optarg, "metres", 1e-6, 1e6, &max_error)) return EXIT_USAGE;
             break;
@@ -136,7 +138,7 @@ int cmd_bake(int argc, char **argv) {
         if (d.frame == TERRA_FRAME_GEOGRAPHIC) return cli_usage_error("bake", "--tin bakes the local frame only");
         if (!cli_bake_tin_run) return cli_run_sibling("bake", "terra-cook"); /* meshoptimizer's program */
         const double tile0 = d.tile0_size > 0 ? d.tile0_size : 64;
-        cli_bake_tin t = {.out = out, .script = script, .seed = seed, .scale = scale, .spacing = tile0 / (d.cells ? d.cells : 32),
+        cli_bake_tin t = {.out = out, .script = script, .journal = journal, .seed = seed, .scale = scale, .spacing = tile0 / (d.cells ? d.cells : 32),
                           .max_error = max_error, .levels = levels_given ? d.levels : 0, .threads = d.threads,
                           .compression = compression_given ? (int)d.compression : (int)TERRA_COMPRESS_PACKED,
                           .quiet = quiet};
@@ -155,13 +157,22 @@ int cmd_bake(int argc, char **argv) {
                : terra_world_create(&(terra_world_desc){.seed = seed, .scale = scale}, &src) != TERRA_OK)
         return cli_error("bake", "%s", terra_last_error());
     if (lua) src = cli_script_source(lua);
+    terra_edit_layer *edits = NULL;
+    if (journal && terra_edit_layer_create(&(terra_edit_layer_desc){.base = src, .journal = journal}, &edits) != TERRA_OK) {
+        const int rc = cli_error("bake", "%s", terra_last_error());
+        if (lua) cli_script_close(lua);
+        else terra_source_destroy(src);
+        return rc;
+    }
+    const terra_source *ground_src = edits ? terra_edit_layer_source(edits) : src;
     char ground[8400], manifest[8500];
     cli_ground_json(ground, sizeof ground, script, seed, scale);
     snprintf(manifest, sizeof manifest, "{%s}", ground);
     r.source_json = manifest;
     r.name = script ? script : "terra default world";
     terra_bake_stats st;
-    terra_status s = terra_bake(src, out, &r, &st);
+    terra_status s = terra_bake(ground_src, out, &r, &st);
+    terra_edit_layer_destroy(edits);
     if (lua) cli_script_close(lua);
     else terra_source_destroy(src);
     if (s != TERRA_OK) return cli_error("bake", "%s", terra_last_error());

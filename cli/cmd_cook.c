@@ -405,6 +405,15 @@ int cli_bake_tin_run(const cli_bake_tin *t) {
                   : terra_world_create(&(terra_world_desc){.seed = t->seed, .scale = t->scale}, &src) != TERRA_OK)
         return cli_error("bake", "%s", terra_last_error());
     if (script) src = cli_script_source(script);
+    terra_edit_layer *edits = NULL;
+    terra_source *under = src; /* what the edits lie over, closed after them */
+    if (t->journal && terra_edit_layer_create(&(terra_edit_layer_desc){.base = src, .journal = t->journal}, &edits) != TERRA_OK) {
+        const int rc = cli_error("bake", "%s", terra_last_error());
+        if (script) cli_script_close(script);
+        else terra_source_destroy(src);
+        return rc;
+    }
+    if (edits) src = terra_edit_layer_source(edits);
     /* the world's heights as a raster: column i at x0 + i spacing, row j at z0 + j spacing (rows run
      * down the image, which the cook's local frame takes as +z), rows shared among the threads */
     terra_raster r = {.width = (int)cols, .height = (int)rows, .spacing_x = t->spacing, .spacing_y = t->spacing,
@@ -432,8 +441,9 @@ int cli_bake_tin_run(const cli_bake_tin *t) {
         r.min_z = fminf(r.min_z, jobs[k].min_z), r.max_z = fmaxf(r.max_z, jobs[k].max_z);
     }
     free(jobs), free(th);
+    terra_edit_layer_destroy(edits);
     if (script) cli_script_close(script);
-    else terra_source_destroy(src);
+    else terra_source_destroy(under);
     if (rc == EXIT_OK) {
         char ground[8400], options[8800];
         cli_ground_json(ground, sizeof ground, t->script, t->seed, t->scale);

@@ -428,27 +428,37 @@ done:
 
 bool cli_scene_reload(cli_scene *s, terra_gl_scene *scene, FILE *log) {
     if (s->retired && !terra_gl_scene_busy(scene)) { /* nothing calls the old script any more */
+        terra_edit_layer_destroy(s->retired_edits);
         cli_script_close(s->retired);
-        s->retired = NULL;
+        s->retired = NULL, s->retired_edits = NULL;
     }
     const double now = terra_now_s();
     if (!s->lua || s->retired || now < s->reload_at) return false;
     s->reload_at = now + 0.25;
     if (!cli_script_changed(s->lua)) return false;
     terra_script *fresh = NULL;
-    if (cli_script_open(s->script, s->seed, &fresh) != TERRA_OK) {
+    terra_edit_layer *edits = NULL;
+    terra_status st = cli_script_open(s->script, s->seed, &fresh);
+    /* the edits again over the new ground: replayed from the journal (without one they start anew) */
+    if (st == TERRA_OK && s->edits)
+        st = terra_edit_layer_create(&(terra_edit_layer_desc){.base = cli_script_source(fresh), .journal = s->journal},
+                                     &edits);
+    if (st != TERRA_OK) {
         /* the ground drawn stays; the message once per change of it */
         if (log && strcmp(s->reload_error, terra_last_error()))
             fprintf(log, "%s (the ground drawn stays as it was)\n", terra_last_error());
         snprintf(s->reload_error, sizeof s->reload_error, "%s", terra_last_error());
+        cli_script_close(fresh);
         return false;
     }
-    if (terra_gl_scene_set_source(scene, cli_script_source(fresh)) != TERRA_OK) {
+    if (terra_gl_scene_set_source(scene, edits ? terra_edit_layer_source(edits) : cli_script_source(fresh)) != TERRA_OK) {
+        terra_edit_layer_destroy(edits);
         cli_script_close(fresh);
         return false;
     }
     s->reload_error[0] = 0;
     s->retired = s->lua, s->lua = fresh;
+    s->retired_edits = s->edits, s->edits = edits;
     if (log) fprintf(log, "%s: changed; drawing its new ground\n", s->script);
     return true;
 }

@@ -31,11 +31,14 @@ enum { VIEW_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE }
 static void view_usage(FILE *f) {
     fprintf(f,
             "Usage: terra view [OPTIONS]\n\n"
-            "Opens a window (GLFW, OpenGL 4.5 core) over the default world with a fly camera:\n"
+            "Opens a window (GLFW, OpenGL 4.5 core) over the default world (or --source, --archive) with\n"
+            "a fly camera:\n"
             "  W A S D     forward, left, back, right      Q / E   down / up\n"
             "  mouse       look (the cursor is captured; Tab frees it)\n"
             "  wheel       speed (x1.25 a notch)                  Esc     quit\n"
             "  M           morph on / off                          L       tint by level\n"
+            "  left click  dig a pit where the crosshair meets the ground (4 m deep)\n"
+            "  right click raise a mound there (3 m); with --edits FILE the edits are kept\n"
             "The title bar shows frame time, tiles, triangles, draw calls, tiles streaming and memory.\n"
             "Needs a display ($DISPLAY); without one try xvfb-run -a -s \"-screen 0 1280x720x24\".\n\n"
             "Options:\n"
@@ -54,7 +57,54 @@ typedef struct view_state {
     bool have_cursor, captured;
     terra_gl_style style;
     terra_gl *gl;
+    cli_scene *scene;        /* its edit layer takes the mouse's edits */
+    terra_gl_scene *drawn;   /* told where the ground changed */
+    int edits;
 } view_state;
+
+/* Where the ray from the eye through the middle of the window meets the ground (within 20 km). */
+static bool crosshair_ground(const view_state *v, const terra_source *src, double *x, double *y, double *z) {
+    terra_vec3 f;
+    terra_camera_basis(&v->cam, &f, NULL, NULL);
+    const terra_vec3 e = v->cam.eye;
+    double t0 = 0;
+    for (double t = 0.5; t < 20000; t = t * 1.02 + 0.5) {
+        float h;
+        if (terra_source_height(src, e.x + f.x * t, e.z + f.z * t, &h) != TERRA_OK) return false;
+        if (e.y + f.y * t <= h) { /* under it: bisect between t0 (above) and t */
+            for (int k = 0; k < 40; k++) {
+                const double m = 0.5 * (t0 + t);
+                if (terra_source_height(src, e.x + f.x * m, e.z + f.z * m, &h) != TERRA_OK) return false;
+                if (e.y + f.y * m <= h) t = m;
+                else t0 = m;
+            }
+            *x = e.x + f.x * t, *y = e.y + f.y * t, *z = e.z + f.z * t;
+            return true;
+        }
+        t0 = t;
+    }
+    return false;
+}
+
+static void on_mouse(GLFWwindow *w, int button, int action, int mods) {
+    (void)mods;
+    view_state *v = glfwGetWindowUserPointer(w);
+    if (action != GLFW_PRESS || !v->captured || !v->scene->edits) return;
+    if (button != GLFW_MOUSE_BUTTON_LEFT && button != GLFW_MOUSE_BUTTON_RIGHT) return;
+    const terra_source *src = terra_edit_layer_source(v->scene->edits);
+    double x, y, z, region[4];
+    if (!crosshair_ground(v, src, &x, &y, &z)) return;
+    const terra_edit e = button == GLFW_MOUSE_BUTTON_LEFT
+                             ? (terra_edit){.brush = TERRA_BRUSH_DIG, .shape = TERRA_SHAPE_PIT, .x = x, .z = z, .radius = 6,
+                                            .falloff = 4, .amount = y - 4}
+                             : (terra_edit){.brush = TERRA_BRUSH_RAISE, .x = x, .z = z, .radius = 8, .falloff = 10, .amount = 3};
+    if (terra_edit_apply(v->scene->edits, &e, region) != TERRA_OK ||
+        terra_stream_invalidate(terra_gl_scene_stream(v->drawn), region) != TERRA_OK) {
+        fprintf(stderr, "terra view: %s\n", terra_last_error());
+        return;
+    }
+    v->edits++;
+}
 
 static void on_scroll(GLFWwindow *w, double dx, double dy) {
     (void)dx;
@@ -134,6 +184,7 @@ int cmd_view(int argc, char **argv) {
     int rc = cli_scene_parse("view", argc, argv, VIEW_GROUPS, NULL, longopts, view_opt, &o, view_usage, &sc);
     if (rc == CLI_HELP) return EXIT_OK;
     if (rc != EXIT_OK) return rc;
+    sc.want_edits = !sc.archive; /* the mouse digs and raises */
     const long frames = o.frames;
     const char *shot = o.shot;
     const int w = sc.width, h = sc.height;
@@ -160,7 +211,9 @@ int cmd_view(int argc, char **argv) {
     view_state vs = {.cam = cli_scene_camera(&sc),
                      .style = cli_scene_style(&sc),
                      .speed = 60,
-                     .captured = true};
+                     .captured = true,
+                     .scene = &sc,
+                     .drawn = scene};
     int fbw = w, fbh = h;
     if (st == TERRA_OK) {
         vs.gl = terra_gl_scene_renderer(scene);
@@ -173,6 +226,7 @@ int cmd_view(int argc, char **argv) {
     }
     glfwSetWindowUserPointer(win, &vs);
     glfwSetScrollCallback(win, on_scroll);
+    glfwSetMouseButtonCallback(win, on_mouse);
     glfwSetKeyCallback(win, on_key);
     glfwSetFramebufferSizeCallback(win, on_resize);
     glfwSetInputMode(win, GLFW_CURSOR, GLFW_CURSOR_DISABLED);
@@ -206,9 +260,9 @@ int cmd_view(int argc, char **argv) {
             const terra_stream_stats *ss = terra_stream_get_stats(terra_gl_scene_stream(scene));
             snprintf(title, sizeof title,
                      "terra view - %.1f ms - %d tiles, %.2fM triangles, %d draw call%s - %d streaming - %.0f MB - %.0f "
-                     "m/s%s%s",
+                     "m/s - %d edits%s%s",
                      frame_ms, fs.tiles, fs.triangles / 1e6, fs.draw_calls, fs.draw_calls == 1 ? "" : "s",
-                     ss->in_flight + ss->ready, fs.bytes_held / 1048576.0, vs.speed,
+                     ss->in_flight + ss->ready, fs.bytes_held / 1048576.0, vs.speed, vs.edits,
                      vs.style.no_morph ? " - NO MORPH" : "", vs.style.level_tint ? " - levels" : "");
             glfwSetWindowTitle(win, title);
             title_at = now;

@@ -215,6 +215,9 @@ static const scene_opt scene_opts[] = {
     {"source", "FILE", CLI_WORLD, K_TEXT, 0, 0, NULL, AT(script), 0,
      "the ground of a Lua script instead of the default world (script.h:\nreturns { height = function(x, z) ... end, "
      "layer, layers, range });\n--seed is its terra.world's; edited while drawing, it is drawn anew"},
+    {"edits", "FILE", CLI_WORLD, K_TEXT, 0, 0, NULL, AT(journal), 0,
+     "an edit journal (edit.h) replayed over the ground, created if missing;\nterra view appends what its "
+     "mouse digs (left) and raises (right)"},
     {"archive", "A", CLI_ARCHIVE, K_TEXT, 0, 0, NULL, AT(archive), 0,
      "draw a local-frame archive instead of the default world: terra cook's\nTIN tiles as they are, each where its "
      "geometric error projects to at\nmost --sse pixels; terra bake's grids meshed again (CDLOD); --seed,\n--cells, "
@@ -346,6 +349,7 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (s->script && s->archive) return cli_usage_error(cmd, "--source and --archive are two grounds: give one");
+    if (s->journal && s->archive) return cli_usage_error(cmd, "--edits go over the default world or --source, not --archive");
     /* --tile0, --levels and --range0 together: the selection's rules (a range0 long enough for the
      * morph, a coarsest level of bounded size); an archive brings its own */
     terra_select_desc r;
@@ -367,6 +371,11 @@ terra_status cli_scene_open(cli_scene *s, terra_source **src) {
             if (st == TERRA_OK) *src = cli_script_source(s->lua);
         } else {
             st = terra_world_create(&(terra_world_desc){.seed = s->seed}, src);
+            if (st == TERRA_OK) s->world = *src;
+        }
+        if (st == TERRA_OK && (s->journal || s->want_edits)) { /* the edits over it */
+            st = terra_edit_layer_create(&(terra_edit_layer_desc){.base = *src, .journal = s->journal}, &s->edits);
+            if (st == TERRA_OK) *src = terra_edit_layer_source(s->edits);
         }
         if (st == TERRA_OK && s->sel.range0 == 0) { /* ranges from what the screen resolves */
             st = terra_grid_level_errors(*src, &s->sel.grid, s->sel.levels, s->eye[0], s->eye[2], s->sel.level_error);
@@ -411,6 +420,9 @@ terra_status cli_scene_open(cli_scene *s, terra_source **src) {
 }
 
 void cli_scene_close(cli_scene *s, terra_source *src) {
+    terra_edit_layer_destroy(s->edits); /* before the grounds under them */
+    terra_edit_layer_destroy(s->retired_edits);
+    s->edits = s->retired_edits = NULL;
     if (s->mesh) {
         terra_archive_mesh_close(s->mesh); /* its source with it */
         s->mesh = NULL;
@@ -419,7 +431,8 @@ void cli_scene_close(cli_scene *s, terra_source *src) {
         cli_script_close(s->retired);
         s->lua = s->retired = NULL;
     } else {
-        terra_source_destroy(src);
+        terra_source_destroy(s->world ? s->world : src);
+        s->world = NULL;
     }
 }
 

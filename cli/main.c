@@ -27,6 +27,7 @@
 #pragma weak cmd_drive
 #pragma weak cmd_cook
 #pragma weak cmd_check
+#pragma weak cmd_edit
 
 static char **main_argv; /* what terra was given, for cli_run_sibling */
 
@@ -45,6 +46,7 @@ static const command commands[] = {
     {{"bake", "bake a source (the default world) into a quantized-mesh tile archive", cmd_bake}, "terra"},
     {{"cook", "cook elevation rasters and scenery meshes into an archive of TIN tiles (levels by screen-space error)", cmd_cook}, "terra-cook"},
     {{"check", "check a cooked archive's promises: tiles read back, borders shared at every level pair, errors, holes", cmd_check}, "terra-cook"},
+    {{"edit", "append a brush (raise, lower, flatten, smooth, dig, paint) to an edit journal; --list", cmd_edit}, "terra"},
     {{"mesh", "mesh a heightmap into a triangle network (greedy insertion), write OBJ/PLY/STL; --verify checks it", cmd_mesh}, "terra"},
     {{"drive", "physics proof: ODE bodies and fast vehicles on collider blocks streamed around them", cmd_drive}, "terra-drive"},
 };

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# terra edit and --edits end to end: edits appended to a journal and counted; a bad brush or value
+# refused (exit 2), a file that is not a journal refused naming it (exit 1), a torn last edit
+# dropped with a warning; bake --edits changes the tiles over the edits and no others; render
+# --edits draws the dug ground.
+set -euo pipefail
+T=${TERRA_BIN:?TERRA_BIN not set}
+work=$(mktemp -d "${TMPDIR:-/tmp}/terra_cli_edit.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+j="$work/ground.edits"
+
+"$T" edit "$j" dig --shape pit --at 100,100 --radius 30 --falloff 8 --amount -20 --seed 1 >/dev/null
+"$T" edit "$j" raise --at 60,200 --radius 12 --amount 15 >/dev/null
+"$T" edit "$j" paint --at 100,100 --radius 10 --surface 20 >/dev/null
+"$T" edit "$j" --list | grep -q ": 3 edits" || fail "three edits: $("$T" edit "$j" --list)"
+set +e
+"$T" edit "$j" shovel --at 1,1 2>/dev/null; rc1=$?
+"$T" edit "$j" raise --at 1,1 --amount -3 2>"$work/e.txt"; rc2=$?
+echo "not a journal" >"$work/bad.edits"
+"$T" edit "$work/bad.edits" --list 2>"$work/bad.txt"; rc3=$?
+set -e
+[ "$rc1" = 2 ] || fail "an unknown brush exits $rc1"
+[ "$rc2" = 1 ] && grep -q "at least 0" "$work/e.txt" || fail "a negative raise: $rc2 $(cat "$work/e.txt")"
+[ "$rc3" = 1 ] && grep -q "bad.edits" "$work/bad.txt" && grep -q "not a terra edit journal" "$work/bad.txt" ||
+  fail "not a journal: $rc3 $(cat "$work/bad.txt")"
+"$T" edit "$j" --list | grep -q ": 3 edits" || fail "a refused edit was kept"
+
+# a torn last edit: dropped with a warning, the rest kept
+size=$(stat -c %s "$j")
+head -c $((size - 9)) "$j" >"$work/torn.edits"
+"$T" edit "$work/torn.edits" --list >"$work/torn.txt" 2>&1
+grep -q ": 2 edits" "$work/torn.txt" && grep -q "torn" "$work/torn.txt" || fail "torn: $(cat "$work/torn.txt")"
+
+# bake: the tiles over the edits change, the others do not
+"$T" bake --levels 2 --area 0,0,512,512 --cells 16 --compression none -q "$work/plain.terra"
+"$T" bake --edits "$j" --levels 2 --area 0,0,512,512 --cells 16 --compression none -q "$work/edited.terra"
+"$T" export "$work/plain.terra" "$work/plain" >/dev/null
+"$T" export "$work/edited.terra" "$work/edited" >/dev/null
+total=$(cd "$work/plain" && find . -name '*.terrain' | wc -l)
+differ=$(cd "$work/plain" && find . -name '*.terrain' | while read -r f; do cmp -s "$f" "$work/edited/$f" || echo "$f"; done | wc -l)
+[ "$differ" -gt 0 ] && [ "$differ" -lt $((total / 4)) ] || fail "$differ of $total tiles changed"
+
+# render: the dug ground drawn
+"$T" render --size 160x90 --eye 100,0,250 --above 80 --pitch -30 -o "$work/a.png" >/dev/null
+"$T" render --edits "$j" --size 160x90 --eye 100,0,250 --above 80 --pitch -30 -o "$work/b.png" >/dev/null
+! cmp -s "$work/a.png" "$work/b.png" || fail "render --edits drew the same picture"
+echo "cli_edit: ok ($differ of $total tiles changed)"
