@@ -4,7 +4,8 @@
 #   build  what `make` needs: a C compiler, CMake, pkg-config and the optional parts' -dev packages
 #   demo   build, and Mesa's EGL and GL drivers, which `make demo` draws with
 #   all    demo, and what the tests and benchmarks use: clang (fuzzing), node and npm (peer
-#          decoders), Chromium (CesiumJS), Xvfb (the windowed viewer), stb (a peer benchmark)
+#          decoders), Chromium (CesiumJS), Xvfb and xdotool (the windowed viewer, its mouse), stb
+#          (a peer benchmark)
 # Not root: prints the apt-get line to run and exits 0 (configure then names what is missing).
 set -euo pipefail
 what=${1:-all}
@@ -13,7 +14,7 @@ build=(cmake make gcc pkg-config
        zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmeshoptimizer-dev libgdal-dev libassimp-dev libode-dev
        libmicrohttpd-dev libluajit-5.1-dev libepoxy-dev libegl-dev libgl-dev libopengl-dev libglfw3-dev)
 demo=(libegl1 libegl-mesa0 libgl1-mesa-dri)
-tests=(clang libclang-rt-14-dev curl libstb-dev chromium fonts-liberation xvfb xauth)
+tests=(clang libclang-rt-14-dev curl libstb-dev chromium fonts-liberation xvfb xauth xdotool)
 
 case "$what" in
   build) pkgs=("${build[@]}") ;;

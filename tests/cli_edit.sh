@@ -45,4 +45,21 @@ differ=$(cd "$work/plain" && find . -name '*.terrain' | while read -r f; do cmp 
 "$T" render --size 160x90 --eye 100,0,250 --above 80 --pitch -30 -o "$work/a.png" >/dev/null
 "$T" render --edits "$j" --size 160x90 --eye 100,0,250 --above 80 --pitch -30 -o "$work/b.png" >/dev/null
 ! cmp -s "$work/a.png" "$work/b.png" || fail "render --edits drew the same picture"
+# terra view: a left click digs and a right click raises where the crosshair meets the ground, into
+# the journal (X events from xdotool under Xvfb, where both are installed)
+if command -v xvfb-run >/dev/null && command -v xdotool >/dev/null; then
+  cat >"$work/view.sh" <<EOS
+"$T" view --size 320x180 --eye 100,0,250 --above 80 --pitch -30 --frames 100000 --edits "$work/view.edits" >"$work/view.log" 2>&1 &
+pid=\$!
+for i in \$(seq 1 60); do wid=\$(xdotool search --name "terra view" 2>/dev/null | head -1); [ -n "\$wid" ] && break; sleep 0.5; done
+sleep 2
+xdotool mousemove --window "\$wid" 160 90 click 1; sleep 0.5; xdotool click 3; sleep 0.5
+xdotool key --window "\$wid" Escape
+wait \$pid
+EOS
+  timeout 120 xvfb-run -a -s "-screen 0 640x480x24" bash "$work/view.sh" || fail "view: $(cat "$work/view.log")"
+  "$T" edit "$work/view.edits" --list | grep -q ": 2 edits" || fail "view's clicks: $("$T" edit "$work/view.edits" --list)"
+else
+  echo "skip view's mouse (no xvfb-run or xdotool)"
+fi
 echo "cli_edit: ok ($differ of $total tiles changed)"
