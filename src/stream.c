@@ -1139,6 +1139,14 @@ int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max) {
 
 bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key) { return is_failed(s, key); }
 
+/* Drops what was made of the changed ground before it changed and was never drawn: a new version
+ * waiting (arrived) or a load under way (dropped on arrival). */
+static void drop_new(terra_stream *s, int i) {
+    slot *sl = &s->slots[i];
+    if (sl->state == SLOT_LOADING) sl->outdated = true;
+    else if (sl->state != SLOT_FREE) release_slot(s, i, sl->state == SLOT_STANDING);
+}
+
 /* The selection's source while replacing: heights from the new source, ranges the union of both. */
 static terra_status either_range(void *user, double x0, double z0, double x1, double z1, float *lo, float *hi) {
     const terra_stream *s = user;
@@ -1158,32 +1166,28 @@ terra_status terra_stream_set_source(terra_stream *s, const terra_source *src) {
     terra_source *either = NULL;
     bool held = false;
     for (int i = 0; i < s->nslots && !held; i++) held = s->slots[i].state != SLOT_FREE;
-    if (held && !s->replacing) { /* a second replacement while one runs keeps the first's old source */
+    if (held && !s->either) { /* a second new source while one replaces keeps the first's old one */
         terra_status st = terra_source_create(&(terra_source_desc){.sample_grid = either_grid, .height_range = either_range,
                                                                  .user = s, .name = terra_source_name(src)},
                                               &either);
         if (st != TERRA_OK) return st;
         s->old_src = s->d.source;
         s->either = either;
+        if (!s->replacing) s->replace_frame = s->frame; /* (an edit's replacement becomes this one) */
         s->replacing = true;
-        s->replace_frame = s->frame;
     }
     s->region[0] = s->region[1] = -INFINITY, s->region[2] = s->region[3] = INFINITY;
     s->d.source = src;
     terra_select_set_source(s->sel, s->replacing ? s->either : src);
     if (s->mesh) s->mesh->src = src;
     forget_failures(s); /* the new source may make them */
-    for (int i = 0; i < s->nslots; i++)
-        if (s->slots[i].state != SLOT_FREE) s->slots[i].stale = true;
+    for (int i = 0; i < s->nslots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->state == SLOT_FREE) continue;
+        if (sl->newgen || sl->replaces >= 0) drop_new(s, i); /* made of the source before, never drawn */
+        else sl->stale = true;
+    }
     return TERRA_OK;
-}
-
-/* Drops what was made of the changed ground before it changed and was never drawn: a new version
- * waiting (arrived) or a load under way (dropped on arrival). */
-static void drop_new(terra_stream *s, int i) {
-    slot *sl = &s->slots[i];
-    if (sl->state == SLOT_LOADING) sl->outdated = true;
-    else if (sl->state != SLOT_FREE) release_slot(s, i, sl->state == SLOT_STANDING);
 }
 
 terra_status terra_stream_invalidate(terra_stream *s, const double region[4]) {

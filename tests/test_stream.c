@@ -692,6 +692,27 @@ static void replacing_the_source_rebuilds_without_holes(void) {
     CHECK(holes == 0, "%d holes while the source changed", holes);
     CHECK(mixed == 0, "%d frames drew old and new tiles together", mixed);
     CHECK(old_left == 0 && frames < 3000, "old tiles still drawn after %d frames", frames);
+    /* a new source while an edit's region is being replaced: one replacement, whole, no hole */
+    terra_stream_invalidate(s, (const double[4]){-50, -50, 50, 50});
+    terra_stream_update(s);
+    CHECK(st->replacing, "the edit replaces");
+    CHECK(terra_stream_set_source(s, a) == TERRA_OK);
+    int frames2 = 0, holes2 = 0, mixed2 = 0;
+    while ((st->replacing || st->in_flight_stale) && frames2 < 3000) {
+        terra_stream_update(s);
+        terra_pool_wait_idle(pool);
+        frames2++;
+        holes2 += st->uncovered;
+        const terra_stream_draw *dr;
+        int nd, tens = 0;
+        terra_stream_draws(s, f, &dr, &nd);
+        for (int k = 0; k < nd; k++) tens += ((const terra_grid_vertex *)dr[k].data)[0].y == 10;
+        mixed2 += tens > 0 && tens < nd;
+    }
+    CHECK(frames2 < 3000 && holes2 == 0 && mixed2 == 0, "back to the first source: %d frames, %d holes, %d mixed",
+          frames2, holes2, mixed2);
+    CHECK(terra_stream_set_source(s, b) == TERRA_OK); /* and back, settled */
+    for (int i = 0; i < 3000 && (st->replacing || st->in_flight_stale); i++) terra_stream_update(s), terra_pool_wait_idle(pool);
     const int calls = atomic_load(&flat10_calls); /* let go of: never called again */
     terra_camera moved = {.eye = {900, 60, 300}};
     terra_stream_update_focus(s, f, &moved);
