@@ -1139,6 +1139,13 @@ int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max) {
 
 bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key) { return is_failed(s, key); }
 
+/* The stats say at once that the old source is in use (a caller may let it go on their word). */
+static void note_replacing(terra_stream *s) {
+    s->stats.replacing = s->replacing;
+    s->stats.in_flight_stale = 0;
+    for (int i = 0; i < s->nslots; i++) s->stats.in_flight_stale += s->slots[i].state == SLOT_LOADING && s->slots[i].stale;
+}
+
 /* Drops what was made of the changed ground before it changed and was never drawn: a new version
  * waiting (arrived) or a load under way (dropped on arrival). */
 static void drop_new(terra_stream *s, int i) {
@@ -1187,6 +1194,7 @@ terra_status terra_stream_set_source(terra_stream *s, const terra_source *src) {
         if (sl->newgen || sl->replaces >= 0) drop_new(s, i); /* made of the source before, never drawn */
         else sl->stale = true;
     }
+    note_replacing(s);
     return TERRA_OK;
 }
 
@@ -1210,5 +1218,6 @@ terra_status terra_stream_invalidate(terra_stream *s, const double region[4]) {
         s->region[0] = fmin(s->region[0], region[0]), s->region[1] = fmin(s->region[1], region[1]);
         s->region[2] = fmax(s->region[2], region[2]), s->region[3] = fmax(s->region[3], region[3]);
     }
+    note_replacing(s);
     return TERRA_OK;
 }

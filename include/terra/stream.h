@@ -135,7 +135,8 @@ typedef struct terra_stream_stats {
     int failed_known;  /* failed tiles remembered (not asked for again) */
     int in_flight_stale; /* of in_flight, requests started before the last terra_stream_set_source */
     bool replacing;      /* a replaced source's tiles are still drawn (terra_stream_set_source); once this
-                            is false and in_flight_stale 0, nothing calls the replaced source any more */
+                            is false and in_flight_stale 0, nothing calls the replaced source any more
+                            (both are brought up to date by set_source and invalidate themselves) */
     size_t bytes_held, bytes_cap, peak_bytes;                    /* held + ready + in flight */
     double work_ms, worst_work_ms;                               /* budgeted work this frame, worst so far */
     double update_ms;                                            /* the whole update this frame */
