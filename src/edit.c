@@ -270,15 +270,19 @@ static terra_status layer_grid(void *user, const terra_grid_request *r, float *h
     return st;
 }
 
+/* A point: the edits of its cell and the big ones, merged in order; no allocation, no scan of all. */
 static float point(terra_edit_layer *l, double x, double z, terra_surface *surf) {
     const float base = terra_source_height_raw(l->base, x, z);
+    double h = base;
     pthread_rwlock_rdlock(&l->lock);
-    uint32_t *ids;
-    const size_t n = edits_over(l, x, z, x, z, &ids);
-    const float h = l->n && !ids ? NAN : edited(l, ids, n, x, z, base, surf);
+    const cell *c = cell_find(l, cell_key(cell_of(x), cell_of(z)));
+    const uint32_t nc = c ? c->n : 0;
+    for (uint32_t i = 0, j = 0; i < nc || j < l->nbig;) {
+        const uint32_t id = j >= l->nbig || (i < nc && c->ids[i] < l->big[j]) ? c->ids[i++] : l->big[j++];
+        if (holds(&l->edits[id], x, z)) h = apply_one(l, &l->edits[id], x, z, h, base, surf);
+    }
     pthread_rwlock_unlock(&l->lock);
-    terra_free(ids);
-    return h;
+    return (float)h;
 }
 
 static float layer_height(void *user, double x, double z) {

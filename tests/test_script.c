@@ -11,16 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ThreadSanitizer delivers a signal only at its own interception points, which a compiled Lua loop
- * never reaches: the time limit cannot be shown under it */
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 static char dir[] = "/tmp/terra_script_XXXXXX";
 
 static const char *write_file(const char *name, const char *text) {

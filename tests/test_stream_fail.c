@@ -376,14 +376,6 @@ static bool damage_tile(const char *path, terra_tile_key key) {
     return fclose(f) == 0 && ok;
 }
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
 static void render_over_a_damaged_archive_fails_once_and_names_it(void) {
     const char *bin = getenv("TERRA_BIN");
     if (!bin) {
