@@ -396,7 +396,7 @@ terra_status terra_tile_codec_pack(const uint8_t *qm, size_t n, int level, uint8
         if (!z) st = terra_fail(TERRA_E_NOMEM, "tile codec: out of memory");
         else {
             z[0] = TERRA_TILE_CODEC_VERSION;
-            size_t r = ZSTD_compress(z + 1, zcap - 1, b.p, b.n, level ? level : 19);
+            size_t r = ZSTD_compress(z + 1, zcap - 1, b.p, b.n, level ? level : 15);
             if (ZSTD_isError(r)) st = terra_fail(TERRA_E_IO, "tile codec: zstd: %s", ZSTD_getErrorName(r));
             zn = r + 1;
         }

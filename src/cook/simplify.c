@@ -34,10 +34,17 @@ typedef struct incidence {
     uint32_t n, cap;
 } incidence;
 
+/* A vertex's cheapest collapse (u set, err its cost) or, until it is weighed, a bound no collapse
+ * of it is under (u NONE). */
 typedef struct candidate {
     double err;
     uint32_t v, u, stamp;
 } candidate;
+
+typedef struct scan_entry {
+    uint32_t t[3];
+    double err;
+} scan_entry;
 
 typedef struct simp {
     const double *xy;        /* plane positions: the judge of area */
@@ -55,9 +62,12 @@ typedef struct simp {
                                 vertex the next */
     uint32_t *stamp;         /* per vertex: bumped whenever its star changes */
     uint32_t *mark, epoch;   /* per vertex: seen in this round */
+    uint32_t *touched, touched_n, touched_cap; /* the vertices a collapse gives new stars */
     candidate *heap;
     size_t heap_n, heap_cap;
     double target;           /* collapses past it are never taken: not worth weighing exactly */
+    scan_entry *scans;       /* with samples: triangle errors, scan_mask + 1 of them */
+    uint32_t scan_mask;
     bool nomem;
 } simp;
 
@@ -94,8 +104,11 @@ static bool push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t x) {
     return true;
 }
 
+/* Cheapest first; at equal cost a bound before a weighed collapse (it may weigh the same and come
+ * first by vertex), then by vertex: the collapses taken are those of weighing every vertex at once. */
 static bool candidate_less(const candidate *a, const candidate *b) {
     if (a->err != b->err) return a->err < b->err;
+    if ((a->u == NONE) != (b->u == NONE)) return a->u == NONE;
     return a->v != b->v ? a->v < b->v : a->u < b->u;
 }
 
@@ -144,12 +157,11 @@ static uint32_t after(const simp *s, uint32_t t, uint32_t x) {
 
 /* Where point p lies in the fan that collapsing v into u makes: the new triangle (u, a, b) of v's
  * triangle that holds it (the one it is deepest in where rounding puts it in none), and the fan's
- * height there minus p's. */
-static uint32_t locate(const simp *s, uint32_t v, uint32_t u, const float *p, double *diff) {
+ * height there minus p's; *depth (-INFINITY on the call) becomes p's least barycentric weight in it. */
+static uint32_t locate(const simp *s, uint32_t v, uint32_t u, const float *p, double *diff, double *depth) {
     const incidence *in = &s->inc[v];
     const float *U = P(s, u);
     uint32_t best = NONE;
-    double depth = -INFINITY;
     for (uint32_t i = 0; i < in->n; i++) {
         uint32_t t = in->t[i];
         if (has(s, t, u)) continue;
@@ -158,8 +170,8 @@ static uint32_t locate(const simp *s, uint32_t v, uint32_t u, const float *p, do
         double area = orient(U, A, B);
         double lu = orient(A, B, p) / area, la = orient(B, U, p) / area, lb = orient(U, A, p) / area;
         double m = fmin(lu, fmin(la, lb));
-        if (m > depth) {
-            depth = m, best = t;
+        if (m > *depth) {
+            *depth = m, best = t;
             *diff = lu * U[2] + la * A[2] + lb * B[2] - p[2];
             if (m >= -INSIDE_SLACK) break;
         }
@@ -167,10 +179,46 @@ static uint32_t locate(const simp *s, uint32_t v, uint32_t u, const float *p, do
     return best;
 }
 
+/* A rim vertex v goes onto the new rim edge (prev, next) either way: its height's distance from it. */
+static double rim_distance(const simp *s, uint32_t v) {
+    const double *A = s->xy + 2 * (size_t)s->rim_prev[v], *B = s->xy + 2 * (size_t)s->rim_next[v];
+    const double *X = s->xy + 2 * (size_t)v;
+    const double dx = B[0] - A[0], dy = B[1] - A[1];
+    const double t = ((X[0] - A[0]) * dx + (X[1] - A[1]) * dy) / (dx * dx + dy * dy);
+    const float za = P(s, s->rim_prev[v])[2], zb = P(s, s->rim_next[v])[2];
+    return fabs(za + t * ((double)zb - za) - P(s, v)[2]);
+}
+
+/* The largest distance of triangle (a, b, c) from the samples under it (see collapse_cost), or
+ * INFINITY past the target. A vertex's star is weighed again each time a neighbour's collapse
+ * changes it, mostly over the same new triangles: each triangle is scanned once (a cache indexed
+ * by its corners, in order: the same arithmetic gives the same value). */
+static double triangle_error(simp *s, uint32_t a, uint32_t b, uint32_t c) {
+    scan_entry *e = &s->scans[((a * 0x9E3779B1u) ^ (b * 0x85EBCA77u) ^ (c * 0xC2B2AE3Du)) & s->scan_mask];
+    if (e->t[0] == a && e->t[1] == b && e->t[2] == c) return e->err;
+    const terra_cook_samples *sm = s->samples;
+    const float z[3] = {P(s, a)[2], P(s, b)[2], P(s, c)[2]};
+    const double *x[3] = {s->xy + 2 * (size_t)a, s->xy + 2 * (size_t)b, s->xy + 2 * (size_t)c};
+    double err;
+    if (sm->stride == 1) {
+        err = cook_scan_triangle(x[0], x[1], x[2], z, sm->heights, sm->x0, sm->y0, sm->width, sm->height, s->slack, 0,
+                                 s->target);
+    } else { /* in the thinned window's own steps */
+        double w[3][2];
+        for (int k = 0; k < 3; k++)
+            w[k][0] = (x[k][0] - sm->x0) / sm->stride, w[k][1] = (x[k][1] - sm->y0) / sm->stride;
+        err = cook_scan_triangle(w[0], w[1], w[2], z, sm->heights, 0, 0, sm->width, sm->height,
+                                 s->slack / sm->stride, 0, s->target);
+    }
+    if (err > s->target) err = INFINITY;
+    *e = (scan_entry){{a, b, c}, err};
+    return err;
+}
+
 /* The cost of collapsing v into u, or INFINITY where a triangle would fold or the cost would pass
  * cap (no use weighing further). first_only: only v's own distance from the new fan, which the cost
  * is never under (cheap: no sample or crossing weighed). */
-static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, bool first_only) {
+static double collapse_cost(simp *s, uint32_t v, uint32_t u, double cap, bool first_only) {
     const incidence *in = &s->inc[v];
     const float *V = P(s, v), *U = P(s, u);
     double local = INFINITY;
@@ -191,36 +239,20 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, b
             inside = true;
         }
     }
-    if (s->rim_next[v] != NONE) { /* v lies on the new rim edge (prev, next): its height there */
-        const double *A = s->xy + 2 * (size_t)s->rim_prev[v], *B = s->xy + 2 * (size_t)s->rim_next[v];
-        const double *X = s->xy + 2 * (size_t)v;
-        const double dx = B[0] - A[0], dy = B[1] - A[1];
-        const double t = ((X[0] - A[0]) * dx + (X[1] - A[1]) * dy) / (dx * dx + dy * dy);
-        const float za = P(s, s->rim_prev[v])[2], zb = P(s, s->rim_next[v])[2];
-        local = fabs(za + t * ((double)zb - za) - V[2]);
+    if (s->rim_next[v] != NONE) {
+        local = rim_distance(s, v);
         inside = true;
     }
     if (!inside || local > cap) return INFINITY;
     if (first_only) return local;
-    const terra_cook_samples *sm = s->samples;
-    if (sm) { /* the samples under the new fan against it, those within what decoding moves a vertex
-                 outside it too (a sliver's plane tilts far there: it would decode badly) */
+    if (s->samples) { /* the samples under the new fan against it, those within what decoding moves
+                         a vertex outside it too (a sliver's plane tilts far there: it would decode
+                         badly) */
         for (uint32_t i = 0; i < in->n; i++) {
             uint32_t t = in->t[i];
             if (has(s, t, u)) continue;
-            uint32_t a = after(s, t, v), b = after(s, t, a);
-            const float z[3] = {U[2], P(s, a)[2], P(s, b)[2]};
-            const double *c[3] = {s->xy + 2 * (size_t)u, s->xy + 2 * (size_t)a, s->xy + 2 * (size_t)b};
-            if (sm->stride == 1) {
-                local = cook_scan_triangle(c[0], c[1], c[2], z, sm->heights, sm->x0, sm->y0, sm->width, sm->height,
-                                           s->slack, local, cap);
-            } else { /* in the thinned window's own steps */
-                double w[3][2];
-                for (int k = 0; k < 3; k++)
-                    w[k][0] = (c[k][0] - sm->x0) / sm->stride, w[k][1] = (c[k][1] - sm->y0) / sm->stride;
-                local = cook_scan_triangle(w[0], w[1], w[2], z, sm->heights, 0, 0, sm->width, sm->height,
-                                           s->slack / sm->stride, local, cap);
-            }
+            uint32_t a = after(s, t, v);
+            local = fmax(local, triangle_error(s, u, a, after(s, t, a)));
             if (local > cap) return INFINITY;
         }
         return local;
@@ -228,8 +260,8 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, b
     /* The vertices removed under the star, against the fan. */
     for (uint32_t i = 0; i < in->n; i++)
         for (uint32_t p = s->head[in->t[i]]; p != NONE; p = s->next[p]) {
-            double diff = 0;
-            locate(s, v, u, P(s, p), &diff);
+            double diff = 0, depth = -INFINITY;
+            locate(s, v, u, P(s, p), &diff, &depth);
             local = fmax(local, fabs(diff));
             if (local > cap) return INFINITY;
         }
@@ -255,9 +287,33 @@ static double collapse_cost(const simp *s, uint32_t v, uint32_t u, double cap, b
     return local;
 }
 
-/* v's cheapest collapse into a neighbour, onto the heap. */
+/* v's distance from the fan that collapsing it into u makes, or INFINITY where it lies in none of
+ * its triangles: collapse_cost's first_only without the fold tests (still no more than the cost). */
+static double own_distance(const simp *s, uint32_t v, uint32_t u) {
+    if (s->rim_next[v] != NONE) return rim_distance(s, v);
+    double diff = 0, depth = -INFINITY;
+    locate(s, v, u, P(s, v), &diff, &depth);
+    return depth >= -INSIDE_SLACK ? fabs(diff) : INFINITY;
+}
+
+/* v's star has changed: a bound on its collapses onto the heap (v's own distance from each new fan,
+ * which no cost is under), weighed in full only once it comes first. Most stars change again
+ * before that: of the collapses a simplification weighs eagerly, about one in ten is ever taken. */
 static void consider(simp *s, uint32_t v) {
     if (s->locked[v] || s->gone[v]) return;
+    double bound = INFINITY;
+    if (s->rim_next[v] != NONE) {
+        bound = rim_distance(s, v);
+    } else {
+        const incidence *in = &s->inc[v];
+        for (uint32_t i = 0; i < in->n; i++) bound = fmin(bound, own_distance(s, v, after(s, in->t[i], v)));
+    }
+    if (bound > s->target) return;
+    if (isfinite(bound)) heap_push(s, (candidate){bound, v, NONE, s->stamp[v]});
+}
+
+/* v's cheapest collapse into a neighbour, onto the heap. */
+static void weigh(simp *s, uint32_t v) {
     candidate best = {INFINITY, v, NONE, s->stamp[v]};
     if (s->rim_next[v] != NONE) { /* a rim vertex goes along the rim */
         const uint32_t along[2] = {s->rim_prev[v], s->rim_next[v]};
@@ -269,13 +325,14 @@ static void consider(simp *s, uint32_t v) {
         return;
     }
     const incidence *in = &s->inc[v];
-    /* v is interior: each neighbour follows it in exactly one of its triangles. They are weighed in
-     * the order of v's own distance from their fans, which no cost is under: once that passes the
-     * best so far, none of the rest can beat it. */
+    /* v is interior: each neighbour follows it in exactly one of its triangles. Without samples
+     * they are weighed in the order of v's own distance from their fans, which no cost is under:
+     * once that passes the best so far, none of the rest can beat it (with samples the triangles'
+     * errors mostly come from the cache, and ordering costs more than it saves). */
     enum { ORDERED = 64 }; /* stars this large (walls' corners, rims) are weighed in any order */
     uint32_t order[ORDERED];
     double first[ORDERED];
-    const bool ordered = in->n <= ORDERED;
+    const bool ordered = !s->samples && in->n <= ORDERED;
     uint32_t n = 0;
     for (uint32_t i = 0; i < in->n; i++) {
         uint32_t u = after(s, in->t[i], v);
@@ -309,6 +366,17 @@ static void drop_incidence(simp *s, uint32_t x, uint32_t t) {
 
 static void collapse(simp *s, uint32_t v, uint32_t u) {
     incidence *in = &s->inc[v];
+    /* The corners of v's triangles are the vertices whose stars change (a star elsewhere around u
+     * keeps its triangles, and with them its costs): marked now, weighed again below. */
+    s->epoch++;
+    s->touched_n = 0;
+    for (uint32_t i = 0; i < in->n; i++)
+        for (int k = 0; k < 3; k++) {
+            uint32_t w = s->tri[3 * in->t[i] + k];
+            if (w == v || s->mark[w] == s->epoch) continue;
+            s->mark[w] = s->epoch;
+            if (!push_u32(&s->touched, &s->touched_n, &s->touched_cap, w)) s->nomem = true;
+        }
     /* The removed vertices under the star, v among them, go to the new fan triangle that holds
      * them (located before the star changes). */
     uint32_t moving = v;
@@ -323,8 +391,8 @@ static void collapse(simp *s, uint32_t v, uint32_t u) {
     }
     for (uint32_t p = s->samples ? NONE : moving, q; p != NONE; p = q) {
         q = s->next[p];
-        double diff;
-        uint32_t t = locate(s, v, u, P(s, p), &diff);
+        double diff, depth = -INFINITY;
+        uint32_t t = locate(s, v, u, P(s, p), &diff, &depth);
         if (t != NONE) s->next[p] = s->head[t], s->head[t] = p;
     }
     for (uint32_t i = 0; i < in->n; i++) {
@@ -345,17 +413,11 @@ static void collapse(simp *s, uint32_t v, uint32_t u) {
         s->rim_next[s->rim_prev[v]] = s->rim_next[v];
         s->rim_prev[s->rim_next[v]] = s->rim_prev[v];
     }
-    /* Every vertex around u has a new star: its queued collapse is stale; weigh it again, once. */
-    const incidence *iu = &s->inc[u];
-    s->epoch++;
-    for (uint32_t i = 0; i < iu->n; i++)
-        for (int k = 0; k < 3; k++) {
-            uint32_t w = s->tri[3 * iu->t[i] + k];
-            if (s->mark[w] == s->epoch) continue;
-            s->mark[w] = s->epoch;
-            s->stamp[w]++;
-            consider(s, w);
-        }
+    /* Their queued collapses are stale: weighed again. */
+    for (uint32_t i = 0; i < s->touched_n; i++) {
+        s->stamp[s->touched[i]]++;
+        consider(s, s->touched[i]);
+    }
 }
 
 static int u64_cmp(const void *a, const void *b) {
@@ -433,8 +495,15 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
         }
         s.slack = 0.5 * fmax(rect[2] - rect[0], rect[3] - rect[1]) / 32767.0;
     }
+    if (samples) {
+        size_t n = 1024;
+        while (n < 8 * triangle_count && n < ((size_t)1 << 18)) n *= 2;
+        s.scans = terra_alloc(n * sizeof(scan_entry));
+        if (s.scans) memset(s.scans, 0xff, n * sizeof(scan_entry));
+        s.scan_mask = (uint32_t)(n - 1);
+    }
     size_t out = 0;
-    bool ok = s.tri && s.inc && s.locked && s.gone && s.dead && s.head && s.next && s.stamp && s.mark && s.rim_prev &&
+    bool ok = (s.scans || !samples) && s.tri && s.inc && s.locked && s.gone && s.dead && s.head && s.next && s.stamp && s.mark && s.rim_prev &&
               s.rim_next && (s.qxy || !rect);
     if (ok) {
         memcpy(s.tri, tri, 3 * triangle_count * sizeof(uint32_t));
@@ -451,7 +520,10 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
             candidate c = heap_pop(&s);
             if (c.err > target_error) break;
             if (s.gone[c.v] || c.stamp != s.stamp[c.v]) continue;
-            collapse(&s, c.v, c.u);
+            if (c.u == NONE)
+                weigh(&s, c.v);
+            else
+                collapse(&s, c.v, c.u);
         }
         ok = !s.nomem;
     }
@@ -475,5 +547,7 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
     terra_free(s.rim_next);
     terra_free(s.qxy);
     terra_free(s.heap);
+    terra_free(s.touched);
+    terra_free(s.scans);
     return out;
 }
