@@ -7,8 +7,10 @@
  *  - no triangle covers a no-data sample; a coarse tile covers exactly the area of its finest tiles;
  *  - triangles only ever go (per tile and per depth);
  *  - one and two threads give the same tiles, byte for byte.
- * And terra_cook_vertical_distance against a brute-force overlay of random meshes. */
+ * And terra_cook_vertical_distance against a brute-force overlay of random meshes; the cook's key
+ * sort against qsort. */
 #include "check.h"
+#include "cook/scan.h"
 #include "terra/cook_io.h"
 #include "terra/tin.h"
 
@@ -623,6 +625,41 @@ static float *random_terrain(int w, int h, int holes, unsigned long long *seed) 
     return z;
 }
 
+static int u64_order(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Random keys shaped as the cook's are (two vertex indices, few high bits set) and fully random
+ * ones, with repeats: the radix sort gives qsort's order, and cook_holds finds exactly the keys. */
+static void test_key_sort(void) {
+    unsigned long long seed = 7;
+    for (int round = 0; round < 200; round++) {
+        size_t n = (size_t)(test_rand_u64(&seed) % (round < 100 ? 40 : 5000));
+        uint64_t *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b), *tmp = malloc((n + 1) * sizeof *tmp);
+        uint32_t range = 1u + (uint32_t)(test_rand_u64(&seed) % (round % 4 == 0 ? 3 : 1u << 20));
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = round % 5 == 0 ? test_rand_u64(&seed)
+                                        : (test_rand_u64(&seed) % range) << 32 | test_rand_u64(&seed) % range;
+            a[i] = b[i] = k;
+        }
+        terra_cook_sort_u64(a, n, tmp);
+        qsort(b, n, sizeof *b, u64_order);
+        size_t wrong = 0, missed = 0;
+        for (size_t i = 0; i < n; i++) {
+            wrong += a[i] != b[i];
+            missed += !cook_holds(a, n, b[i]);
+        }
+        CHECK(wrong == 0 && missed == 0, "round %d: %zu of %zu out of order, %zu not found", round, wrong, n, missed);
+        /* a key between two held ones, or past the ends, is not held */
+        if (n > 0 && a[0] > 0) CHECK(!cook_holds(a, n, a[0] - 1), "round %d", round);
+        if (n > 0 && a[n - 1] < UINT64_MAX) CHECK(!cook_holds(a, n, a[n - 1] + 1), "round %d", round);
+        for (size_t i = 1; i < n; i++)
+            if (a[i] > a[i - 1] + 1) CHECK(!cook_holds(a, n, a[i - 1] + 1), "round %d: %zu", round, i);
+        free(a), free(b), free(tmp);
+    }
+}
+
 static void test_random_terrain(void) {
     unsigned long long seed = 2026;
     int rounds = 80;
@@ -702,6 +739,7 @@ static void test_fuji(void) {
 int main(void) {
     RUN(test_grid_keys);
     RUN(test_vertical_distance);
+    RUN(test_key_sort);
     RUN(test_random_terrain);
     RUN(test_rim);
     RUN(test_fuji);

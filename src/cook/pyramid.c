@@ -253,23 +253,16 @@ static terra_status merge(pyramid *P, const node *n, terra_cook_mesh *out) {
     return TERRA_OK;
 }
 
-static int u64_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The border half-edges of a triangle list (a->b with no b->a), sorted, into out (3 * tn entries:
  * the first part holds the result). scratch: 3 * tn. Returns how many. */
 static size_t border_edges(const uint32_t *tri, size_t tn, uint64_t *out, uint64_t *scratch) {
     for (size_t t = 0; t < tn; t++)
         for (int k = 0; k < 3; k++)
             scratch[3 * t + k] = (uint64_t)tri[3 * t + k] << 32 | tri[3 * t + (k + 1) % 3];
-    qsort(scratch, 3 * tn, sizeof(uint64_t), u64_cmp);
+    terra_cook_sort_u64(scratch, 3 * tn, out);
     size_t n = 0;
-    for (size_t i = 0; i < 3 * tn; i++) {
-        uint64_t twin = scratch[i] << 32 | scratch[i] >> 32;
-        if (!bsearch(&twin, scratch, 3 * tn, sizeof(uint64_t), u64_cmp)) out[n++] = scratch[i];
-    }
+    for (size_t i = 0; i < 3 * tn; i++)
+        if (!cook_holds(scratch, 3 * tn, scratch[i] << 32 | scratch[i] >> 32)) out[n++] = scratch[i];
     return n;
 }
 

@@ -16,6 +16,20 @@
 TERRA_INTERNAL terra_status terra_cook_leaf_triangles(const terra_cook_mesh *mesh, double S, const int32_t *finest, size_t n,
                                        double slack, size_t **start, uint32_t **list);
 
+/* Sorts a[0..n) ascending; tmp: n entries of scratch. */
+TERRA_INTERNAL void terra_cook_sort_u64(uint64_t *a, size_t n, uint64_t *tmp);
+
+/* Whether the sorted a[0..n) holds key. */
+static inline bool cook_holds(const uint64_t *a, size_t n, uint64_t key) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && a[lo] == key;
+}
+
 static inline double cook_min3(double a, double b, double c) {
     double m = a < b ? a : b;
     return m < c ? m : c;

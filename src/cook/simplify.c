@@ -420,24 +420,19 @@ static void collapse(simp *s, uint32_t v, uint32_t u) {
     }
 }
 
-static int u64_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Border vertices (an edge with no twin, or used twice the same way) and wall corners are locked,
  * except (given the tile's bounds) a rim vertex off the tile's sides with one rim edge in and one
  * out in a straight line: it keeps its rim neighbours instead. */
 static bool lock_vertices(simp *s, uint32_t vertex_count) {
     size_t ne = 3 * s->tn;
-    uint64_t *e = terra_alloc(ne * sizeof(uint64_t) + 8);
+    uint64_t *e = terra_alloc(2 * ne * sizeof(uint64_t) + 8);
     if (!e) return false;
     for (size_t t = 0; t < s->tn; t++) {
         if (!(plane_area2(s, s->tri[3 * t], s->tri[3 * t + 1], s->tri[3 * t + 2]) > 0))
             for (int k = 0; k < 3; k++) s->locked[s->tri[3 * t + k]] = 1;
         for (int k = 0; k < 3; k++) e[3 * t + k] = (uint64_t)s->tri[3 * t + k] << 32 | s->tri[3 * t + (k + 1) % 3];
     }
-    qsort(e, ne, sizeof(uint64_t), u64_cmp);
+    terra_cook_sort_u64(e, ne, e + ne);
     /* rim edges in and out per vertex: more than one either way (two rims touching) locks it */
     uint8_t *ins = terra_calloc((size_t)vertex_count + 1, 2);
     if (!ins) {
@@ -451,7 +446,7 @@ static bool lock_vertices(simp *s, uint32_t vertex_count) {
         const uint32_t a = (uint32_t)(e[i] >> 32), b = (uint32_t)(e[i] & 0xffffffffu);
         if (twice) {
             s->locked[a] = s->locked[b] = outs[a] = ins[b] = 2;
-        } else if (!bsearch(&twin, e, ne, sizeof(uint64_t), u64_cmp)) {
+        } else if (!cook_holds(e, ne, twin)) {
             s->rim_next[a] = b, s->rim_prev[b] = a;
             if (outs[a] < 2) outs[a]++;
             if (ins[b] < 2) ins[b]++;
