@@ -77,6 +77,16 @@ static inline bool cook_straight(const double *p, const double *v, const double 
     return dot > 0 && fabs(cross) <= 1e-12 * dot;
 }
 
+/* ceil and floor of a plane coordinate (well within int64_t) without a call into libm */
+static inline int64_t cook_ceil(double x) {
+    int64_t i = (int64_t)x;
+    return i + ((double)i < x);
+}
+static inline int64_t cook_floor(double x) {
+    int64_t i = (int64_t)x;
+    return i - ((double)i > x);
+}
+
 /* The samples of the window (plane point (x0, y0) first, W by H, rows of W) under triangle (a, b,
  * c) in plane units, each within `slack` outside it counted, against the triangle's plane: the
  * largest difference and `worst`, or once that passes cap, some value past it. No-data samples
@@ -96,35 +106,31 @@ static inline double cook_scan_triangle(const double *a, const double *b, const 
     /* each edge p -> q as n . (x, y) + k >= 0 inside, n a unit normal: points within slack outside
      * give n . (x, y) + k >= -slack */
     const double *v[3] = {a, b, c};
-    double n[3][3];
+    double n[3][3], inv[3];
     for (int e = 0; e < 3; e++) {
         const double *p = v[e], *q = v[(e + 1) % 3];
         const double dx = q[0] - p[0], dy = q[1] - p[1], len = sqrt(dx * dx + dy * dy);
         n[e][0] = -dy / len, n[e][1] = dx / len;
         n[e][2] = -(n[e][0] * p[0] + n[e][1] * p[1]) + slack + 1e-9;
+        inv[e] = n[e][0] != 0 ? -1 / n[e][0] : 0;
     }
     const double ylo = cook_min3(a[1], b[1], c[1]) - slack, yhi = cook_max3(a[1], b[1], c[1]) + slack;
     const double xlo = cook_min3(a[0], b[0], c[0]) - slack, xhi = cook_max3(a[0], b[0], c[0]) + slack;
-    int64_t r0 = (int64_t)ceil(ylo - 1e-9), r1 = (int64_t)floor(yhi + 1e-9);
+    int64_t r0 = cook_ceil(ylo - 1e-9), r1 = cook_floor(yhi + 1e-9);
     if (r0 < y0) r0 = y0;
     if (r1 > y0 + H - 1) r1 = y0 + H - 1;
     double m = worst;
     for (int64_t r = r0; r <= r1; r++) {
         double lo = xlo, hi = xhi;
         bool empty = false;
-        for (int e = 0; e < 3 && !empty; e++) {
-            const double k = n[e][1] * (double)r + n[e][2];
-            if (n[e][0] > 0) {
-                const double x = -k / n[e][0];
-                lo = x > lo ? x : lo;
-            } else if (n[e][0] < 0) {
-                const double x = -k / n[e][0];
-                hi = x < hi ? x : hi;
-            }
-            else empty = k < 0;
+        for (int e = 0; e < 3; e++) { /* where the row crosses each edge: the side inside */
+            const double k = n[e][1] * (double)r + n[e][2], x = k * inv[e];
+            if (n[e][0] > 0) lo = x > lo ? x : lo;
+            else if (n[e][0] < 0) hi = x < hi ? x : hi;
+            else empty |= k < 0;
         }
-        if (empty) continue;
-        int64_t c0 = (int64_t)ceil(lo - 1e-9), c1 = (int64_t)floor(hi + 1e-9);
+        if (empty || !(lo <= hi + 2e-9)) continue;
+        int64_t c0 = cook_ceil(lo - 1e-9), c1 = cook_floor(hi + 1e-9);
         if (c0 < x0) c0 = x0;
         if (c1 > x0 + W - 1) c1 = x0 + W - 1;
         const float *row = win + (size_t)(r - y0) * (size_t)W - x0;

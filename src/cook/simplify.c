@@ -168,11 +168,14 @@ static uint32_t locate(const simp *s, uint32_t v, uint32_t u, const float *p, do
         uint32_t a = after(s, t, v), b = after(s, t, a);
         const float *A = P(s, a), *B = P(s, b);
         double area = orient(U, A, B);
-        double lu = orient(A, B, p) / area, la = orient(B, U, p) / area, lb = orient(U, A, p) / area;
-        double m = fmin(lu, fmin(la, lb));
+        double ou = orient(A, B, p), oa = orient(B, U, p), ob = orient(U, A, p);
+        /* the least weight, one division (rounding keeps the order of quotients by one divisor) */
+        double m = area > 0 ? cook_min3(ou, oa, ob) / area
+                 : area < 0 ? cook_max3(ou, oa, ob) / area
+                            : fmin(ou / area, fmin(oa / area, ob / area));
         if (m > *depth) {
             *depth = m, best = t;
-            *diff = lu * U[2] + la * A[2] + lb * B[2] - p[2];
+            *diff = ou / area * U[2] + oa / area * A[2] + ob / area * B[2] - p[2];
             if (m >= -INSIDE_SLACK) break;
         }
     }
@@ -233,9 +236,10 @@ static double collapse_cost(simp *s, uint32_t v, uint32_t u, double cap, bool fi
         double area = orient(U, A, B);
         if (!(area > 0)) return INFINITY; /* metres in floats: too thin to weigh */
         /* v against the new fan, in the one (or first) new triangle that holds it. */
-        double lu = orient(A, B, V) / area, la = orient(B, U, V) / area, lb = orient(U, A, V) / area;
-        if (!inside && lu >= -INSIDE_SLACK && la >= -INSIDE_SLACK && lb >= -INSIDE_SLACK) {
-            local = fabs(lu * U[2] + la * A[2] + lb * B[2] - V[2]);
+        if (inside) continue;
+        double ou = orient(A, B, V), oa = orient(B, U, V), ob = orient(U, A, V);
+        if (cook_min3(ou, oa, ob) / area >= -INSIDE_SLACK) { /* as locate weighs it */
+            local = fabs(ou / area * U[2] + oa / area * A[2] + ob / area * B[2] - V[2]);
             inside = true;
         }
     }
@@ -306,7 +310,10 @@ static void consider(simp *s, uint32_t v) {
         bound = rim_distance(s, v);
     } else {
         const incidence *in = &s->inc[v];
-        for (uint32_t i = 0; i < in->n; i++) bound = fmin(bound, own_distance(s, v, after(s, in->t[i], v)));
+        for (uint32_t i = 0; i < in->n; i++) {
+            const double d = own_distance(s, v, after(s, in->t[i], v));
+            bound = d < bound ? d : bound;
+        }
     }
     if (bound > s->target) return;
     if (isfinite(bound)) heap_push(s, (candidate){bound, v, NONE, s->stamp[v]});
@@ -318,7 +325,7 @@ static void weigh(simp *s, uint32_t v) {
     if (s->rim_next[v] != NONE) { /* a rim vertex goes along the rim */
         const uint32_t along[2] = {s->rim_prev[v], s->rim_next[v]};
         for (int i = 0; i < 2; i++) {
-            double e = collapse_cost(s, v, along[i], fmin(best.err, s->target), false);
+            double e = collapse_cost(s, v, along[i], (best.err < s->target ? best.err : s->target), false);
             if (e < best.err || (e == best.err && along[i] < best.u)) best.err = e, best.u = along[i];
         }
         if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
@@ -337,7 +344,7 @@ static void weigh(simp *s, uint32_t v) {
     for (uint32_t i = 0; i < in->n; i++) {
         uint32_t u = after(s, in->t[i], v);
         if (!ordered) {
-            double e = collapse_cost(s, v, u, fmin(best.err, s->target), false);
+            double e = collapse_cost(s, v, u, (best.err < s->target ? best.err : s->target), false);
             if (e < best.err || (e == best.err && u < best.u)) best.err = e, best.u = u;
             continue;
         }
@@ -348,8 +355,8 @@ static void weigh(simp *s, uint32_t v) {
             first[k] = first[k - 1], order[k] = order[k - 1];
         first[k] = f, order[k] = u;
     }
-    for (uint32_t i = 0; i < n && first[i] <= fmin(best.err, s->target); i++) {
-        double e = collapse_cost(s, v, order[i], fmin(best.err, s->target), false);
+    for (uint32_t i = 0; i < n && first[i] <= (best.err < s->target ? best.err : s->target); i++) {
+        double e = collapse_cost(s, v, order[i], (best.err < s->target ? best.err : s->target), false);
         if (e < best.err || (e == best.err && order[i] < best.u)) best.err = e, best.u = order[i];
     }
     if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
