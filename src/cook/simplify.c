@@ -38,7 +38,7 @@ typedef struct incidence {
  * of it is under (u NONE). */
 typedef struct candidate {
     double err;
-    uint32_t v, u, stamp;
+    uint32_t v, u;
 } candidate;
 
 typedef struct scan_entry {
@@ -60,11 +60,11 @@ typedef struct simp {
     const terra_cook_samples *samples; /* the source under the tile, or NULL */
     uint32_t *head, *next;   /* without samples: per triangle the first removed vertex under it, per
                                 vertex the next */
-    uint32_t *stamp;         /* per vertex: bumped whenever its star changes */
     uint32_t *mark, epoch;   /* per vertex: seen in this round */
     uint32_t *touched, touched_n, touched_cap; /* the vertices a collapse gives new stars */
-    candidate *heap;
-    size_t heap_n, heap_cap;
+    candidate *heap;         /* at most one per vertex: its latest (a star that changes replaces it) */
+    uint32_t *slot;          /* per vertex: its candidate's place in the heap, or NONE */
+    size_t heap_n;
     double target;           /* collapses past it are never taken: not worth weighing exactly */
     scan_entry *scans;       /* with samples: triangle errors, scan_mask + 1 of them */
     uint32_t scan_mask;
@@ -112,37 +112,47 @@ static bool candidate_less(const candidate *a, const candidate *b) {
     return a->v != b->v ? a->v < b->v : a->u < b->u;
 }
 
-static void heap_push(simp *s, candidate c) {
-    if (s->heap_n == s->heap_cap) {
-        size_t cap = s->heap_cap ? 2 * s->heap_cap : 1024;
-        candidate *h = terra_realloc(s->heap, cap * sizeof(candidate));
-        if (!h) {
-            s->nomem = true;
-            return;
-        }
-        s->heap = h, s->heap_cap = cap;
-    }
-    size_t i = s->heap_n++;
-    while (i > 0 && candidate_less(&c, &s->heap[(i - 1) / 2])) {
-        s->heap[i] = s->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
+static void heap_place(simp *s, size_t i, candidate c) {
     s->heap[i] = c;
+    s->slot[c.v] = (uint32_t)i;
 }
 
-static candidate heap_pop(simp *s) {
-    candidate top = s->heap[0], last = s->heap[--s->heap_n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= s->heap_n) break;
-        if (c + 1 < s->heap_n && candidate_less(&s->heap[c + 1], &s->heap[c])) c++;
-        if (!candidate_less(&s->heap[c], &last)) break;
-        s->heap[i] = s->heap[c];
-        i = c;
+static void sift_up(simp *s, size_t i, candidate c) {
+    while (i > 0 && candidate_less(&c, &s->heap[(i - 1) / 2])) {
+        heap_place(s, i, s->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
     }
-    if (s->heap_n) s->heap[i] = last;
-    return top;
+    heap_place(s, i, c);
+}
+
+static void sift_down(simp *s, size_t i, candidate c) {
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= s->heap_n) break;
+        if (k + 1 < s->heap_n && candidate_less(&s->heap[k + 1], &s->heap[k])) k++;
+        if (!candidate_less(&s->heap[k], &c)) break;
+        heap_place(s, i, s->heap[k]);
+        i = k;
+    }
+    heap_place(s, i, c);
+}
+
+/* c becomes its vertex's candidate (in place of any it had). */
+static void heap_set(simp *s, candidate c) {
+    const uint32_t i = s->slot[c.v];
+    if (i == NONE) sift_up(s, s->heap_n++, c);
+    else if (candidate_less(&c, &s->heap[i])) sift_up(s, i, c);
+    else sift_down(s, i, c);
+}
+
+static void heap_remove(simp *s, uint32_t v) {
+    const uint32_t i = s->slot[v];
+    if (i == NONE) return;
+    s->slot[v] = NONE;
+    const candidate last = s->heap[--s->heap_n];
+    if (i == s->heap_n) return;
+    if (candidate_less(&last, &s->heap[i])) sift_up(s, i, last);
+    else sift_down(s, i, last);
 }
 
 static bool has(const simp *s, uint32_t t, uint32_t x) {
@@ -315,20 +325,20 @@ static void consider(simp *s, uint32_t v) {
             bound = d < bound ? d : bound;
         }
     }
-    if (bound > s->target) return;
-    if (isfinite(bound)) heap_push(s, (candidate){bound, v, NONE, s->stamp[v]});
+    if (bound <= s->target) heap_set(s, (candidate){bound, v, NONE});
+    else heap_remove(s, v);
 }
 
 /* v's cheapest collapse into a neighbour, onto the heap. */
 static void weigh(simp *s, uint32_t v) {
-    candidate best = {INFINITY, v, NONE, s->stamp[v]};
+    candidate best = {INFINITY, v, NONE};
     if (s->rim_next[v] != NONE) { /* a rim vertex goes along the rim */
         const uint32_t along[2] = {s->rim_prev[v], s->rim_next[v]};
         for (int i = 0; i < 2; i++) {
             double e = collapse_cost(s, v, along[i], (best.err < s->target ? best.err : s->target), false);
             if (e < best.err || (e == best.err && along[i] < best.u)) best.err = e, best.u = along[i];
         }
-        if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
+        if (best.u != NONE && isfinite(best.err)) heap_set(s, best);
         return;
     }
     const incidence *in = &s->inc[v];
@@ -359,7 +369,7 @@ static void weigh(simp *s, uint32_t v) {
         double e = collapse_cost(s, v, order[i], (best.err < s->target ? best.err : s->target), false);
         if (e < best.err || (e == best.err && order[i] < best.u)) best.err = e, best.u = order[i];
     }
-    if (best.u != NONE && isfinite(best.err)) heap_push(s, best);
+    if (best.u != NONE && isfinite(best.err)) heap_set(s, best);
 }
 
 static void drop_incidence(simp *s, uint32_t x, uint32_t t) {
@@ -421,10 +431,7 @@ static void collapse(simp *s, uint32_t v, uint32_t u) {
         s->rim_prev[s->rim_next[v]] = s->rim_prev[v];
     }
     /* Their queued collapses are stale: weighed again. */
-    for (uint32_t i = 0; i < s->touched_n; i++) {
-        s->stamp[s->touched[i]]++;
-        consider(s, s->touched[i]);
-    }
+    for (uint32_t i = 0; i < s->touched_n; i++) consider(s, s->touched[i]);
 }
 
 /* Border vertices (an edge with no twin, or used twice the same way) and wall corners are locked,
@@ -485,7 +492,8 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
     s.dead = terra_calloc(triangle_count + 1, 1);
     s.head = terra_alloc((triangle_count + 1) * sizeof(uint32_t));
     s.next = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
-    s.stamp = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
+    s.heap = terra_alloc(((size_t)vertex_count + 1) * sizeof(candidate));
+    s.slot = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
     s.mark = terra_calloc((size_t)vertex_count + 1, sizeof(uint32_t));
     s.rim_prev = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
     s.rim_next = terra_alloc(((size_t)vertex_count + 1) * sizeof(uint32_t));
@@ -505,11 +513,12 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
         s.scan_mask = (uint32_t)(n - 1);
     }
     size_t out = 0;
-    bool ok = (s.scans || !samples) && s.tri && s.inc && s.locked && s.gone && s.dead && s.head && s.next && s.stamp && s.mark && s.rim_prev &&
+    bool ok = (s.scans || !samples) && s.tri && s.inc && s.locked && s.gone && s.dead && s.head && s.next && s.heap && s.slot && s.mark && s.rim_prev &&
               s.rim_next && (s.qxy || !rect);
     if (ok) {
         memcpy(s.tri, tri, 3 * triangle_count * sizeof(uint32_t));
         memset(s.head, 0xff, triangle_count * sizeof(uint32_t));
+        memset(s.slot, 0xff, (size_t)vertex_count * sizeof(uint32_t));
         memset(s.rim_prev, 0xff, (size_t)vertex_count * sizeof(uint32_t));
         memset(s.rim_next, 0xff, (size_t)vertex_count * sizeof(uint32_t));
         for (size_t t = 0; t < 3 * triangle_count && ok; t++)
@@ -519,9 +528,8 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
     if (ok) {
         for (uint32_t v = 0; v < vertex_count; v++) consider(&s, v);
         while (s.heap_n && !s.nomem) {
-            candidate c = heap_pop(&s);
-            if (c.err > target_error) break;
-            if (s.gone[c.v] || c.stamp != s.stamp[c.v]) continue;
+            const candidate c = s.heap[0];
+            heap_remove(&s, c.v);
             if (c.u == NONE)
                 weigh(&s, c.v);
             else
@@ -543,7 +551,7 @@ size_t terra_cook_simplify_plane(void *user, const double *xy, const float *pos,
     terra_free(s.dead);
     terra_free(s.head);
     terra_free(s.next);
-    terra_free(s.stamp);
+    terra_free(s.slot);
     terra_free(s.mark);
     terra_free(s.rim_prev);
     terra_free(s.rim_next);
