@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-
 typedef struct fly_opts {
     int frames;
     int maps;

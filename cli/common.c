@@ -452,7 +452,6 @@ void cli_ground_json(char *out, size_t n, const char *script, uint64_t seed, dou
     snprintf(out + at, n - at, "\",\"world_seed\":%llu", (unsigned long long)seed);
 }
 
-
 #ifdef TERRA_HAVE_SCRIPT
 terra_status cli_script_open(const char *path, uint64_t seed, terra_script **out) {
     return terra_script_open(&(terra_script_desc){.path = path, .world_seed = seed}, out);
@@ -472,7 +471,6 @@ void cli_script_close(terra_script *s) { (void)s; }
 bool cli_script_changed(const terra_script *s) { return (void)s, false; }
 static const terra_surface_table *script_surfaces(const terra_script *s) { return (void)s, NULL; }
 #endif
-
 
 terra_gl_style cli_scene_style(const cli_scene *s) {
     terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .flat = s->have_clear,

@@ -520,6 +520,8 @@ terra_status terra_bake(const terra_source *src, const char *path, const terra_b
             const terra_archive_info *I = terra_archive_get_info(a);
             stats->stored_bytes = I->file_size - I->data_offset;
             terra_archive_close(a);
+        } else { /* the archive is in place; only the stats lack its size */
+            terra_log(TERRA_LOG_WARN, "%s: written, but not read back for its size: %s", path, terra_last_error());
         }
     }
     return st;

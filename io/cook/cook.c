@@ -804,6 +804,9 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
             report->bytes += e.size;
         }
         terra_archive_close(a);
+    } else { /* the archive is in place; only the report lacks its sizes */
+        terra_log(TERRA_LOG_WARN, "%s: written, but not read back for the bytes per level: %s", d->output,
+                  terra_last_error());
     }
 done:
     report->seconds = terra_now_s() - t0;
