@@ -393,6 +393,9 @@ static terra_status replay(terra_edit_layer *l, const char *path) {
     if (!f && errno == ENOENT) f = fopen(path, "w+b");
     if (!f) return terra_fail(TERRA_E_IO, "%s: %s", path, strerror(errno));
     l->journal = f;
+    const size_t len = strlen(path) + 1;
+    if (!(l->journal_path = terra_alloc(len))) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
+    memcpy(l->journal_path, path, len);
     char magic[8];
     const size_t got = fread(magic, 1, 8, f);
     if (got == 0) { /* new */
@@ -463,7 +466,13 @@ terra_status terra_edit_layer_create(const terra_edit_layer_desc *desc, terra_ed
 
 void terra_edit_layer_destroy(terra_edit_layer *l) {
     if (!l) return;
-    if (l->journal) fclose(l->journal);
+    if (l->journal) {
+        if (fflush(l->journal) || fsync(fileno(l->journal)))
+            terra_log(TERRA_LOG_WARN, "%s: the edit journal could not be synced to the disk: %s", l->journal_path,
+                      strerror(errno));
+        fclose(l->journal);
+    }
+    terra_free(l->journal_path);
     terra_source_destroy(l->src);
     for (size_t i = 0; i < l->cells_cap; i++)
         if (l->cells[i].key != INT64_MIN) terra_free(l->cells[i].ids);

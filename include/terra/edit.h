@@ -26,7 +26,10 @@
  * record per edit with its CRC-32C), and replayed on create, so two processes with the same base
  * and journal give bit-identical heights everywhere. A last record cut short or not matching its
  * CRC (a write torn by a crash) is dropped with a warning and cut from the file; a damaged record
- * before the last is an error naming the file and the offset, and nothing is replayed.
+ * before the last is an error naming the file and the offset, and nothing is replayed. Each edit
+ * reaches the operating system as it is applied (a process that dies loses none); the file is
+ * synced to the disk when the layer is destroyed (a machine that loses power after that loses none:
+ * not per edit, which could stall a frame that paints).
  */
 /* Threads: the layer's source may be called from any number of threads at once (source.h), also
  * while terra_edit_apply runs on another: each call sees the edits before or after it, whole.
