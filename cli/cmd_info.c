@@ -1,9 +1,9 @@
 /* terra info ARCHIVE: what an archive holds (frame, bounds, levels, tiles, bytes, error per level). */
 #include "cli.h"
+#include "../io/json.h"
 #include "terra/archive_io.h"
 #include "terra/io.h"
 
-#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -128,7 +128,7 @@ int cmd_info(int argc, char **argv) {
         terra_archive_close(a);
         return EXIT_OK;
     }
-    cJSON *meta = cJSON_Parse(I->metadata);
+    cJSON *meta = terra_json_parse(I->metadata);
     printf("archive     %s\n", path);
     printf("format      terra archive version %u, %llu bytes\n", I->version, (unsigned long long)I->file_size);
     printf("frame       %s", terra_frame_name(I->frame));

@@ -1,9 +1,9 @@
 /* libterra-io: a local-frame archive's metadata and index, per level (see archive_index.h). */
 #include "archive_index.h"
+#include "json.h"
 
 #include "terra/qmesh.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
 
@@ -63,7 +63,7 @@ static terra_status read_metadata(const terra_archive *a, arc_index *X) {
     if (I->frame != TERRA_FRAME_LOCAL)
         return terra_fail(TERRA_E_UNSUPPORTED, "%s: a %s-frame archive (for Cesium clients); terra draws local-frame archives",
                           X->path, terra_frame_name(I->frame));
-    cJSON *j = cJSON_Parse(I->metadata);
+    cJSON *j = terra_json_parse(I->metadata);
     const cJSON *ts = cJSON_GetObjectItem(j, "tile_size_m"), *b = cJSON_GetObjectItem(j, "bounds");
     terra_status st = TERRA_OK;
     if (!cJSON_IsNumber(ts) || !(ts->valuedouble > 0) || !isfinite(ts->valuedouble) || !cJSON_IsArray(b) ||

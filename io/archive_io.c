@@ -1,9 +1,9 @@
 /* Compression, archive writing and tile reading with decompression. See terra/archive_io.h. */
 #include "terra/archive_io.h"
+#include "json.h"
 #include "terra/io.h"
 #include "terra/tile_codec.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -375,7 +375,7 @@ terra_status terra_archive_check_tile(const terra_archive *a, const terra_archiv
 /* terra_archive_tile_rules; *decider receives the index of the tile the rule was read from
  * (UINT64_MAX when none). */
 bool terra_archive_is_tin(const terra_archive *a) {
-    cJSON *root = cJSON_Parse(terra_archive_get_info(a)->metadata);
+    cJSON *root = terra_json_parse(terra_archive_get_info(a)->metadata);
     const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(root, "mesh");
     const bool tin = cJSON_IsString(mesh) && !strcmp(mesh->valuestring, "tin");
     cJSON_Delete(root);
@@ -518,7 +518,7 @@ terra_status terra_archive_writer_create(const char *path, const terra_archive_w
     if (desc->compression > TERRA_COMPRESS_PACKED)
         return terra_fail(TERRA_E_INVALID, "archive: unknown compression %d", (int)desc->compression);
     if (desc->source_json) {
-        cJSON *j = cJSON_Parse(desc->source_json);
+        cJSON *j = terra_json_parse(desc->source_json);
         if (!j) return terra_fail(TERRA_E_INVALID, "archive: the source manifest is not JSON");
         cJSON_Delete(j);
     }
@@ -664,7 +664,7 @@ static char *build_metadata(terra_archive_writer *w, uint64_t total_bytes) {
         cJSON_AddNumberToObject(o, "geometric_error_min", emin[l]);
         cJSON_AddItemToArray(levels, o);
     }
-    if (w->source_json) cJSON_AddItemToObject(root, "source", cJSON_Parse(w->source_json));
+    if (w->source_json) cJSON_AddItemToObject(root, "source", terra_json_parse(w->source_json));
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return text;

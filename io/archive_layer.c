@@ -1,7 +1,7 @@
 /* Cesium's view of a terra archive: z/x/y (TMS) keys and layer.json. See terra/archive_io.h. */
 #include "terra/archive_io.h"
+#include "json.h"
 
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,7 +287,7 @@ static void ranges_for(text *out, xy *t, size_t n) {
 
 static uint32_t metadata_extensions(const terra_archive *a) {
     uint32_t bits = 0;
-    cJSON *j = cJSON_Parse(terra_archive_get_info(a)->metadata);
+    cJSON *j = terra_json_parse(terra_archive_get_info(a)->metadata);
     const cJSON *x;
     cJSON_ArrayForEach(x, cJSON_GetObjectItem(j, "extensions")) {
         if (!cJSON_IsString(x)) continue;
@@ -312,7 +312,7 @@ const char *terra_archive_content_type(const terra_archive *a) {
 terra_status terra_archive_layer_json(const terra_archive *a, const terra_tms_map *m, char **out) {
     *out = NULL;
     const terra_archive_info *I = terra_archive_get_info(a);
-    cJSON *meta = cJSON_Parse(I->metadata);
+    cJSON *meta = terra_json_parse(I->metadata);
     int zmax = m->frame == TERRA_FRAME_GEOGRAPHIC ? m->max_level : m->max_level - m->min_level;
     if (zmax < 0) zmax = 0;
     xy **per = calloc((size_t)zmax + 1, sizeof *per);

@@ -9,13 +9,13 @@
  * A second pass compares borders pair by pair (2). World units throughout: metres in the local
  * frame, degrees (t) and metres (heights) in the geographic one. */
 #include "terra/cook_check.h"
+#include "../json.h"
 
 #include "terra/archive_io.h"
 #include "terra/scenery.h"
 
 #include <assimp/cimport.h>
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,7 +155,7 @@ static terra_status read_frame(checker *ck) {
         return TERRA_OK;
     }
     /* local: a level-0 tile's side is the metadata's tile_size_m (io/archive_io.c writes it) */
-    cJSON *root = cJSON_Parse(I->metadata);
+    cJSON *root = terra_json_parse(I->metadata);
     const cJSON *ts = root ? cJSON_GetObjectItemCaseSensitive(root, "tile_size_m") : NULL;
     const double v = cJSON_IsNumber(ts) ? ts->valuedouble : NAN;
     cJSON_Delete(root);
@@ -1055,7 +1055,7 @@ static terra_status check_one_table(checker *ck, const mesh_source *M, const cJS
 
 static terra_status check_layers(checker *ck) {
     if (ck->mesh_count == 0) return TERRA_OK;
-    cJSON *root = cJSON_Parse(terra_archive_get_info(ck->a)->metadata);
+    cJSON *root = terra_json_parse(terra_archive_get_info(ck->a)->metadata);
     const cJSON *source = root ? cJSON_GetObjectItemCaseSensitive(root, "source") : NULL;
     const cJSON *inputs = source ? cJSON_GetObjectItemCaseSensitive(source, "inputs") : NULL;
     terra_status st = TERRA_OK;

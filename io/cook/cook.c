@@ -1,10 +1,10 @@
 /* terra cook, the whole job (terra/cook_io.h): rasters in, the plane chosen, the finest tiles made
  * from sample windows, the pyramid built (terra_cook_pyramid), every tile encoded and written. */
 #include "terra/cook_io.h"
+#include "../json.h"
 #include "terra/tile_codec.h"
 #include "../../src/cook/scan.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -600,7 +600,7 @@ static char *source_json(const terra_cook_desc *d, const ground *G, const plan *
         cJSON_AddItemToObject(o, "spacing_m", cJSON_CreateDoubleArray(sp, 2));
         cJSON_AddItemToArray(ins, o);
     }
-    cJSON *opts = d->options_json ? cJSON_Parse(d->options_json) : NULL;
+    cJSON *opts = d->options_json ? terra_json_parse(d->options_json) : NULL;
     if (opts) cJSON_AddItemToObject(root, "options", opts);
     const terra_cook_grid *g = &P->grid;
     const bool geo = g->frame == TERRA_FRAME_GEOGRAPHIC;

@@ -1,12 +1,12 @@
 /* The ground of a scenery through assimp (terra/scenery.h): which nodes and meshes are ground,
  * the triangle soup, the layer table and the files the scenery names. */
 #include "terra/scenery.h"
+#include "../json.h"
 
 #include <assimp/cimport.h>
 #include <assimp/material.h>
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -379,7 +379,7 @@ static terra_status gltf_files(reader *r, const char *text, size_t n) {
         if (memcmp(text + 16, "JSON", 4) || len > n - 20) return TERRA_OK; /* assimp has judged it already */
         text += 20, n = len;
     }
-    cJSON *root = cJSON_ParseWithLength(text, n);
+    cJSON *root = terra_json_parse_length(text, n);
     if (!root) return TERRA_OK;
     terra_status st = TERRA_OK;
     const char *lists[2] = {"buffers", "images"};

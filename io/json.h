@@ -1,0 +1,16 @@
+/* libterra-io internal: cJSON's parse behind one lock. cJSON_Parse writes a process-wide error
+ * pointer on every call, so two threads parsing at once race (serve answers layer.json on any of
+ * its threads); terra's own parses go through this. */
+#ifndef TERRA_IO_JSON_H
+#define TERRA_IO_JSON_H
+
+#include "terra/core.h"
+
+#include <cjson/cJSON.h>
+
+/* cJSON_Parse(text), or NULL for NULL text. */
+TERRA_INTERNAL cJSON *terra_json_parse(const char *text);
+/* cJSON_ParseWithLength(text, n). */
+TERRA_INTERNAL cJSON *terra_json_parse_length(const char *text, size_t n);
+
+#endif
