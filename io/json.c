@@ -1,16 +1,9 @@
 #include "json.h"
 
 #include <pthread.h>
+#include <string.h>
 
 static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
-
-cJSON *terra_json_parse(const char *text) {
-    if (!text) return NULL;
-    pthread_mutex_lock(&parse_lock);
-    cJSON *j = cJSON_Parse(text);
-    pthread_mutex_unlock(&parse_lock);
-    return j;
-}
 
 cJSON *terra_json_parse_length(const char *text, size_t n) {
     if (!text) return NULL;
@@ -19,3 +12,5 @@ cJSON *terra_json_parse_length(const char *text, size_t n) {
     pthread_mutex_unlock(&parse_lock);
     return j;
 }
+
+cJSON *terra_json_parse(const char *text) { return text ? terra_json_parse_length(text, strlen(text) + 1) : NULL; }
