@@ -424,7 +424,11 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     st = make_target(r, r->offscreen ? d.width : 1, r->offscreen ? d.height : 1);
     GLenum err = glGetError();
     if (st == TERRA_OK && err != GL_NO_ERROR)
-        st = terra_fail(TERRA_E_UNSUPPORTED, "gl: setting up the buffers failed (GL error 0x%x)", (unsigned)err);
+        st = terra_fail(err == GL_OUT_OF_MEMORY ? TERRA_E_NOMEM : TERRA_E_UNSUPPORTED,
+                        "gl: setting up the buffers failed (GL error 0x%x%s): %zu MiB of vertices and %zu MiB of "
+                        "indices for %d tiles of %d cells",
+                        (unsigned)err, err == GL_OUT_OF_MEMORY ? ", out of memory" : "", vbytes >> 20, ibytes >> 20,
+                        grid_fit, d.grid.cells);
     if (st != TERRA_OK) {
         terra_gl_destroy(r);
         return st;

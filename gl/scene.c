@@ -63,6 +63,14 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
     terra_status st = terra_select_create(&sd.select, sd.source, &s->sel);
     if (st == TERRA_OK) {
         const terra_select_desc *rd = terra_select_get_desc(s->sel);
+        if (!desc->archive && !desc->capacity_tiles) {
+            /* 2048 tiles of 32 cells are 79 MiB of vertices; of 256 cells, 4.3 GiB, more than a
+             * software GL gives one buffer: the default holds at most 1 GiB of grid tiles */
+            const size_t slot = sizeof(terra_grid_vertex) * (size_t)(terra_grid_vertex_count(rd->grid.cells) + 4 * rd->grid.cells);
+            const size_t fit = ((size_t)1024 << 20) / slot;
+            if ((size_t)capacity > fit) capacity = fit > 64 ? (int)fit : 64;
+            sd.capacity_tiles = capacity;
+        }
         terra_gl_desc gd = {.grid = rd->grid, .capacity_tiles = capacity, .max_draws = rd->max_tiles,
                             .width = desc->width, .height = desc->height};
         /* an archive's tiles as drawn: their vertices expanded (3-coloured, duplicated where the

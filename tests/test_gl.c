@@ -154,6 +154,29 @@ static void uploads_follow_the_streamer(void) {
     terra_source_destroy(src);
 }
 
+/* Tiles of many cells with no capacity given: the default holds as many as 1 GiB of vertices
+ * allows (2048 tiles of 256 cells would ask for a 4.3 GiB buffer, which llvmpipe refuses with
+ * GL_OUT_OF_MEMORY), and the scene draws. */
+static void many_cells_fit_the_default_buffer(void) {
+    terra_source *src;
+    CHECK(terra_world_create(&(terra_world_desc){.seed = 4}, &src) == TERRA_OK);
+    terra_gl_scene_desc d = {.source = src, .width = TW, .height = TH, .threads = 2};
+    d.select.grid.cells = 256;
+    terra_gl_scene *scene = NULL;
+    CHECK(terra_gl_scene_create(&d, &scene) == TERRA_OK, "%s", terra_last_error());
+    if (!scene) return;
+    const int slots = terra_stream_slots(terra_gl_scene_stream(scene));
+    const size_t slot_bytes = sizeof(terra_grid_vertex) * (size_t)(terra_grid_vertex_count(256) + 4 * 256);
+    CHECK(slots >= 64 && slots < 2048 && (size_t)slots * slot_bytes <= (size_t)1 << 30,
+          "%d slots of %zu bytes for 256-cell tiles", slots, slot_bytes);
+    terra_camera cam = terra_fly_path_camera(src, 0);
+    terra_gl_frame_stats fs;
+    CHECK(terra_gl_scene_frame(scene, &cam, NULL, false, 60, &fs) == TERRA_OK, "%s", terra_last_error());
+    printf("  256 cells: %d tiles held by default (%zu MiB of vertices)\n", slots, (size_t)slots * slot_bytes >> 20);
+    terra_gl_scene_destroy(scene);
+    terra_source_destroy(src);
+}
+
 static uint8_t *render(terra_gl_scene *scene, terra_camera cam, const terra_gl_style *style) {
     uint8_t *rgb = malloc((size_t)TW * TH * 3);
     CHECK(terra_gl_scene_frame(scene, &cam, style, true, 60, NULL) == TERRA_OK, "%s", terra_last_error());
@@ -1003,6 +1026,7 @@ int main(int argc, char **argv) {
     RUN_SOME(grid_skirts_three_coloured);
     RUN_SOME(one_draw_call_whatever_the_tiles);
     RUN_SOME(uploads_follow_the_streamer);
+    RUN_SOME(many_cells_fit_the_default_buffer);
     RUN_SOME(same_frame_same_bytes);
     RUN_SOME(morph_continuity);
     RUN_SOME(steady_far_from_the_origin);
