@@ -146,8 +146,14 @@ static void help(FILE *f) {
             "sent as stored with Content-Encoding: gzip to clients that accept gzip (decompressed for the\n"
             "others); zstd tiles are decompressed. CORS is open. Absent tiles are 404, malformed requests\n"
             "400. Runs until interrupted (Ctrl-C, SIGTERM).\n\n"
+            "GET /archive.terra is the archive file itself, whole or the byte range asked for (Range:\n"
+            "bytes=a-b, a-, -n; 206, or 416 past the end): the origin for a CDN, or for terra reading\n"
+            "the archive over HTTP (--archive http://HOST:PORT/archive.terra).\n\n"
             "The archive is read, not mapped: when it is replaced or rewritten in place, the server\n"
-            "reopens it (tiles it cannot read meanwhile are 500, or 503 while the file cannot be opened).\n\n"
+            "reopens it (tiles it cannot read meanwhile are 500, or 503 while the file cannot be opened).\n"
+            "ARCHIVE may be an http:// or https:// URL (a static host answering range requests): it is\n"
+            "read from there, as the environment says (TERRA_HTTP_TIMEOUT_MS, TERRA_HTTP_RETRIES,\n"
+            "TERRA_HTTP_STALL_S, TERRA_HTTP_LOG=1), and never reopened.\n\n"
             "Options:\n"
             "  -p, --port N            TCP port (default 8080; 0 picks a free one, printed on start)\n"
             "  --bind ADDR             IPv4 address to listen on (default 127.0.0.1, loopback only)\n"
@@ -485,6 +491,68 @@ static enum MHD_Result send_tile(server *s, generation *g, struct MHD_Connection
     return send_owned(c, raw, n, g->content_type, NULL);
 }
 
+/* /archive.terra: the file itself, whole or the one range asked for, read through the opening
+ * (a local file, or the URL this server reads from), so it can be the origin of a CDN or of
+ * another terra reading archives over HTTP. */
+typedef struct file_part {
+    generation *g;
+    uint64_t first;
+} file_part;
+
+static ssize_t read_part(void *cls, uint64_t pos, char *buf, size_t max) {
+    file_part *f = cls;
+    const uint64_t size = terra_archive_get_info(f->g->archive)->file_size;
+    const uint64_t at = f->first + pos;
+    if (at >= size) return MHD_CONTENT_READER_END_OF_STREAM;
+    const size_t n = max < size - at ? max : (size_t)(size - at);
+    if (terra_archive_read_bytes(f->g->archive, at, buf, n) != TERRA_OK) {
+        serve_log(f->g->s, "archive bytes at %llu: %s", (unsigned long long)at, terra_last_error());
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    return (ssize_t)n;
+}
+
+static void free_part(void *cls) {
+    file_part *f = cls;
+    gen_release(f->g);
+    terra_free(f);
+}
+
+static enum MHD_Result send_archive(generation *g, struct MHD_Connection *c) {
+    const uint64_t size = terra_archive_get_info(g->archive)->file_size;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+    uint64_t first = 0, last = size ? size - 1 : 0;
+    const serve_range range = serve_request_range(h, h ? strlen(h) : 0, size, &first, &last);
+    char cr[96];
+    if (range == SERVE_RANGE_UNSATISFIABLE) {
+        gen_release(g);
+        struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
+        if (r) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+        return queue(c, MHD_HTTP_RANGE_NOT_SATISFIABLE, r, NULL, NULL);
+    }
+    file_part *f = terra_alloc(sizeof *f);
+    struct MHD_Response *r = NULL;
+    if (f) {
+        *f = (file_part){g, first};
+        r = MHD_create_response_from_callback(size ? last - first + 1 : 0, 64 * 1024, read_part, f, free_part);
+        if (!r) terra_free(f);
+    }
+    if (!r) {
+        gen_release(g);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", "Content-Range, Accept-Ranges, Content-Length");
+    if (range == SERVE_RANGE_PART) {
+        snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)first, (unsigned long long)last,
+                 (unsigned long long)size);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_RANGE, cr);
+    }
+    return queue(c, range == SERVE_RANGE_PART ? MHD_HTTP_PARTIAL_CONTENT : MHD_HTTP_OK, r, "application/octet-stream",
+                 NULL);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_size, void **state) {
     (void)upload_data;
@@ -535,6 +603,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!resp) gen_release(g);
         return queue(c, MHD_HTTP_OK, resp, "application/json", NULL);
     }
+    if (r.route == SERVE_ROUTE_ARCHIVE) return send_archive(g, c); /* the response holds the opening */
     ret = send_tile(s, g, c, &r);
     gen_release(g);
     return ret;

@@ -6,9 +6,14 @@
  * ODE). Each is linked from this file and its commands' files; a command not linked into the
  * running program is a weak, null symbol here, and the program built next to this one that has
  * it is run in its place (same arguments). Loading the drawing, HTTP and physics libraries cost
- * every `terra mesh` ~5 ms of its ~27 ms on a small raster. */
+ * every `terra mesh` ~5 ms of its ~27 ms on a small raster; libcurl ~7 ms more, so `terra info`
+ * and `terra export` of a URL run in terra-http, which links it (terra-gl and terra-serve do too). */
 #include "cli.h"
+#include "terra/archive.h"
 #include "terra/io.h"
+#ifdef TERRA_HAVE_HTTP
+#include "terra/http.h"
+#endif
 
 #include <errno.h>
 #include <limits.h>
@@ -74,6 +79,9 @@ int cli_run_sibling(const char *cmd, const char *program) {
 
 int main(int argc, char **argv) {
     main_argv = argv;
+#ifdef TERRA_HAVE_HTTP
+    terra_http_register(); /* every --archive and ARCHIVE may be an http:// or https:// URL */
+#endif
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -89,6 +97,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < command_count; i++) {
         const command *cmd = &commands[i];
         if (strcmp(argv[1], cmd->c.name) != 0) continue;
+#ifdef TERRA_HTTP_SIBLING
+        /* this program reads no URLs (libcurl would slow every start): terra-http runs info and
+         * export of an archive over HTTP */
+        if (!strcmp(cmd->program, "terra"))
+            for (int a = 2; a < argc; a++)
+                if (terra_archive_path_is_url(argv[a])) return cli_run_sibling(cmd->c.name, "terra-http");
+#endif
         if (cmd->c.run) return cmd->c.run(argc - 1, argv + 1);
         return cli_run_sibling(cmd->c.name, cmd->program);
     }

@@ -91,12 +91,14 @@ bool serve_request_target(const char *target, size_t n, size_t max_query_params,
     const size_t sl = sizeof suffix - 1;
     if (path_n == 11 && !memcmp(target, "/layer.json", 11)) {
         out->route = SERVE_ROUTE_LAYER_JSON;
+    } else if (path_n == 14 && !memcmp(target, "/archive.terra", 14)) {
+        out->route = SERVE_ROUTE_ARCHIVE;
     } else if (path_n > sl && !memcmp(target + path_n - sl, suffix, sl)) {
         if (!parse_tile(target, path_n - sl, &out->z, &out->x, &out->y))
             return fail(out, 400, "malformed tile path: expected /{z}/{x}/{y}.terrain\n");
         out->route = SERVE_ROUTE_TILE;
     } else {
-        return fail(out, 404, "not found: try /layer.json or /{z}/{x}/{y}.terrain\n");
+        return fail(out, 404, "not found: try /layer.json, /{z}/{x}/{y}.terrain or /archive.terra\n");
     }
     return true;
 }
@@ -189,4 +191,30 @@ bool serve_accepts_gzip(const char *ae, size_t n) {
         p = comma + 1;
     }
     return gzip_q >= 0 ? gzip_q > 0 : star_q > 0;
+}
+
+serve_range serve_request_range(const char *v, size_t n, uint64_t size, uint64_t *first, uint64_t *last) {
+    if (!v) return SERVE_RANGE_WHOLE;
+    size_t i = 0;
+    while (i < n && ows(v[i])) i++;
+    if (n - i < 6 || memcmp(v + i, "bytes=", 6) != 0) return SERVE_RANGE_WHOLE; /* another unit: ignored */
+    i += 6;
+    uint64_t a = 0, b = 0;
+    int da = 0, db = 0;
+    for (; i < n && v[i] >= '0' && v[i] <= '9' && da < 19; i++, da++) a = a * 10 + (uint64_t)(v[i] - '0');
+    if (i >= n || v[i] != '-') return SERVE_RANGE_WHOLE;
+    for (i++; i < n && v[i] >= '0' && v[i] <= '9' && db < 19; i++, db++) b = b * 10 + (uint64_t)(v[i] - '0');
+    while (i < n && ows(v[i])) i++;
+    if (i != n || (da == 0 && db == 0)) return SERVE_RANGE_WHOLE; /* several ranges, or malformed: the whole */
+    if (da == 0) { /* the last b bytes */
+        if (b == 0 || size == 0) return SERVE_RANGE_UNSATISFIABLE;
+        *first = b < size ? size - b : 0;
+        *last = size - 1;
+        return SERVE_RANGE_PART;
+    }
+    if (db && b < a) return SERVE_RANGE_WHOLE;
+    if (a >= size) return SERVE_RANGE_UNSATISFIABLE;
+    *first = a;
+    *last = db == 0 || b >= size ? size - 1 : b;
+    return SERVE_RANGE_PART;
 }

@@ -3,8 +3,8 @@
  * Accept-Encoding header. Pure C (no libmicrohttpd, no allocation), so the whole request path is
  * unit-tested (tests/test_serve_request.c) and fuzzed (fuzz/fuzz_serve_request.c).
  *
- * The grammar: the path is /layer.json or /{z}/{x}/{y}.terrain (decimal, at most 10 digits each,
- * z <= 31); any other path made of unreserved characters ([A-Za-z0-9._~-] and '/') is 404; a
+ * The grammar: the path is /layer.json, /{z}/{x}/{y}.terrain (decimal, at most 10 digits each,
+ * z <= 31) or /archive.terra (the archive file itself, for range requests); any other path made of unreserved characters ([A-Za-z0-9._~-] and '/') is 404; a
  * path with any other byte (NUL, '%', controls, spaces, non-ASCII) is 400. The query after '?'
  * is printable ASCII with well-formed %XX escapes other than %00, and at most max_query_params
  * parameters ('&'-separated), else 400 (grammar) or 414 (count). */
@@ -19,6 +19,7 @@ typedef enum serve_route {
     SERVE_ROUTE_ERROR = 0,  /* answer `status` with `message` */
     SERVE_ROUTE_LAYER_JSON, /* GET /layer.json */
     SERVE_ROUTE_TILE,       /* GET /{z}/{x}/{y}.terrain: z, x, y */
+    SERVE_ROUTE_ARCHIVE,    /* GET /archive.terra: the file, whole or the range asked for */
     SERVE_ROUTE_OPTIONS     /* a CORS preflight for a well-formed target */
 } serve_route;
 
@@ -44,5 +45,12 @@ void serve_request_method(const char *method, serve_request *r);
  * above 0, or "*" above 0 when gzip is not named (RFC 9110 12.5.3). Names are case-insensitive;
  * a malformed q-value counts as 0. NULL (no header) accepts nothing. */
 bool serve_accepts_gzip(const char *accept_encoding, size_t n);
+
+/* What a Range header value (n bytes; NULL: none) asks of a file of `size` bytes (RFC 9110 14):
+ * one range "bytes=a-b", "bytes=a-" or "bytes=-n" is a part, *first..*last (b past the end is
+ * cut to it); one that starts past the end, or a suffix of 0 bytes, is unsatisfiable (416);
+ * anything else (no header, another unit, several ranges, malformed) is answered whole (200). */
+typedef enum serve_range { SERVE_RANGE_WHOLE, SERVE_RANGE_PART, SERVE_RANGE_UNSATISFIABLE } serve_range;
+serve_range serve_request_range(const char *v, size_t n, uint64_t size, uint64_t *first, uint64_t *last);
 
 #endif

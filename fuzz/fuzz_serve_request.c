@@ -55,6 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     serve_request_method(method, &r);
     if (r.route == SERVE_ROUTE_ERROR && (!r.message || r.status < 400 || r.status > 414)) abort();
     if (r.route == SERVE_ROUTE_OPTIONS && (!routed && r.status != 204)) abort();
+    uint64_t first = 0, last = 0, file_size = an ? (unsigned char)accept[0] * 257u : 0;
+    if (serve_request_range(accept, an, file_size, &first, &last) == SERVE_RANGE_PART && (first > last || last >= file_size))
+        abort();
     bool gz = serve_accepts_gzip(accept, an);
     /* the answer depends on the bytes given, not on what follows them */
     if (an && serve_accepts_gzip(accept, an) != gz) abort();

@@ -12,9 +12,9 @@ what=${1:-all}
 
 build=(cmake make gcc pkg-config
        zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmeshoptimizer-dev libgdal-dev libassimp-dev libode-dev
-       libmicrohttpd-dev libluajit-5.1-dev libepoxy-dev libegl-dev libgl-dev libopengl-dev libglfw3-dev)
+       libmicrohttpd-dev libcurl4-openssl-dev libluajit-5.1-dev libepoxy-dev libegl-dev libgl-dev libopengl-dev libglfw3-dev)
 demo=(libegl1 libegl-mesa0 libgl1-mesa-dri)
-tests=(clang libclang-rt-14-dev curl libstb-dev chromium fonts-liberation xvfb xauth xdotool)
+tests=(clang libclang-rt-14-dev curl python3 libstb-dev chromium fonts-liberation xvfb xauth xdotool)
 
 case "$what" in
   build) pkgs=("${build[@]}") ;;

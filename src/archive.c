@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 struct terra_archive {
-    int fd;
-    const uint8_t *map; /* whole file, or NULL when reading with pread */
+    int fd;             /* -1 when read through a reader */
+    terra_archive_reader reader;
+    const uint8_t *map; /* whole file, or NULL when reading with pread or a reader */
     size_t map_size;
     terra_archive_info info;
     char *metadata;
@@ -194,6 +195,7 @@ static terra_status read_at(const terra_archive *a, uint64_t off, void *buf, siz
         memcpy(buf, a->map + off, n);
         return TERRA_OK;
     }
+    if (a->reader.read) return a->reader.read(a->reader.user, off, buf, n);
     uint8_t *p = buf;
     while (n) {
         ssize_t r = pread(a->fd, p, n, (off_t)off);
@@ -208,8 +210,27 @@ static terra_status read_at(const terra_archive *a, uint64_t off, void *buf, siz
     return TERRA_OK;
 }
 
+static terra_archive_url_opener url_opener;
+
+void terra_archive_set_url_opener(terra_archive_url_opener opener) { url_opener = opener; }
+
+bool terra_archive_path_is_url(const char *path) {
+    return path && (!strncmp(path, "http://", 7) || !strncmp(path, "https://", 8));
+}
+
+static terra_status read_header(terra_archive *a, const char *path);
+
 terra_status terra_archive_open(const char *path, const terra_archive_open_desc *desc, terra_archive **out) {
     *out = NULL;
+    if (!path) return terra_fail(TERRA_E_INVALID, "archive: no path");
+    if (terra_archive_path_is_url(path)) {
+        if (!url_opener)
+            return terra_fail(TERRA_E_UNSUPPORTED, "%s: this program reads no archives over HTTP (terra built without "
+                                                   "TERRA_BUILD_HTTP, or terra_http_register not called)", path);
+        terra_archive_reader r = {0};
+        terra_status st = url_opener(path, &r);
+        return st ? st : terra_archive_open_reader(path, &r, out);
+    }
     terra_archive *a = terra_calloc(1, sizeof *a);
     if (!a) return terra_fail(TERRA_E_NOMEM, "archive: out of memory");
     snprintf(a->path, sizeof a->path, "%s", path);
@@ -222,29 +243,71 @@ terra_status terra_archive_open(const char *path, const terra_archive_open_desc 
     }
     terra_status st = TERRA_OK;
     struct stat sb;
-    uint8_t h[TERRA_ARCHIVE_HEADER_SIZE];
     if (fstat(a->fd, &sb) != 0) {
         st = terra_fail(TERRA_E_IO, "%s: cannot stat: %s", path, strerror(errno));
         goto fail;
     }
-    uint64_t actual = (uint64_t)sb.st_size;
-    a->info.file_size = actual;
-    if (actual < 12 || read_at(a, 0, h, 12) != TERRA_OK || memcmp(h, TERRA_ARCHIVE_MAGIC, 8) != 0) {
-        st = terra_fail(TERRA_E_FORMAT, "%s: not a terra archive (no TERRAARC magic)", path);
-        goto fail;
+    a->info.file_size = (uint64_t)sb.st_size;
+    if ((st = read_header(a, path))) goto fail;
+    if (!(desc && desc->use_pread) && a->info.file_size > 0) {
+        void *m = mmap(NULL, (size_t)a->info.file_size, PROT_READ, MAP_SHARED, a->fd, 0);
+        if (m != MAP_FAILED) {
+            a->map = m;
+            a->map_size = (size_t)a->info.file_size;
+            /* Lookups jump around the index: read-ahead on a page fault would pull in pages the
+             * binary search never visits. */
+            (void)posix_madvise(m, a->map_size, POSIX_MADV_RANDOM);
+        }
     }
+    *out = a;
+    return TERRA_OK;
+fail:
+    terra_archive_close(a);
+    return st;
+}
+
+terra_status terra_archive_open_reader(const char *name, const terra_archive_reader *reader, terra_archive **out) {
+    *out = NULL;
+    terra_archive *a = terra_calloc(1, sizeof *a);
+    if (!a) {
+        if (reader->close) reader->close(reader->user);
+        return terra_fail(TERRA_E_NOMEM, "archive: out of memory");
+    }
+    snprintf(a->path, sizeof a->path, "%s", name);
+    a->fd = -1;
+    a->reader = *reader;
+    a->info.file_size = reader->size;
+    terra_status st = reader->read ? read_header(a, name) : terra_fail(TERRA_E_INVALID, "%s: a reader without read", name);
+    if (st) {
+        terra_archive_close(a);
+        return st;
+    }
+    *out = a;
+    return TERRA_OK;
+}
+
+terra_status terra_archive_read_bytes(const terra_archive *a, uint64_t offset, void *buf, size_t n) {
+    return read_at(a, offset, buf, n);
+}
+
+/* The header and metadata of a->path, its size known: checked and unpacked into a->info. */
+static terra_status read_header(terra_archive *a, const char *path) {
+    terra_status st = TERRA_OK;
+    uint8_t h[TERRA_ARCHIVE_HEADER_SIZE];
+    const uint64_t actual = a->info.file_size;
+    if (actual >= 12 && (st = read_at(a, 0, h, 12))) return st; /* a failed read says why itself */
+    if (actual < 12 || memcmp(h, TERRA_ARCHIVE_MAGIC, 8) != 0)
+        return terra_fail(TERRA_E_FORMAT, "%s: not a terra archive (no TERRAARC magic)", path);
     uint32_t version = rd32(h + 8);
     if (version < TERRA_ARCHIVE_VERSION_MIN || version > TERRA_ARCHIVE_VERSION) {
-        st = terra_fail(TERRA_E_VERSION,
-                        "%s: archive format version %u, this terra reads version %u up to version %u; cook (bake) "
-                        "the archive again",
-                        path, version, TERRA_ARCHIVE_VERSION_MIN, TERRA_ARCHIVE_VERSION);
-        goto fail;
+        return terra_fail(TERRA_E_VERSION,
+                          "%s: archive format version %u, this terra reads version %u up to version %u; cook (bake) "
+                          "the archive again",
+                          path, version, TERRA_ARCHIVE_VERSION_MIN, TERRA_ARCHIVE_VERSION);
     }
-    if (actual < TERRA_ARCHIVE_HEADER_SIZE || read_at(a, 0, h, sizeof h) != TERRA_OK) {
-        st = terra_fail(TERRA_E_CORRUPT, "%s: truncated header (%llu bytes)", path, (unsigned long long)actual);
-        goto fail;
-    }
+    if (actual < TERRA_ARCHIVE_HEADER_SIZE)
+        return terra_fail(TERRA_E_CORRUPT, "%s: truncated header (%llu bytes)", path, (unsigned long long)actual);
+    if ((st = read_at(a, 0, h, sizeof h))) return st;
     terra_archive_info *I = &a->info;
     I->version = version;
     I->flags = rd32(h + 12);
@@ -256,55 +319,33 @@ terra_status terra_archive_open(const char *path, const terra_archive_open_desc 
     I->metadata_size = rd32(h + 48);
     uint32_t entry_size = rd32(h + 52);
     if (file_size != actual) {
-        st = terra_fail(TERRA_E_CORRUPT, "%s: the header says %llu bytes, the file has %llu (truncated or damaged)",
-                        path, (unsigned long long)file_size, (unsigned long long)actual);
-        goto fail;
+        return terra_fail(TERRA_E_CORRUPT, "%s: the header says %llu bytes, the file has %llu (truncated or damaged)",
+                          path, (unsigned long long)file_size, (unsigned long long)actual);
     }
-    if (I->metadata_size > TERRA_ARCHIVE_MAX_METADATA || I->metadata_size > actual - TERRA_ARCHIVE_HEADER_SIZE) {
-        st = terra_fail(TERRA_E_CORRUPT, "%s: metadata of %u bytes does not fit", path, I->metadata_size);
-        goto fail;
-    }
+    if (I->metadata_size > TERRA_ARCHIVE_MAX_METADATA || I->metadata_size > actual - TERRA_ARCHIVE_HEADER_SIZE)
+        return terra_fail(TERRA_E_CORRUPT, "%s: metadata of %u bytes does not fit", path, I->metadata_size);
     a->metadata = terra_alloc((size_t)I->metadata_size + 1);
-    if (!a->metadata) {
-        st = terra_fail(TERRA_E_NOMEM, "archive: out of memory");
-        goto fail;
-    }
-    if ((st = read_at(a, TERRA_ARCHIVE_HEADER_SIZE, a->metadata, I->metadata_size))) goto fail;
+    if (!a->metadata)
+        return terra_fail(TERRA_E_NOMEM, "archive: out of memory");
+    if ((st = read_at(a, TERRA_ARCHIVE_HEADER_SIZE, a->metadata, I->metadata_size))) return st;
     a->metadata[I->metadata_size] = 0;
     uint32_t crc = terra_crc32c(terra_crc32c(0, h, 60), a->metadata, I->metadata_size);
-    if (crc != rd32(h + 60)) {
-        st = terra_fail(TERRA_E_CORRUPT, "%s: header checksum mismatch (damaged header or metadata)", path);
-        goto fail;
-    }
+    if (crc != rd32(h + 60))
+        return terra_fail(TERRA_E_CORRUPT, "%s: header checksum mismatch (damaged header or metadata)", path);
     if (entry_size != TERRA_ARCHIVE_ENTRY_SIZE || rd32(h + 56) != 0 || (I->flags & ~3u) || I->frame > 1 ||
         I->index_offset != TERRA_ARCHIVE_HEADER_SIZE + (uint64_t)I->metadata_size ||
         I->tile_count > (actual - I->index_offset) / TERRA_ARCHIVE_ENTRY_SIZE ||
-        I->data_offset != I->index_offset + I->tile_count * TERRA_ARCHIVE_ENTRY_SIZE) {
-        st = terra_fail(TERRA_E_CORRUPT, "%s: inconsistent header (entry size, offsets or tile count)", path);
-        goto fail;
-    }
+        I->data_offset != I->index_offset + I->tile_count * TERRA_ARCHIVE_ENTRY_SIZE)
+        return terra_fail(TERRA_E_CORRUPT, "%s: inconsistent header (entry size, offsets or tile count)", path);
     I->metadata = a->metadata;
-    if (!(desc && desc->use_pread) && actual > 0) {
-        void *m = mmap(NULL, (size_t)actual, PROT_READ, MAP_SHARED, a->fd, 0);
-        if (m != MAP_FAILED) {
-            a->map = m;
-            a->map_size = (size_t)actual;
-            /* Lookups jump around the index: read-ahead on a page fault would pull in pages the
-             * binary search never visits. */
-            (void)posix_madvise(m, (size_t)actual, POSIX_MADV_RANDOM);
-        }
-    }
-    *out = a;
     return TERRA_OK;
-fail:
-    terra_archive_close(a);
-    return st;
 }
 
 void terra_archive_close(terra_archive *a) {
     if (!a) return;
     if (a->map) munmap((void *)a->map, a->map_size);
     if (a->fd >= 0) close(a->fd);
+    if (a->reader.close) a->reader.close(a->reader.user);
     terra_free(a->metadata);
     terra_free(a);
 }
@@ -398,6 +439,7 @@ terra_status terra_archive_view_stored(const terra_archive *a, const terra_archi
 
 bool terra_archive_prefetch(const terra_archive *a, const terra_archive_entry *e) {
     if (e->offset > a->info.file_size || e->size > a->info.file_size - e->offset) return false;
+    if (a->reader.read) return a->reader.prefetch && a->reader.prefetch(a->reader.user, e->offset, e->size);
     if (a->map) {
         const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), at = (uintptr_t)(a->map + e->offset);
         const uintptr_t start = at & ~(page - 1);

@@ -39,7 +39,7 @@ consumer() {
 # ---- the core alone ---------------------------------------------------------------------------
 core=$T/core-prefix
 run "core: configure without pkg-config" cmake -S "$SRC" -B "$T/core" -DCMAKE_C_COMPILER="$CC" \
-  -DTERRA_BUILD_IO=OFF -DTERRA_BUILD_ODE=OFF -DTERRA_BUILD_SCRIPT=OFF -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_INSTALL_PREFIX="$core"
+  -DTERRA_BUILD_IO=OFF -DTERRA_BUILD_ODE=OFF -DTERRA_BUILD_SCRIPT=OFF -DTERRA_BUILD_HTTP=OFF -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON -DCMAKE_INSTALL_PREFIX="$core"
 run "core: build" cmake --build "$T/core" -j "$JOBS"
 run "core: install" cmake --install "$T/core"
 has "$core/include/terra/terra.h"
@@ -78,7 +78,7 @@ for lib in terra terra-io terra-gdal terra-cook terra-gl terra-ode; do
       bad "$lib: exports $f, which no installed header declares"
   done
 done
-for p in terra terra-raster terra-gl terra-cook terra-drive; do has "$full/bin/$p"; done
+for p in terra terra-raster terra-gl terra-cook terra-drive terra-http; do has "$full/bin/$p"; done
 run "installed terra runs" "$full/bin/terra" --version
 run "installed terra runs terra-cook beside it" "$full/bin/terra" cook --help
 consumer io-shared "$full" -DTERRA_PARTS=io

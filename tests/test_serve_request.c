@@ -159,6 +159,50 @@ static void test_accept_encoding(void) {
     CHECK(serve_accepts_gzip("gzip;q=0", 4));
 }
 
+/* Range headers on /archive.terra: one range is a part, cut to the file; past the end is 416;
+ * anything else is answered whole. Property: over random headers and sizes, a part always lies
+ * inside the file. */
+static serve_range rng(const char *h, uint64_t size, uint64_t *a, uint64_t *b) {
+    return serve_request_range(h, h ? strlen(h) : 0, size, a, b);
+}
+
+static void test_ranges(void) {
+    serve_request r;
+    CHECK(serve_request_target("/archive.terra", 14, 16, &r) && r.route == SERVE_ROUTE_ARCHIVE);
+    CHECK(!serve_request_target("/archive.terrain", 16, 16, &r) && r.status == 400, "not a tile path either");
+    uint64_t a = 7, b = 7;
+    CHECK(rng("bytes=0-99", 1000, &a, &b) == SERVE_RANGE_PART && a == 0 && b == 99);
+    CHECK(rng("bytes=100-", 1000, &a, &b) == SERVE_RANGE_PART && a == 100 && b == 999);
+    CHECK(rng("bytes=990-5000", 1000, &a, &b) == SERVE_RANGE_PART && a == 990 && b == 999, "cut to the end");
+    CHECK(rng("bytes=-64", 1000, &a, &b) == SERVE_RANGE_PART && a == 936 && b == 999);
+    CHECK(rng("bytes=-5000", 1000, &a, &b) == SERVE_RANGE_PART && a == 0 && b == 999, "a suffix longer than the file");
+    CHECK(rng(" bytes=5-5 ", 1000, &a, &b) == SERVE_RANGE_PART && a == 5 && b == 5);
+    CHECK(rng("bytes=1000-", 1000, &a, &b) == SERVE_RANGE_UNSATISFIABLE);
+    CHECK(rng("bytes=-0", 1000, &a, &b) == SERVE_RANGE_UNSATISFIABLE);
+    CHECK(rng("bytes=0-", 0, &a, &b) == SERVE_RANGE_UNSATISFIABLE, "an empty file has no bytes to give");
+    const char *whole[] = {NULL, "", "bytes=", "bytes=-", "bytes=5-4", "items=0-9", "bytes=0-9,20-29", "bytes=a-9",
+                           "bytes=0-9x", "bytes=99999999999999999999-", "Bytes=0-9"};
+    for (size_t i = 0; i < sizeof whole / sizeof *whole; i++)
+        CHECK(rng(whole[i], 1000, &a, &b) == SERVE_RANGE_WHOLE, "'%s' is answered whole", whole[i] ? whole[i] : "(none)");
+    CHECK(serve_request_range("bytes=0-99", 9, 1000, &a, &b) == SERVE_RANGE_PART && b == 9, "the length is honoured");
+    uint64_t seed = 12345;
+    for (int i = 0; i < 20000; i++) {
+        char h[64];
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const uint64_t size = (seed >> 40) % 5000, x = (seed >> 20) % 6000, y = (seed >> 8) % 6000;
+        switch (i % 3) {
+        case 0: snprintf(h, sizeof h, "bytes=%llu-%llu", (unsigned long long)x, (unsigned long long)y); break;
+        case 1: snprintf(h, sizeof h, "bytes=%llu-", (unsigned long long)x); break;
+        default: snprintf(h, sizeof h, "bytes=-%llu", (unsigned long long)y); break;
+        }
+        const serve_range k = rng(h, size, &a, &b);
+        if (k == SERVE_RANGE_PART) CHECK(a <= b && b < size, "'%s' of %llu bytes gave %llu-%llu", h, (unsigned long long)size,
+                                         (unsigned long long)a, (unsigned long long)b);
+        if (k == SERVE_RANGE_UNSATISFIABLE) CHECK(i % 3 == 2 ? y == 0 || size == 0 : x >= size, "'%s' of %llu refused", h,
+                                                  (unsigned long long)size);
+    }
+}
+
 /* ---- layer.json ---------------------------------------------------------------------------- */
 
 static char dir[256];
@@ -470,6 +514,7 @@ int main(int argc, char **argv) {
     RUN(test_query);
     RUN(test_methods);
     RUN(test_accept_encoding);
+    RUN(test_ranges);
     RUN(test_layer_json_ranges);
     RUN(test_tms_map_corner);
     RUN(test_hostile_archives);

@@ -86,10 +86,37 @@ typedef struct terra_archive_open_desc {
     bool use_pread; /* read with pread instead of mapping the file */
 } terra_archive_open_desc;
 
+/* Where an archive's bytes come from when they are not a local file (an archive over HTTP range
+ * requests: terra/http.h). read copies n bytes at offset into buf, or fails with a message set by
+ * terra_fail; it is called from several threads at once. close (may be NULL) frees user. */
+typedef struct terra_archive_reader {
+    void *user;
+    uint64_t size; /* the archive's bytes in all */
+    terra_status (*read)(void *user, uint64_t offset, void *buf, size_t n);
+    void (*close)(void *user);
+    /* may be NULL: asks for n bytes at offset to be read ahead and returns at once; false when
+     * they will not be (terra_archive_prefetch) */
+    bool (*prefetch)(void *user, uint64_t offset, size_t n);
+} terra_archive_reader;
+
 /* Opens an archive. Refuses another format version with TERRA_E_VERSION (naming both versions),
  * a damaged header or metadata with TERRA_E_CORRUPT, a file of the wrong size (truncated, or with
- * bytes appended) with TERRA_E_CORRUPT. desc may be NULL. */
+ * bytes appended) with TERRA_E_CORRUPT. desc may be NULL. A path that is an http:// or https://
+ * URL is opened through the opener terra_archive_set_url_opener installed (TERRA_E_UNSUPPORTED
+ * when there is none). */
 TERRA_API terra_status terra_archive_open(const char *path, const terra_archive_open_desc *desc, terra_archive **out);
+/* Opens an archive whose bytes `reader` gives (name names it in messages); the archive owns the
+ * reader from then on, and closes it on failure too. The same checks as terra_archive_open. */
+TERRA_API terra_status terra_archive_open_reader(const char *name, const terra_archive_reader *reader, terra_archive **out);
+/* What terra_archive_open does with a URL, process-wide: fills *reader for url or fails with a
+ * message. NULL removes it. Set it before any archive is opened (terra_http_register does). */
+typedef terra_status (*terra_archive_url_opener)(const char *url, terra_archive_reader *reader);
+TERRA_API void terra_archive_set_url_opener(terra_archive_url_opener opener);
+/* Whether path is an http:// or https:// URL. */
+TERRA_API bool terra_archive_path_is_url(const char *path);
+/* Copies n bytes of the archive file at offset into buf (for serving the file itself):
+ * TERRA_E_CORRUPT past the end, TERRA_E_IO when the read fails. */
+TERRA_API terra_status terra_archive_read_bytes(const terra_archive *a, uint64_t offset, void *buf, size_t n);
 TERRA_API void terra_archive_close(terra_archive *a);
 TERRA_API const terra_archive_info *terra_archive_get_info(const terra_archive *a);
 /* The path the archive was opened from (for messages). */
@@ -109,8 +136,8 @@ TERRA_API terra_status terra_archive_read_stored(const terra_archive *a, const t
 /* The stored payload of `e` in place (mapped readers only; NULL otherwise), checksum checked. */
 TERRA_API terra_status terra_archive_view_stored(const terra_archive *a, const terra_archive_entry *e, const uint8_t **data);
 /* Asks the system to read the stored payload of `e` ahead (the pages of a mapped file, the file
- * range otherwise) and returns at once: a hint, nothing is read or checked here; false when the
- * entry's range lies outside the file. */
+ * range otherwise, the reader's prefetch for a reader) and returns at once: a hint, nothing is
+ * checked here; false when the entry's range lies outside the file or nothing will be read ahead. */
 TERRA_API bool terra_archive_prefetch(const terra_archive *a, const terra_archive_entry *e);
 /* Checks how every tile is stored: entries (order, ranges, values) and checksums, without
  * decompressing or decoding anything. *bad receives the number of damaged tiles; returns

@@ -12,6 +12,7 @@
 #include <terra/cook_io.h>
 #include <terra/gl.h>
 #include <terra/ode.h>
+#include <terra/http.h>
 #endif
 
 #include <math.h>
@@ -62,6 +63,7 @@ int main(int argc, char **argv) {
         terra_cook(NULL, NULL);
         terra_gl_renderer_name();
         terra_ode_destroy(NULL);
+        terra_http_register();
     }
 #endif
     (void)argc, (void)argv;
