@@ -5,7 +5,7 @@
 #   make bench    run every benchmark; figures in build/bench/results.jsonl
 #   make install  install headers, libraries, programs, the CMake package and .pc files to PREFIX
 # Variables: BUILD (build dir), SANITIZE (address|thread), WERROR (1), CC, PREFIX (/usr/local),
-# SHARED (1: shared libraries too).
+# SHARED (1: shared libraries too). terra-cook-mpi is built where OpenMPI is installed (deps.sh all).
 # Missing Debian packages are installed first (scripts/deps.sh): build ones for make, Mesa's
 # drivers too for make demo, and the tests' for make test and make bench.
 BUILD    ?= build
@@ -21,6 +21,10 @@ CMAKE_FLAGS += -DTERRA_WERROR=ON
 endif
 ifneq ($(SHARED),)
 CMAKE_FLAGS += -DBUILD_SHARED_LIBS=ON
+endif
+# terra-cook-mpi (TERRA_BUILD_MPI, off in CMake by default) wherever OpenMPI is installed
+ifneq ($(shell pkg-config --exists ompi-c 2>/dev/null && echo yes),)
+CMAKE_FLAGS += -DTERRA_BUILD_MPI=ON
 endif
 ifneq ($(CC),cc)
 CMAKE_FLAGS += -DCMAKE_C_COMPILER=$(CC)

@@ -187,4 +187,16 @@ typedef struct cli_bake_tin {
 } cli_bake_tin;
 int cli_bake_tin_run(const cli_bake_tin *d);
 
+#ifdef TERRA_HAVE_MPI
+#include "terra/cook_io.h"
+/* terra cook on MPI ranks (cli/cook_mpi.c, terra-cook-mpi): the ranks in the job (MPI initialised
+ * here on the first call), those on this machine, the cook itself (every rank calls it with the
+ * same desc; rank 0 prints the report) and MPI's end. */
+int cli_cook_mpi_ranks(void);
+int cli_cook_mpi_local_ranks(void);
+int cli_cook_mpi(terra_cook_desc *d, const char *options, const char *cache, bool no_cache, const char *stage, bool quiet,
+                 void (*report)(const char *out, const terra_cook_report *r, double read_s), double read_s);
+void cli_cook_mpi_end(void);
+#endif
+
 #endif

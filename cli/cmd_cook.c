@@ -57,7 +57,16 @@ static void help(FILE *f) {
             "      --band N              band of a plain raster (default 1)\n"
             "      --z-scale S           multiply heights by S (e.g. 0.1 for decimetres)\n"
             "      --spacing M           metres between samples (default: georeferencing, else 1)\n"
-            "  -q, --quiet               no progress bar (there is none when stderr is not a terminal)\n"
+            "  -q, --quiet               no progress bar (there is none when stderr is not a terminal)\n");
+    fprintf(f,
+            "On MPI ranks (mpirun -n N terra cook ..., with terra-cook-mpi built: TERRA_BUILD_MPI):\n"
+            "  the plan shares subtrees out by source samples, each rank cooks its own into part files\n"
+            "  (beside the cache's record, DIR/NAME.parts; OUT.parts with --no-cache, removed at the\n"
+            "  end), rank 0 cooks the levels above them and merges everything into OUT: the same bytes\n"
+            "  as one process. A rerun reuses every finished part. --threads defaults to the cores over\n"
+            "  the ranks on each machine.\n"
+            "      --stage DIR           each rank keeps its parts in DIR on its own machine (no shared\n"
+            "                            filesystem) and sends them to rank 0 over MPI for the merge\n"
             "  -h, --help                this help\n\n"
             "Prints a report (key value lines): frame, tiles, levels, per level its tiles, vertices,\n"
             "triangles, stored bytes and largest geometric error, bytes, seconds, samples_per_s,\n"
@@ -136,9 +145,9 @@ static void print_report(const char *out, const terra_cook_report *r, double rea
 /* ---- the command --------------------------------------------------------------------------------- */
 
 enum { OPT_LEVELS = 256, OPT_TILE, OPT_FRAME, OPT_THREADS, OPT_COMP, OPT_CACHE, OPT_NOCACHE, OPT_ENC, OPT_BAND,
-       OPT_ZS, OPT_SPACING, OPT_SOURCE, OPT_AREA, OPT_SEED };
+       OPT_ZS, OPT_SPACING, OPT_SOURCE, OPT_AREA, OPT_SEED, OPT_STAGE };
 
-int cmd_cook(int argc, char **argv) {
+static int cook_main(int argc, char **argv) {
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},        {"max-error", required_argument, 0, 'e'},
         {"levels", required_argument, 0, OPT_LEVELS}, {"tile-size", required_argument, 0, OPT_TILE},
@@ -148,14 +157,14 @@ int cmd_cook(int argc, char **argv) {
         {"band", required_argument, 0, OPT_BAND},     {"z-scale", required_argument, 0, OPT_ZS},
         {"spacing", required_argument, 0, OPT_SPACING}, {"quiet", no_argument, 0, 'q'},
         {"source", required_argument, 0, OPT_SOURCE}, {"area", required_argument, 0, OPT_AREA},
-        {"seed", required_argument, 0, OPT_SEED},
+        {"seed", required_argument, 0, OPT_SEED},     {"stage", required_argument, 0, OPT_STAGE},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
-    const char *out = NULL, *cache = NULL, *script = NULL;
+    const char *out = NULL, *cache = NULL, *script = NULL, *stage = NULL;
     double area[4] = {0, 0, 1024, 1024};
     uint64_t seed = 1;
     bool quiet = false, no_cache = false;
     double max_error = 1.0, zscale = 0, spacing = 0;
-    int levels = 0, tile = 0, threads = terra_default_threads(), band = 0;
+    int levels = 0, tile = 0, threads = 0, band = 0;
     terra_cook_frame frame = TERRA_COOK_FRAME_AUTO;
     terra_compression comp = TERRA_COMPRESS_PACKED;
     terra_raster_encoding enc = TERRA_RASTER_PLAIN;
@@ -190,6 +199,7 @@ int cmd_cook(int argc, char **argv) {
                 return cli_usage_error(CMD, "--compression: '%s' is not packed, gzip, zstd or none", optarg);
             break;
         case OPT_CACHE: cache = optarg; break;
+        case OPT_STAGE: stage = optarg; break;
         case OPT_NOCACHE: no_cache = true; break;
         case OPT_ENC: {
             int k = 0;
@@ -225,6 +235,15 @@ int cmd_cook(int argc, char **argv) {
         }
     }
     const int nin = argc - optind;
+    int ranks = 1; /* MPI ranks sharing the cook (terra-cook-mpi under mpirun) */
+#ifdef TERRA_HAVE_MPI
+    ranks = cli_cook_mpi_ranks();
+    if (ranks > 1 && script) return cli_usage_error(CMD, "--source cooks in one process, not on %d MPI ranks", ranks);
+    /* the cores shared among the ranks on this machine */
+    if (ranks > 1 && !threads) threads = terra_default_threads() / cli_cook_mpi_local_ranks();
+#endif
+    if (threads < 1) threads = terra_default_threads();
+    if (stage && ranks == 1) return cli_usage_error(CMD, "--stage is for a cook on MPI ranks (mpirun -n N terra cook)");
     if (script) { /* a script's ground, sampled over the area: as terra bake --tin */
         if (nin) return cli_usage_error(CMD, "--source cooks a script's ground: no INPUT beside it ('%s')", argv[optind]);
         if (!out) return cli_usage_error(CMD, "no output: -o OUT.terra");
@@ -270,14 +289,15 @@ int cmd_cook(int argc, char **argv) {
      * files it names), then the record compared: an unchanged cook ends here. */
     terra_cook_manifest *manifest = NULL;
     terra_cook_cache *cc = NULL;
-    if (rc == EXIT_OK && !no_cache) {
-        char options[512];
-        snprintf(options, sizeof options,
-                 "max_error=%.17g;levels=%d;tile_size=%d;frame=%s;encoding=%s;band=%d;z_scale=%.17g;spacing=%.17g;"
-                 "compression=%s",
-                 max_error, levels, tile ? tile : 256, geo ? "geographic" : "local", enc_names[enc], band ? band : 1,
-                 zscale ? zscale : 1.0, spacing, terra_compression_name(comp));
-        if (terra_cook_manifest_create(options, &manifest) != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
+    char canonical[512]; /* every option that shapes the tiles */
+    snprintf(canonical, sizeof canonical,
+             "max_error=%.17g;levels=%d;tile_size=%d;frame=%s;encoding=%s;band=%d;z_scale=%.17g;spacing=%.17g;"
+             "compression=%s",
+             max_error, levels, tile ? tile : 256, geo ? "geographic" : "local", enc_names[enc], band ? band : 1,
+             zscale ? zscale : 1.0, spacing, terra_compression_name(comp));
+    /* on MPI ranks the parts are the cache (cli/cook_mpi.c) */
+    if (rc == EXIT_OK && !no_cache && ranks == 1) {
+        if (terra_cook_manifest_create(canonical, &manifest) != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
         for (int i = 0; rc == EXIT_OK && i < nin; i++)
             if (terra_cook_manifest_add_input(manifest, inputs[i].path, NULL) != TERRA_OK)
                 rc = cli_error(CMD, "%s", terra_last_error());
@@ -340,6 +360,13 @@ int cmd_cook(int argc, char **argv) {
                              .compression = comp, .options_json = options, .progress = show ? bar_draw : NULL,
                              .progress_user = &b, .cache = cc};
         terra_cook_report rep;
+#ifdef TERRA_HAVE_MPI
+        if (ranks > 1) {
+            rc = cli_cook_mpi(&d, canonical, cache, no_cache, stage, quiet, print_report, read_s);
+            pthread_mutex_destroy(&b.lock);
+            goto end;
+        }
+#endif
         terra_status st = terra_cook(&d, &rep);
         if (show && b.shown >= 0) fputc('\n', stderr);
         pthread_mutex_destroy(&b.lock);
@@ -362,6 +389,14 @@ end:
     free(sources);
     free(sceneries);
     free(named);
+    return rc;
+}
+
+int cmd_cook(int argc, char **argv) {
+    const int rc = cook_main(argc, argv);
+#ifdef TERRA_HAVE_MPI
+    cli_cook_mpi_end();
+#endif
     return rc;
 }
 

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -77,6 +78,15 @@ int cli_run_sibling(const char *cmd, const char *program) {
     return cli_error(cmd, "cannot run %s (it is built next to terra): %s", path, strerror(errno));
 }
 
+#ifndef TERRA_HAVE_MPI
+/* The ranks of the MPI job this process was started in by mpirun (OpenMPI, or a PMI launcher), or 1. */
+static int mpi_world_size(void) {
+    const char *v = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!v) v = getenv("PMI_SIZE");
+    return v ? atoi(v) : 1;
+}
+#endif
+
 int main(int argc, char **argv) {
     main_argv = argv;
 #ifdef TERRA_HAVE_HTTP
@@ -103,6 +113,16 @@ int main(int argc, char **argv) {
         if (!strcmp(cmd->program, "terra"))
             for (int a = 2; a < argc; a++)
                 if (terra_archive_path_is_url(argv[a])) return cli_run_sibling(cmd->c.name, "terra-http");
+#endif
+#ifndef TERRA_HAVE_MPI
+        /* under mpirun with several ranks, the cook is shared among them in terra-cook-mpi */
+        if (!strcmp(cmd->c.name, "cook") && mpi_world_size() > 1) {
+            char path[PATH_MAX + 32];
+            if (!terra_io_sibling_path("terra-cook-mpi", path, sizeof path) || access(path, X_OK) != 0)
+                return cli_error("cook", "started on %d MPI ranks, but terra-cook-mpi is not built next to terra "
+                                 "(cmake -DTERRA_BUILD_MPI=ON): each rank would cook the whole ground", mpi_world_size());
+            return cli_run_sibling("cook", "terra-cook-mpi");
+        }
 #endif
         if (cmd->c.run) return cmd->c.run(argc - 1, argv + 1);
         return cli_run_sibling(cmd->c.name, cmd->program);

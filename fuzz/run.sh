@@ -7,7 +7,7 @@ build=${1:?build dir}
 secs=${2:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${TERRA_SHARED:-$root/../shared}
-for t in terra test_hostile; do
+for t in terra test_hostile test_cook_split; do
   [ -x "$build/$t" ] || { echo "fuzz/run.sh: $build/$t not built" >&2; exit 1; }
 done
 corpus=$(mktemp -d "${TMPDIR:-/tmp}/terra_fuzz.XXXXXX")
@@ -63,3 +63,9 @@ mkdir -p "$corpus/mesh_seed"
 for i in 0 1 2 3 4 5; do { printf "\\x$(printf %02x $((2 * i)))"; seq $((7 * i)) $((100 * i + 60)) | tr -d '\n'; } >"$corpus/mesh_seed/recipe_$i"; done
 fuzz_one fuzz_tile_mesh 65536 "$corpus/mesh_seed"
 echo "fuzz: no crashes (artifacts would be in $art)"
+# the split cook's part files: a mode byte (even: the checksum fixed up after mutation) before parts
+# tests/test_cook_split.c writes
+mkdir -p "$corpus/part_seed" "$corpus/parts"
+"$build/test_cook_split" --write "$corpus/parts" >/dev/null
+for f in "$corpus"/parts/*.part; do { printf '\x00'; cat "$f"; } >"$corpus/part_seed/$(basename "$f")"; done
+fuzz_one fuzz_cook_part 65536 "$corpus/part_seed"

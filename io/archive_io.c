@@ -594,16 +594,23 @@ terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile
     return st;
 }
 
-terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key key, const void *raw, size_t raw_size,
-                                      const terra_archive_tile_info *info) {
+terra_status terra_archive_store_tile(terra_compression c, int level, const void *raw, size_t raw_size,
+                                      uint8_t **out, size_t *out_n, terra_compression *used) {
     if (raw_size > UINT32_MAX) return terra_fail(TERRA_E_CAPACITY, "archive: a tile of %zu bytes is too large", raw_size);
-    uint8_t *buf;
-    size_t n;
-    terra_compression c = w->desc.compression;
-    terra_status st = terra_compress(c, w->desc.compression_level, raw, raw_size, &buf, &n);
+    terra_status st = terra_compress(c, level, raw, raw_size, out, out_n);
     /* a tile the codec cannot reproduce byte for byte is stored in zstd, which always can */
     if (st == TERRA_E_UNSUPPORTED && c == TERRA_COMPRESS_PACKED)
-        st = terra_compress(c = TERRA_COMPRESS_ZSTD, 19, raw, raw_size, &buf, &n);
+        st = terra_compress(c = TERRA_COMPRESS_ZSTD, 19, raw, raw_size, out, out_n);
+    *used = c;
+    return st;
+}
+
+terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key key, const void *raw, size_t raw_size,
+                                      const terra_archive_tile_info *info) {
+    uint8_t *buf;
+    size_t n;
+    terra_compression c;
+    terra_status st = terra_archive_store_tile(w->desc.compression, w->desc.compression_level, raw, raw_size, &buf, &n, &c);
     if (st) return st;
     st = terra_archive_writer_add_stored(w, key, buf, n, (uint32_t)raw_size, c, info);
     terra_free(buf);

@@ -5,7 +5,7 @@
 #   demo   build, and Mesa's EGL and GL drivers, which `make demo` draws with
 #   all    demo, and what the tests and benchmarks use: clang (fuzzing), node and npm (peer
 #          decoders), Chromium (CesiumJS), Xvfb and xdotool (the windowed viewer, its mouse), stb
-#          (a peer benchmark)
+#          (a peer benchmark), OpenMPI (terra-cook-mpi, the cook on MPI ranks)
 # Not root: prints the apt-get line to run and exits 0 (configure then names what is missing).
 set -euo pipefail
 what=${1:-all}
@@ -14,7 +14,8 @@ build=(cmake make gcc pkg-config
        zlib1g-dev libpng-dev libzstd-dev libcjson-dev libmeshoptimizer-dev libgdal-dev libassimp-dev libode-dev
        libmicrohttpd-dev libcurl4-openssl-dev libluajit-5.1-dev libepoxy-dev libegl-dev libgl-dev libopengl-dev libglfw3-dev)
 demo=(libegl1 libegl-mesa0 libgl1-mesa-dri)
-tests=(clang libclang-rt-14-dev curl python3 libstb-dev chromium fonts-liberation xvfb xauth xdotool)
+tests=(clang libclang-rt-14-dev curl python3 libstb-dev chromium fonts-liberation xvfb xauth xdotool
+       libopenmpi-dev openmpi-bin)
 
 case "$what" in
   build) pkgs=("${build[@]}") ;;

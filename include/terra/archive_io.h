@@ -125,6 +125,10 @@ TERRA_API terra_status terra_archive_writer_create(const char *path, const terra
 /* Compresses and adds one tile (any order; thread-safe: several threads may add at once). */
 TERRA_API terra_status terra_archive_writer_add(terra_archive_writer *w, terra_tile_key key, const void *raw, size_t raw_size,
                                       const terra_archive_tile_info *info);
+/* A tile's raw bytes as terra_archive_writer_add stores them with compression c (a tile the packed
+ * codec cannot reproduce goes to zstd 19): *out (terra_free), *out_n bytes, *used the compression. */
+TERRA_API terra_status terra_archive_store_tile(terra_compression c, int level, const void *raw, size_t raw_size,
+                                                uint8_t **out, size_t *out_n, terra_compression *used);
 /* Adds a payload already compressed with `c` (raw_size is its decompressed size). */
 TERRA_API terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile_key key, const void *stored,
                                              size_t size, uint32_t raw_size, terra_compression c,

@@ -147,6 +147,8 @@ typedef terra_status (*terra_cook_window_fn)(void *user, const terra_cook_grid *
 typedef terra_status (*terra_cook_distance_fn)(void *user, const terra_cook_mesh *mesh, const int32_t *finest,
                                                size_t finest_count, double slack, double limit, double *out);
 
+typedef struct terra_cook_root terra_cook_root; /* below */
+
 typedef struct terra_cook_pyramid_desc {
     const terra_cook_grid *grid;
     const int32_t *finest;          /* tx, ty pairs of the finest tiles that hold ground */
@@ -173,7 +175,31 @@ typedef struct terra_cook_pyramid_desc {
      * (may be NULL). */
     void (*progress)(void *user, uint64_t done, uint64_t total);
     void *progress_user;
+    /* One part of the pyramid (a round of a cook shared by several processes, terra_cook_split_plan):
+     * part_top > 0: only the tiles under the roots (tiles of depth part_top) that `want` accepts
+     * (NULL: every root) are built, up to and including the roots, and each built root is handed to
+     * root_done instead of its parent being built. part_bottom > 0: the tiles of that depth are not
+     * built but come from load_root, and only the depths above are built (part_top 0: up to
+     * grid->depth). A split pyramid builds the same tiles as a whole one; it needs `distance` (the
+     * measures are against the source, never against finest meshes a part does not hold). */
+    int part_bottom, part_top;
+    bool (*want)(void *user, int32_t tx, int32_t ty);
+    terra_status (*load_root)(void *user, int32_t tx, int32_t ty, terra_cook_root *out);
+    terra_status (*root_done)(void *user, const terra_cook_root *root);
+    void *part_user;
 } terra_cook_pyramid_desc;
+
+/* A tile that ends one part of the pyramid and starts the next: its mesh exactly as built (not as
+ * encoded), its stated error, the largest finest error under it and the finest tiles with ground
+ * under it. load_root fills one (mesh grown with terra_cook_mesh_reserve, finest with terra_alloc:
+ * the pyramid takes both over); root_done's is only valid during the call. */
+struct terra_cook_root {
+    int32_t tx, ty;
+    terra_cook_mesh mesh;
+    double error, finest_error;
+    int32_t *finest;                /* tx, ty pairs */
+    size_t finest_count;
+};
 
 typedef struct terra_cook_level_stats {
     uint64_t tiles, vertices, triangles;
@@ -202,6 +228,79 @@ TERRA_API double terra_cook_vertical_distance(const terra_cook_mesh *coarse, con
  * memory. */
 TERRA_API double terra_cook_vertical_distance_within(const terra_cook_mesh *coarse, const terra_cook_mesh *const *fine, int n,
                                            double limit, size_t *uncovered);
+
+/* ---- one cook shared by several processes ---------------------------------------------------
+ * The pyramid is cut into rounds of subtrees: a round builds the tiles of depths bottom+1 .. top
+ * (the first round from the finest) under each of its roots (tiles of depth top), every root on
+ * one process; a next round would start from those roots (the stages and part files take any
+ * number; the planner makes one, as a higher depth has fewer roots than the one below). What is
+ * left over the last round's roots is built by one process, which merges every part into the
+ * archive. */
+
+/* Where source samples lie: a rectangle in plane units (x0, y0, x1, y1) holding `samples` of them,
+ * evenly. */
+typedef struct terra_cook_footprint {
+    double rect[4];
+    uint64_t samples;
+} terra_cook_footprint;
+
+#define TERRA_COOK_SPLIT_MAX_ROUNDS 8
+
+typedef struct terra_cook_split_round {
+    int bottom, top;                /* depths: built are bottom + 1 .. top (the first round: 0 .. top) */
+    size_t root_count;
+    int32_t *roots;                 /* tx, ty pairs of depth `top`, Morton order */
+    uint64_t *work;                 /* source samples under each root */
+    int32_t *owner;                 /* the process that builds each */
+} terra_cook_split_round;
+
+typedef struct terra_cook_split_plan {
+    int ranks;
+    int round_count;
+    terra_cook_split_round round[TERRA_COOK_SPLIT_MAX_ROUNDS];
+    int top_bottom;                 /* the last part: depths top_bottom + 1 .. grid->depth, on process 0
+                                       (top_bottom = grid->depth: nothing left; no rounds: the whole
+                                       pyramid there) */
+    double imbalance;               /* the first round's largest work per process over the mean */
+} terra_cook_split_plan;
+
+/* Plans `ranks` processes over the finest tiles (as the pyramid takes them) of a grid, their work
+ * weighed by the source samples under each root (each footprint spread evenly over its rectangle):
+ * one round, at the highest depth whose roots share out within 5% of the mean (largest work first,
+ * each to the least loaded process) or, failing that, the one that shares out best; no round for
+ * one process or fewer roots than processes at every depth. Deterministic. *out: free with
+ * terra_cook_split_plan_free. TERRA_E_INVALID, TERRA_E_NOMEM. */
+TERRA_API terra_status terra_cook_split_plan_make(const terra_cook_grid *g, const int32_t *finest, size_t finest_count,
+                                        const terra_cook_footprint *inputs, size_t input_count, int ranks,
+                                        terra_cook_split_plan *out);
+TERRA_API void terra_cook_split_plan_free(terra_cook_split_plan *p);
+
+/* A part file: one round's root and every tile of its subtree that round built (stored as the
+ * archive will hold them), stamped with the fingerprint of the cook (inputs, options, plan) so a
+ * rerun reuses only what the same cook made. Little-endian, a CRC-32C at the end. */
+typedef struct terra_cook_part_tile {
+    terra_archive_entry entry;      /* key, size, raw_size, compression, geometric error, edges, heights */
+    const uint8_t *data;            /* entry.size stored bytes */
+    uint32_t vertices, triangles;   /* of the mesh, for the report */
+    float quantization;             /* what the stated error passes the mesh's own */
+} terra_cook_part_tile;
+
+typedef struct terra_cook_part {
+    uint64_t fingerprint;
+    int bottom, depth;              /* the round's: the root's depth, and the depth it was built from
+                                       (0: from the finest) */
+    terra_cook_root root;
+    size_t tile_count;
+    terra_cook_part_tile *tiles;
+} terra_cook_part;
+
+/* Encodes a part into *out (terra_free), *size bytes. */
+TERRA_API terra_status terra_cook_part_encode(const terra_cook_part *p, uint8_t **out, size_t *size);
+/* Decodes n bytes: every count checked against what is left, the checksum first; the tiles' data
+ * point into `bytes` (keep it); the root's mesh and finest list are allocated (terra_cook_part_free).
+ * TERRA_E_CORRUPT naming the byte and the problem, TERRA_E_NOMEM. */
+TERRA_API terra_status terra_cook_part_decode(const uint8_t *bytes, size_t n, terra_cook_part *out);
+TERRA_API void terra_cook_part_free(terra_cook_part *p);
 
 /* ---- encoding -------------------------------------------------------------------------------- */
 

@@ -92,6 +92,37 @@ typedef struct terra_cook_input {
     size_t named_count;
 } terra_cook_input;
 
+/* One process's share of a cook split over several (terra-cook-mpi; terra/cook.h for the rounds).
+ * Every process runs terra_cook with the same inputs and options and its own split:
+ *  - PLAN: opens the inputs, plans the plane and the rounds into split->plan (nothing written);
+ *  - ROUND: builds the roots of split->plan.round[split->round] that split->rank owns, each subtree
+ *    into the part file PARTS/BOTTOM-TOP-TX-TY.part; a part already there with the same fingerprint
+ *    is reused, not built again (a rerun after a failure redoes only what was lost). The roots of
+ *    the round below come from their part files;
+ *  - MERGE (one process, after the last round): the levels over the last round's roots, then every
+ *    part's tiles and those into the archive at desc->output: the same bytes as the whole cook.
+ * The part files are on a filesystem every process sees. desc->cache must be NULL. */
+typedef enum terra_cook_stage {
+    TERRA_COOK_STAGE_PLAN = 1,
+    TERRA_COOK_STAGE_ROUND,
+    TERRA_COOK_STAGE_MERGE
+} terra_cook_stage;
+
+typedef struct terra_cook_split {
+    terra_cook_stage stage;
+    const char *parts;              /* directory of the part files (created if need be) */
+    uint64_t fingerprint;           /* of the inputs' contents and the options: other parts are not reused */
+    int ranks, rank;
+    terra_cook_split_plan plan;     /* PLAN fills it (terra_cook_split_plan_free); ROUND and MERGE read it */
+    int round;                      /* ROUND: which */
+    int (*die_after)(void *user);   /* tests: called after each part written; non-zero ends the process (_exit) */
+    void *die_user;
+    /* out */
+    uint64_t parts_built, parts_reused;
+    double top_s, merge_s;          /* MERGE: building the levels over the rounds; reading parts and
+                                       writing the archive */
+} terra_cook_split;
+
 typedef struct terra_cook_desc {
     const terra_cook_input *inputs;
     size_t input_count;
@@ -115,6 +146,7 @@ typedef struct terra_cook_desc {
      * no cache. terra_cook plans it, reuses what it allows, and commits it once the archive is in
      * place; the caller closes it. */
     terra_cook_cache *cache;
+    terra_cook_split *split;        /* NULL: the whole cook in this process */
 } terra_cook_desc;
 
 typedef struct terra_cook_report {

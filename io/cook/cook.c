@@ -2,13 +2,18 @@
  * from sample windows, the pyramid built (terra_cook_pyramid), every tile encoded and written. */
 #include "terra/cook_io.h"
 #include "../json.h"
+#include "terra/io.h"
 #include "terra/tile_codec.h"
 #include "../../src/cook/scan.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define DEFAULT_TILE 256
 #define MAX_ZOOM 24
@@ -443,7 +448,21 @@ typedef struct emitter {
     void *make_user;
     source_measure *samples;       /* rasters: what stated errors are measured on */
     pthread_mutex_t lock;
+    /* a round of a split cook: tiles go to their root's part (sinks, under lock), not to w */
+    terra_cook_split *split;
+    const terra_cook_split_round *round;
+    terra_compression compression;
+    int compression_level;
+    struct sink *sinks;
+    size_t sink_count, sink_cap;
 } emitter;
+
+/* The tiles of one root's subtree built so far in a round. */
+typedef struct sink {
+    int32_t tx, ty;
+    terra_cook_part_tile *tiles;   /* data owned */
+    size_t count, cap;
+} sink;
 
 /* A finest tile: the mesh the cache kept when it may be reused, else made from the samples; kept
  * for the next cook either way (a failure to keep only means the next cook meshes it again). */
@@ -499,6 +518,212 @@ static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, co
  * worker; wider ground is weighed on every 2nd, 4th... sample and measured window by window. */
 #define COARSE_WINDOW_MAX 4097
 
+/* ---- a split cook's parts ------------------------------------------------------------------------ */
+
+static int32_t floor_shift(int32_t v, int d) { return (int32_t)floor(ldexp((double)v, -d)); }
+
+static char *part_path(const char *dir, int bottom, int top, int32_t tx, int32_t ty) {
+    const size_t n = strlen(dir) + 64;
+    char *p = terra_alloc(n);
+    if (p) snprintf(p, n, "%s/%d-%d-%d-%d.part", dir, bottom, top, (int)tx, (int)ty);
+    return p;
+}
+
+/* A part file read whole and decoded (*bytes keeps the tiles' data: terra_free it). */
+static terra_status part_read(const char *path, uint64_t fingerprint, uint8_t **bytes, terra_cook_part *out) {
+    *bytes = NULL;
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return terra_fail(errno == ENOENT ? TERRA_E_NOT_FOUND : TERRA_E_IO, "%s: %s", path, strerror(errno));
+    terra_status st = TERRA_OK;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    uint8_t *b = n >= 0 ? terra_alloc((size_t)n + 1) : NULL;
+    if (n < 0) st = terra_fail(TERRA_E_IO, "%s: cannot tell its size: %s", path, strerror(errno));
+    else if (!b) st = terra_fail(TERRA_E_NOMEM, "%s: out of memory for %ld bytes", path, n);
+    else if (fseek(f, 0, SEEK_SET) != 0 || fread(b, 1, (size_t)n, f) != (size_t)n)
+        st = terra_fail(TERRA_E_IO, "%s: read failed", path);
+    fclose(f);
+    if (st == TERRA_OK && (st = terra_cook_part_decode(b, (size_t)n, out)) != TERRA_OK)
+        st = terra_fail(st, "%s: %s", path, terra_last_error());
+    if (st == TERRA_OK && out->fingerprint != fingerprint) {
+        terra_cook_part_free(out);
+        st = terra_fail(TERRA_E_NOT_FOUND, "%s: made by another cook (other inputs or options)", path);
+    }
+    if (st != TERRA_OK) terra_free(b), b = NULL;
+    *bytes = b;
+    return st;
+}
+
+static terra_status sink_add(emitter *E, const terra_cook_tile *t, terra_tile_key key, const uint8_t *raw, size_t n,
+                             const terra_archive_tile_info *info, double quant) {
+    uint8_t *stored;
+    size_t size;
+    terra_compression c;
+    terra_status st = terra_archive_store_tile(E->compression, E->compression_level, raw, n, &stored, &size, &c);
+    if (st != TERRA_OK) return st;
+    const int up = E->round->top - t->depth;
+    const int32_t rx = floor_shift(t->tx, up), ry = floor_shift(t->ty, up);
+    terra_cook_part_tile pt = {.entry = {.key = key, .size = (uint32_t)size, .raw_size = (uint32_t)n, .compression = (uint8_t)c,
+                                         .geometric_error = info->geometric_error, .longest_edge = info->longest_edge,
+                                         .min_height = info->min_height, .max_height = info->max_height},
+                               .data = stored, .vertices = t->mesh->vertex_count, .triangles = t->mesh->triangle_count,
+                               .quantization = (float)quant};
+    pthread_mutex_lock(&E->lock);
+    sink *k = NULL;
+    for (size_t i = 0; i < E->sink_count && !k; i++)
+        if (E->sinks[i].tx == rx && E->sinks[i].ty == ry) k = &E->sinks[i];
+    if (!k && E->sink_count == E->sink_cap) {
+        size_t cap = E->sink_cap ? 2 * E->sink_cap : 16;
+        sink *ns = terra_realloc(E->sinks, cap * sizeof *ns);
+        if (ns) E->sinks = ns, E->sink_cap = cap;
+    }
+    if (!k && E->sink_count < E->sink_cap) {
+        k = &E->sinks[E->sink_count++];
+        *k = (sink){.tx = rx, .ty = ry};
+    }
+    if (k && k->count == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 16;
+        terra_cook_part_tile *nt = terra_realloc(k->tiles, cap * sizeof *nt);
+        if (nt) k->tiles = nt, k->cap = cap;
+    }
+    const bool ok = k && k->count < k->cap;
+    if (ok) k->tiles[k->count++] = pt;
+    pthread_mutex_unlock(&E->lock);
+    if (ok) return TERRA_OK;
+    terra_free(stored);
+    return terra_fail(TERRA_E_NOMEM, "cook: out of memory holding a part's tiles");
+}
+
+static void sink_free(sink *k) {
+    for (size_t i = 0; i < k->count; i++) terra_free((void *)k->tiles[i].data);
+    terra_free(k->tiles);
+}
+
+/* The roots this process builds in the round: its own, unless their part is already there. */
+static bool part_want(void *user, int32_t tx, int32_t ty) {
+    emitter *E = user;
+    const terra_cook_split_round *R = E->round;
+    size_t i = 0;
+    while (i < R->root_count && (R->roots[2 * i] != tx || R->roots[2 * i + 1] != ty)) i++;
+    if (i == R->root_count || R->owner[i] != E->split->rank) return false;
+    char *path = part_path(E->split->parts, R->bottom, R->top, tx, ty);
+    uint8_t *bytes = NULL;
+    terra_cook_part p;
+    const bool have = path && part_read(path, E->split->fingerprint, &bytes, &p) == TERRA_OK;
+    if (have) {
+        terra_cook_part_free(&p);
+        E->split->parts_reused++; /* one thread: the pyramid asks before its workers start */
+    }
+    terra_free(bytes);
+    terra_free(path);
+    return !have;
+}
+
+/* A root of the round below (or of the last round, for the levels over them), from its part. */
+static terra_status part_load(void *user, int32_t tx, int32_t ty, terra_cook_root *out) {
+    emitter *E = user;
+    const terra_cook_split_plan *P = &E->split->plan;
+    const int depth = E->round ? E->round->bottom : P->top_bottom;
+    int r = 0;
+    while (r < P->round_count && P->round[r].top != depth) r++;
+    if (r == P->round_count) return terra_fail(TERRA_E_INVALID, "cook: no round ends at depth %d", depth);
+    char *path = part_path(E->split->parts, P->round[r].bottom, depth, tx, ty);
+    if (!path) return terra_fail(TERRA_E_NOMEM, "cook: out of memory");
+    uint8_t *bytes;
+    terra_cook_part p;
+    terra_status st = part_read(path, E->split->fingerprint, &bytes, &p);
+    if (st == TERRA_E_NOT_FOUND) st = terra_fail(st, "cook: the part of root %d/%d,%d is missing: %s", depth, (int)tx, (int)ty,
+                                                 terra_last_error());
+    terra_free(path);
+    if (st != TERRA_OK) return st;
+    *out = p.root;
+    memset(&p.root, 0, sizeof p.root);
+    terra_cook_part_free(&p);
+    terra_free(bytes);
+    return TERRA_OK;
+}
+
+/* A root built: its subtree's tiles and the root itself into its part file (renamed into place). */
+static terra_status part_done(void *user, const terra_cook_root *root) {
+    emitter *E = user;
+    const terra_cook_split_round *R = E->round;
+    sink k = {.tx = root->tx, .ty = root->ty};
+    pthread_mutex_lock(&E->lock);
+    for (size_t i = 0; i < E->sink_count; i++)
+        if (E->sinks[i].tx == root->tx && E->sinks[i].ty == root->ty) {
+            k = E->sinks[i];
+            E->sinks[i] = E->sinks[--E->sink_count];
+            break;
+        }
+    pthread_mutex_unlock(&E->lock);
+    terra_cook_part p = {.fingerprint = E->split->fingerprint, .bottom = R->bottom, .depth = R->top, .root = *root,
+                         .tile_count = k.count, .tiles = k.tiles};
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    char *path = part_path(E->split->parts, R->bottom, R->top, root->tx, root->ty), *tmp = NULL;
+    void *fv = NULL;
+    terra_status st = path ? terra_cook_part_encode(&p, &bytes, &n) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
+    sink_free(&k);
+    if (st == TERRA_OK) st = terra_io_open_temp(path, &tmp, &fv);
+    if (st == TERRA_OK) {
+        FILE *f = fv;
+        const bool ok = fwrite(bytes, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
+        if (fclose(f) != 0 || !ok) {
+            st = terra_fail(TERRA_E_IO, "%s: write failed: %s", path, strerror(errno));
+            terra_io_abort(tmp);
+        } else {
+            st = terra_io_commit(tmp, path);
+        }
+    }
+    terra_free(bytes);
+    terra_free(path);
+    if (st != TERRA_OK) return st;
+    pthread_mutex_lock(&E->lock);
+    E->split->parts_built++;
+    const bool die = E->split->die_after && E->split->die_after(E->split->die_user);
+    pthread_mutex_unlock(&E->lock);
+    if (die) _exit(3);
+    return TERRA_OK;
+}
+
+/* MERGE: every part's tiles into the archive, and into the report. */
+static terra_status merge_parts(emitter *E) {
+    const terra_cook_split_plan *P = &E->split->plan;
+    terra_status st = TERRA_OK;
+    for (int r = 0; r < P->round_count && st == TERRA_OK; r++) {
+        const terra_cook_split_round *R = &P->round[r];
+        for (size_t i = 0; i < R->root_count && st == TERRA_OK; i++) {
+            char *path = part_path(E->split->parts, R->bottom, R->top, R->roots[2 * i], R->roots[2 * i + 1]);
+            uint8_t *bytes = NULL;
+            terra_cook_part p;
+            st = path ? part_read(path, E->split->fingerprint, &bytes, &p) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
+            if (st == TERRA_E_NOT_FOUND) st = terra_fail(st, "cook: a part is missing: %s", terra_last_error());
+            terra_free(path);
+            for (size_t t = 0; st == TERRA_OK && t < p.tile_count; t++) {
+                const terra_archive_entry *e = &p.tiles[t].entry;
+                const terra_archive_tile_info info = {e->geometric_error, e->longest_edge, e->min_height, e->max_height};
+                int d;
+                int32_t tx, ty;
+                if (!terra_cook_key_tile(E->grid, e->key, &d, &tx, &ty)) {
+                    st = terra_fail(TERRA_E_CORRUPT, "cook: a part holds a tile off the grid");
+                    break;
+                }
+                st = terra_archive_writer_add_stored(E->w, e->key, p.tiles[t].data, e->size, e->raw_size,
+                                                     (terra_compression)e->compression, &info);
+                E->rep->tiles++;
+                E->rep->level[d].tiles++;
+                E->rep->level[d].vertices += p.tiles[t].vertices;
+                E->rep->level[d].triangles += p.tiles[t].triangles;
+                E->rep->level[d].max_error = fmax(E->rep->level[d].max_error, e->geometric_error - p.tiles[t].quantization);
+                E->rep->level[d].max_quantization = fmax(E->rep->level[d].max_quantization, p.tiles[t].quantization);
+            }
+            terra_cook_part_free(&p);
+            terra_free(bytes);
+        }
+    }
+    return st;
+}
+
 static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     emitter *E = user;
     if (t->mesh->triangle_count == 0) return TERRA_OK; /* no ground here: no tile */
@@ -526,7 +751,7 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
         float stated = (float)stated_d;
         if ((double)stated < stated_d) stated = nextafterf(stated, INFINITY);
         terra_archive_tile_info info = {stated, (float)t->longest_edge, (float)t->min_height, (float)t->max_height};
-        if (st == TERRA_OK) st = terra_archive_writer_add(E->w, key, raw, n, &info);
+        if (st == TERRA_OK) st = E->round ? sink_add(E, t, key, raw, n, &info, quant) : terra_archive_writer_add(E->w, key, raw, n, &info);
         terra_free(raw);
     }
     if (st != TERRA_OK) return st;
@@ -743,6 +968,36 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     }
     report->grid = P.grid;
     report->levels = P.grid.depth + 1;
+    terra_cook_split *sp = d->split;
+    if (sp && sc)
+        st = terra_fail(TERRA_E_UNSUPPORTED, "cook: %s is a scenery: a cook split over processes takes rasters only",
+                        d->inputs[0].path);
+    else if (sp && d->cache)
+        st = terra_fail(TERRA_E_UNSUPPORTED, "cook: a cook split over processes keeps parts, not the cook cache");
+    if (st == TERRA_OK && sp && sp->stage == TERRA_COOK_STAGE_PLAN) {
+        /* where each input's samples lie on the plane */
+        terra_cook_footprint *fp = terra_alloc(G.n * sizeof *fp);
+        if (!fp) st = terra_fail(TERRA_E_NOMEM, "cook: out of memory");
+        for (size_t k = 0; fp && k < G.n; k++) {
+            const terra_raster_info *I = &G.L[k].info;
+            const double *b = I->lonlat_bounds, *o = P.grid.origin, *u = P.grid.unit;
+            fp[k].samples = (uint64_t)I->width * (uint64_t)I->height;
+            if (geo)
+                fp[k] = (terra_cook_footprint){{(b[0] - o[0]) / u[0], (b[1] - o[1]) / u[1], (b[2] - o[0]) / u[0], (b[3] - o[1]) / u[1]},
+                                               fp[k].samples};
+            else
+                fp[k] = (terra_cook_footprint){{0, 0, I->width - 1, I->height - 1}, fp[k].samples};
+        }
+        if (fp) st = terra_cook_split_plan_make(&P.grid, P.finest, P.finest_count, fp, G.n, sp->ranks, &sp->plan);
+        terra_free(fp);
+        goto done;
+    }
+    const bool round = sp && sp->stage == TERRA_COOK_STAGE_ROUND, merge = sp && sp->stage == TERRA_COOK_STAGE_MERGE;
+    if (st == TERRA_OK && round && (sp->round < 0 || sp->round >= sp->plan.round_count))
+        st = terra_fail(TERRA_E_INVALID, "cook: round %d of %d", sp->round, sp->plan.round_count);
+    if (st == TERRA_OK && round && mkdir(sp->parts, 0777) != 0 && errno != EEXIST)
+        st = terra_fail(TERRA_E_IO, "%s: cannot make the parts' directory: %s", sp->parts, strerror(errno));
+    if (st != TERRA_OK) goto done;
 
     if (d->cache && (st = plan_cache(d->cache, &G, &P)) != TERRA_OK) goto done;
     src = source_json(d, &G, &P, max_error);
@@ -756,7 +1011,7 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
                                    .name = "terra cook", .tile_size_m = S * P.grid.unit[0]};
     memcpy(wd.bounds, P.bounds, sizeof wd.bounds);
     if (!src) st = terra_fail(TERRA_E_NOMEM, "cook: out of memory");
-    if (st == TERRA_OK) st = terra_archive_writer_create(d->output, &wd, &w);
+    if (st == TERRA_OK && !round) st = terra_archive_writer_create(d->output, &wd, &w);
     if (st != TERRA_OK) goto done;
 
     terra_cook_raster_tiles rt = {.grid = &P.grid, .max_error = max_error, .window = ground_window, .window_user = &G};
@@ -764,7 +1019,8 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     source_measure_init(&sm, &G, &P.grid, &rt);
     emitter E = {.grid = &P.grid, .w = w, .rep = report, .cache = d->cache, .packed = d->compression == TERRA_COMPRESS_PACKED,
                  .make = sc ? terra_scenery_cut_tile : terra_cook_raster_finest, .make_user = sc ? (void *)cut : (void *)&rt,
-                 .samples = sc ? NULL : &sm};
+                 .samples = sc ? NULL : &sm, .split = sp, .round = round ? &sp->plan.round[sp->round] : NULL,
+                 .compression = d->compression, .compression_level = level};
     pthread_mutex_init(&E.lock, NULL);
     terra_cook_pyramid_desc pd = {.grid = &P.grid, .finest = P.finest, .finest_count = P.finest_count,
                                   .max_error = max_error, .make_finest = finest_tile, .finest_user = &E,
@@ -772,11 +1028,24 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
                                   .distance = sc ? NULL : terra_cook_raster_distance, .distance_user = &rt,
                                   .window = sc ? NULL : ground_window, .window_user = &G, .window_max = COARSE_WINDOW_MAX,
                                   .threads = d->threads, .progress = d->progress, .progress_user = d->progress_user};
+    if (round) {
+        pd.part_bottom = E.round->bottom, pd.part_top = E.round->top;
+        pd.want = part_want, pd.load_root = part_load, pd.root_done = part_done, pd.part_user = &E;
+    } else if (merge && sp->plan.round_count) {
+        pd.part_bottom = sp->plan.top_bottom, pd.load_root = part_load, pd.part_user = &E;
+    }
     terra_cook_pyramid_stats ps;
     memset(&ps, 0, sizeof ps);
-    st = terra_cook_pyramid(&pd, &ps);
+    const double top0 = terra_now_s();
+    if (!merge || !sp->plan.round_count || pd.part_bottom < P.grid.depth) st = terra_cook_pyramid(&pd, &ps);
+    const double merge0 = terra_now_s();
+    if (merge) sp->top_s = merge0 - top0;
+    if (st == TERRA_OK && merge) st = merge_parts(&E);
+    for (size_t i = 0; i < E.sink_count; i++) sink_free(&E.sinks[i]);
+    terra_free(E.sinks);
     pthread_mutex_destroy(&E.lock);
     report->mesh_peak_bytes = ps.peak_bytes;
+    if (round) goto done;
     if (st == TERRA_OK && report->tiles == 0)
         st = terra_fail(TERRA_E_INVALID, "cook: no ground in %s%s: every sample is no-data or outside",
                         G.L[0].in->path, G.n > 1 ? " and the other inputs" : "");
@@ -784,7 +1053,9 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
         terra_archive_writer_abort(w);
         goto done;
     }
-    if ((st = terra_archive_writer_finish(w)) != TERRA_OK) goto done;
+    st = terra_archive_writer_finish(w);
+    if (merge) sp->merge_s = terra_now_s() - merge0;
+    if (st != TERRA_OK) goto done;
     if (d->cache && (st = terra_cook_cache_commit(d->cache)) == TERRA_E_IO) {
         /* the archive is good; only the next cook starts afresh */
         terra_log(TERRA_LOG_WARN, "%s", terra_last_error());

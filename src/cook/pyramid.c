@@ -31,8 +31,11 @@
 /* Tries of the simplifier's target per tile. */
 #define SIMPLIFY_TRIES 4
 
+enum { ROLE_BUILD, ROLE_SKIP, ROLE_LOADED }; /* what a part of the pyramid does with a node */
+
 typedef struct node {
     int depth;
+    uint8_t role;
     int32_t tx, ty;
     int32_t parent;          /* index into nodes, -1 at the top depth */
     int32_t child[4];        /* x + 2y, -1 where there is none */
@@ -54,6 +57,7 @@ typedef struct pyramid {
     int32_t *ready;          /* parents ready to build (a stack) */
     size_t ready_count;
     size_t done;
+    size_t base;             /* done before any work: nodes a part skips or loads */
     size_t bytes;            /* tile meshes held now */
     terra_cook_pyramid_stats stats;
     terra_status status;
@@ -599,6 +603,99 @@ static void drop_finest(pyramid *P, node *n) {
         if (n->child[i] >= 0) drop_finest(P, &P->nodes[n->child[i]]);
 }
 
+/* ---- parts of the pyramid ----------------------------------------------------------------------- */
+
+static size_t count_ground(const pyramid *P, const node *n) {
+    if (n->depth == 0) return n->ground;
+    size_t k = 0;
+    for (int i = 0; i < 4; i++)
+        if (n->child[i] >= 0) k += count_ground(P, &P->nodes[n->child[i]]);
+    return k;
+}
+
+static void list_ground(const pyramid *P, const node *n, int32_t *out, size_t *k) {
+    if (n->depth == 0) {
+        if (n->ground) out[2 * *k] = n->tx, out[2 * *k + 1] = n->ty, ++*k;
+        return;
+    }
+    for (int i = 0; i < 4; i++)
+        if (n->child[i] >= 0) list_ground(P, &P->nodes[n->child[i]], out, k);
+}
+
+/* A part's root, built: to root_done with the finest tiles with ground under it. */
+static terra_status hand_root(pyramid *P, const node *n) {
+    terra_cook_root r = {.tx = n->tx, .ty = n->ty, .mesh = n->mesh, .error = n->error, .finest_error = n->finest_error};
+    r.finest = terra_alloc(2 * count_ground(P, n) * sizeof *r.finest + 1);
+    if (!r.finest) return terra_fail(TERRA_E_NOMEM, "cook pyramid: out of memory");
+    list_ground(P, n, r.finest, &r.finest_count);
+    terra_status st = P->d->root_done(P->d->part_user, &r);
+    terra_free(r.finest);
+    return st;
+}
+
+static int pair_cmp(const void *a, const void *b) {
+    const int32_t *p = a, *q = b;
+    return p[0] != q[0] ? (p[0] > q[0]) - (p[0] < q[0]) : (p[1] > q[1]) - (p[1] < q[1]);
+}
+
+/* The finest tiles under a loaded root get their ground flags from its list (sorted). */
+static void mark_ground(pyramid *P, node *n, const int32_t *list, size_t k) {
+    if (n->depth == 0) {
+        const int32_t me[2] = {n->tx, n->ty};
+        n->ground = k && bsearch(me, list, k, 2 * sizeof *list, pair_cmp);
+        return;
+    }
+    for (int i = 0; i < 4; i++)
+        if (n->child[i] >= 0) mark_ground(P, &P->nodes[n->child[i]], list, k);
+}
+
+/* What a part of the pyramid builds (terra_cook_pyramid_desc.part_*): every node's role, the
+ * loaded roots in place, and what is ready to build. */
+static terra_status part_setup(pyramid *P) {
+    const terra_cook_pyramid_desc *d = P->d;
+    const int B = d->part_bottom, T = d->part_top ? d->part_top : d->grid->depth;
+    if (!d->part_bottom && !d->part_top) return TERRA_OK;
+    if (!d->distance)
+        return terra_fail(TERRA_E_UNSUPPORTED, "cook pyramid: a part of a pyramid is measured against the source only");
+    if (B < 0 || T > d->grid->depth || B >= T || (B && !d->load_root) || (d->part_top && !d->root_done))
+        return terra_fail(TERRA_E_INVALID, "cook pyramid: a part from depth %d to %d of 0..%d (or a callback missing)", B,
+                          T, d->grid->depth);
+    for (size_t i = P->count; i-- > 0;) { /* parents come after their children */
+        node *n = &P->nodes[i];
+        if (n->depth > T || n->depth < B) n->role = ROLE_SKIP;
+        else if (n->depth == T) n->role = d->want && !d->want(d->part_user, n->tx, n->ty) ? ROLE_SKIP : ROLE_BUILD;
+        else n->role = P->nodes[n->parent].role;
+    }
+    for (size_t i = 0; i < P->count; i++) {
+        node *n = &P->nodes[i];
+        if (n->role == ROLE_BUILD && B && n->depth == B) {
+            terra_cook_root r;
+            memset(&r, 0, sizeof r);
+            terra_status st = d->load_root(d->part_user, n->tx, n->ty, &r);
+            if (st == TERRA_OK && (r.tx != n->tx || r.ty != n->ty || !(r.error >= 0) || !(r.finest_error >= 0)))
+                st = terra_fail(TERRA_E_CORRUPT, "cook pyramid: root %d/%d,%d came back as %d,%d (error %g)", B, (int)n->tx,
+                                (int)n->ty, (int)r.tx, (int)r.ty, r.error);
+            if (st == TERRA_OK) st = check_finest(&r.mesh, r.error, n->tx, n->ty);
+            if (st != TERRA_OK) {
+                terra_cook_mesh_free(&r.mesh);
+                terra_free(r.finest);
+                return st;
+            }
+            qsort(r.finest, r.finest_count, 2 * sizeof *r.finest, pair_cmp);
+            mark_ground(P, n, r.finest, r.finest_count);
+            terra_free(r.finest);
+            n->mesh = r.mesh;
+            n->error = r.error, n->finest_error = r.finest_error;
+            account(P, &n->mesh, false);
+            n->role = ROLE_LOADED;
+            if (--P->nodes[n->parent].pending == 0) P->ready[P->ready_count++] = n->parent;
+        }
+        if (n->role != ROLE_BUILD) P->done++;
+    }
+    P->base = P->done;
+    return TERRA_OK;
+}
+
 /* ---- workers ----------------------------------------------------------------------------------- */
 
 static void worker(terra_job *job) {
@@ -607,6 +704,7 @@ static void worker(terra_job *job) {
     for (;;) {
         if (P->status != TERRA_OK || P->done == P->count) break;
         size_t i;
+        while (P->next_leaf < P->leaves && P->nodes[P->next_leaf].role != ROLE_BUILD) P->next_leaf++;
         if (P->ready_count)
             i = (size_t)P->ready[--P->ready_count];
         else if (P->next_leaf < P->leaves)
@@ -618,7 +716,9 @@ static void worker(terra_job *job) {
         pthread_mutex_unlock(&P->lock);
         node *n = &P->nodes[i];
         terra_status st = n->depth == 0 ? build_finest(P, n) : build_coarse(P, n);
-        if (st == TERRA_OK && n->parent < 0) {
+        const bool root = P->d->part_top && n->depth == P->d->part_top, top = n->parent < 0 || root;
+        if (st == TERRA_OK && root) st = hand_root(P, n);
+        if (st == TERRA_OK && top) {
             if (!P->d->distance || n->depth == 0) drop_finest(P, n);
             if (n->depth > 0) drop(P, &n->mesh);
         }
@@ -632,7 +732,7 @@ static void worker(terra_job *job) {
             break;
         }
         P->done++;
-        if (n->parent >= 0 && --P->nodes[n->parent].pending == 0) {
+        if (!top && --P->nodes[n->parent].pending == 0) {
             P->ready[P->ready_count++] = n->parent;
             pthread_cond_signal(&P->wake);
         }
@@ -738,13 +838,14 @@ terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *d, terra_cook_pyr
     terra_status st = plan(&P);
     if (st == TERRA_OK && !(P.ready = terra_alloc(P.count * sizeof(int32_t) + 1)))
         st = terra_fail(TERRA_E_NOMEM, "cook pyramid: out of memory");
+    if (st == TERRA_OK) st = part_setup(&P);
     terra_pool *pool = d->pool, *own = NULL;
     if (st == TERRA_OK && !pool &&
         (st = terra_pool_create(&(terra_pool_desc){.threads = d->threads > 0 ? d->threads : terra_default_threads()}, &own)) == TERRA_OK)
         pool = own;
     terra_job_queue *queue = NULL;
     if (st == TERRA_OK) st = terra_job_queue_create(&queue);
-    if (st == TERRA_OK && P.count) {
+    if (st == TERRA_OK && P.count > P.base) {
         pthread_mutex_init(&P.lock, NULL);
         pthread_cond_init(&P.wake, NULL);
         int nj = terra_pool_threads(pool);
@@ -763,7 +864,7 @@ terra_status terra_cook_pyramid(const terra_cook_pyramid_desc *d, terra_cook_pyr
             pthread_mutex_lock(&P.lock);
             uint64_t done = P.done;
             pthread_mutex_unlock(&P.lock);
-            if (d->progress && done != shown) d->progress(d->progress_user, done, P.count);
+            if (d->progress && done != shown) d->progress(d->progress_user, done - P.base, P.count - P.base);
             shown = done;
             if (got == 0) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
         }
