@@ -283,6 +283,8 @@ static void split_equals_whole(bool geo) {
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0) {
+            /* one worker: with more, another subtree may be written while the hook ends the process */
+            d.threads = 1;
             s.stage = TERRA_COOK_STAGE_ROUND, s.round = 0, s.rank = 1, s.die_after = die_now;
             die_countdown = 1;
             terra_cook(&d, &rep);
