@@ -5,6 +5,7 @@
 #ifndef TERRA_BENCH_H
 #define TERRA_BENCH_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,23 @@ static inline void bench_record(const char *name, double value, const char *unit
     fprintf(f, "{\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"runs\": %d, \"stat\": \"%s\"}\n", name, value,
             unit, runs, stat);
     fclose(f);
+}
+
+/* The ideal spacing for an allowed error (metres): the coarsest spacing whose error, level L's
+ * err[L] at spacing s0 x 2^L interpolated log-log between levels, is within it; never finer than
+ * level 0's. */
+static inline double bench_ideal_spacing(double allowed, const float *err, int levels, double s0) {
+    double s = s0;
+    for (int l = 0; l + 1 < levels; l++) {
+        const double e0 = err[l] > 1e-6f ? err[l] : 1e-6, e1 = err[l + 1] > 1e-6f ? err[l + 1] : 1e-6;
+        if (allowed <= e0) break;
+        if (allowed >= e1) {
+            s = s0 * ldexp(1.0, l + 1);
+            continue;
+        }
+        return s0 * ldexp(1.0, l) * pow(2.0, log(allowed / e0) / log(e1 / e0));
+    }
+    return s;
 }
 
 #endif

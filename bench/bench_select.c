@@ -246,17 +246,7 @@ static double ideal_triangles(const terra_select *sel, const terra_select_desc *
                 const double x = t[i].box.min.x + (pi + 0.5) * piece, z = t[i].box.min.z + (pj + 0.5) * piece;
                 const double dist = sqrt((x - eye.x) * (x - eye.x) + (z - eye.z) * (z - eye.z) + (ymid - eye.y) * (ymid - eye.y));
                 const double allowed = d->max_sse_px * dist / terra_select_sse_px(sel, 1.0, 1.0); /* metres */
-                double s = s0;
-                for (int l = 0; l + 1 < d->levels; l++) { /* the spacing where the error curve reaches `allowed` */
-                    const double e0 = fmax(d->level_error[l], 1e-6), e1 = fmax(d->level_error[l + 1], 1e-6);
-                    if (allowed <= e0) break;
-                    if (allowed >= e1) {
-                        s = s0 * ldexp(1.0, l + 1);
-                        continue;
-                    }
-                    s = s0 * ldexp(1.0, l) * pow(2.0, log(allowed / e0) / log(e1 / e0));
-                    break;
-                }
+                const double s = bench_ideal_spacing(allowed, d->level_error, d->levels, s0);
                 sum += 2.0 * piece * piece / (s * s);
             }
     }

@@ -76,6 +76,7 @@ enum {
     CLI_LENS = 1 << 2,    /* --size --fov --sse */
     CLI_POSE = 1 << 3,    /* --eye --above --yaw --pitch */
     CLI_STYLE = 1 << 4,   /* --level-tint --no-morph --clear */
+    CLI_PLANET = 1 << 5,  /* --planet --lat --lon --alt --heading (with --pitch of CLI_POSE) */
 };
 /* Scripts (script.h) where terra is built with them; elsewhere opening fails, saying so. */
 typedef struct terra_script terra_script;
@@ -111,6 +112,8 @@ typedef struct cli_scene {
     bool level_tint, no_morph;
     double clear[3];           /* --clear R,G,B (0..255) */
     bool have_clear;
+    bool planet;               /* --planet: the built-in planet of `seed` instead of the plane */
+    double lat, lon, alt, heading; /* degrees; metres over the ground under the eye; degrees from north toward east */
 } cli_scene;
 /* A command's own option (getopt_long's value, below CLI_SCENE_OPT, and its argument): false once
  * it has said why the value is refused (the cli_opt_* parsers do). */
@@ -145,6 +148,14 @@ bool cli_scene_reload(cli_scene *scene, terra_gl_scene *gl_scene, FILE *log); /*
 terra_gl_style cli_scene_style(const cli_scene *scene);
 /* The camera of CLI_POSE and CLI_LENS (the aspect is the picture's, set when drawing). */
 terra_camera cli_scene_camera(const cli_scene *scene);
+/* With --planet: the planet of the scene's seed, the camera of --lat --lon --alt --heading --pitch and
+ * CLI_LENS over it (its up the local up), the sun of the plane's style turned into the eye's local
+ * frame, and the planet scene drawing it at the picture's size (offscreen) or into the window's
+ * framebuffer (terra_gl_planet). */
+terra_status cli_planet_open(const cli_scene *scene, terra_planet **planet);
+terra_camera cli_planet_camera(const cli_scene *scene, const terra_planet *planet);
+terra_vec3 cli_planet_sun(terra_vec3 eye);
+terra_status cli_planet_scene(const cli_scene *scene, const terra_planet *planet, bool offscreen, terra_gl_planet **out); /* cmd_fly.c */
 
 /* After drawing: if any tile failed to load (the streamer logged each once and drew its ancestor
  * in its place), names the first few and the count on stderr and returns EXIT_FAIL; else EXIT_OK. */

@@ -3,6 +3,7 @@
  * --map, draws top-down maps of the selection as well. */
 #include "cli.h"
 #include "fly_path.h"
+#include "planet_path.h"
 #include "terra/gl.h"
 #include "terra/io.h"
 #include "terra/select.h"
@@ -26,11 +27,12 @@ typedef struct fly_opts {
 } fly_opts;
 
 /* No pose: the path flies over the default world, or over an archive's area. */
-enum { FLY_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_STYLE };
+enum { FLY_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_STYLE | CLI_PLANET };
 
 static void fly_usage(FILE *f) {
     fprintf(f,
-            "Usage: terra fly [OPTIONS]\n\n"
+            "Usage: terra fly [OPTIONS]\n"
+            "       terra fly --planet [OPTIONS]\n\n"
             "Flies a built-in camera path over the default world (12 km east along an S, from 40 m\n"
             "above the ground up to 2.5 km and back; over an archive, the same shape across its area)\n"
             "and renders it headless (OpenGL 4.5 on EGL, no display or GPU needed): DIR/frame_NNNN.png\n"
@@ -43,6 +45,10 @@ static void fly_usage(FILE *f) {
             "around the eye (out to level 2's range, level 5's, and all), tiles coloured by level\n"
             "(legend beneath, level 0 first), the morph as a blend toward the next level's colour,\n"
             "the frustum's sides and the eye in white.\n"
+            "With --planet, the path is a descent over a whole planet from 20,000 km to 2 m above its\n"
+            "highest range, then a low flight north over a cube face's edge and the pole; every frame\n"
+            "is drawn whole (the tiles it wants meshed first); the rows give latitude, longitude and\n"
+            "height over the ground.\n"
             "Columns: sel/str/upl/sub ms are terra's CPU time (selection, streamer update, uploads of\n"
             "arrived tiles, building and issuing the one draw); drv ms is spent inside the draw call and\n"
             "ras ms waiting for the picture (the driver's: llvmpipe shades vertices and pixels on the\n"
@@ -272,19 +278,58 @@ static void sheet_put(uint8_t *sheet, int sw, const uint8_t *rgb, int w, int h, 
         }
 }
 
+/* The contact sheet: `want` frames spread evenly over n, the first and last included. */
+typedef struct contact_sheet {
+    uint8_t *img;
+    int w, h, cols, cell_w, cell_h, gap, want, done;
+} contact_sheet;
+
+static bool sheet_init(contact_sheet *c, int want, int w, int h) {
+    *c = (contact_sheet){.want = want, .gap = 4};
+    c->cols = want <= 4 ? (want ? want : 1) : (want + 1) / 2;
+    const int rows = want ? (want + c->cols - 1) / c->cols : 0;
+    c->cell_w = w > 480 ? 480 : w, c->cell_h = c->cell_w * h / w;
+    c->w = c->cols * c->cell_w + (c->cols + 1) * c->gap, c->h = rows * c->cell_h + (rows + 1) * c->gap;
+    if (!want) return true;
+    c->img = malloc((size_t)c->w * c->h * 3);
+    if (c->img) memset(c->img, 24, (size_t)c->w * c->h * 3);
+    return c->img != NULL;
+}
+
+/* Frame f of n: on the sheet when it is one of those wanted. */
+static void sheet_frame(contact_sheet *c, int f, int n, const uint8_t *rgb, int w, int h) {
+    if (!c->img || c->done >= c->want) return;
+    const int next = c->want == 1 ? 0 : (int)((long)c->done * (n - 1) / (c->want - 1));
+    if (f != next) return;
+    const int cx = c->gap + (c->done % c->cols) * (c->cell_w + c->gap), cy = c->gap + (c->done / c->cols) * (c->cell_h + c->gap);
+    sheet_put(c->img, c->w, rgb, w, h, cx, cy, c->cell_w, c->cell_h);
+    c->done++;
+}
+
+static int sheet_write(contact_sheet *c, const char *dir, bool quiet) {
+    if (!c->img) return EXIT_OK;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/contact_sheet.png", dir);
+    if (terra_io_write_png(path, c->img, c->w, c->h, 3) != TERRA_OK) return cli_error("fly", "%s", terra_last_error());
+    if (!quiet) printf("wrote %s (%d frames)\n", path, c->done);
+    return EXIT_OK;
+}
+
+static int fly_planet(const fly_opts *o);
+
 int cmd_fly(int argc, char **argv) {
     fly_opts o;
     int rc = parse_fly(argc, argv, &o);
     if (rc == CLI_HELP) return EXIT_OK;
     if (rc != EXIT_OK) return rc;
+    if (o.scene.planet && (!o.settle || o.maps))
+        return cli_usage_error("fly", "--planet draws every frame whole: --realtime and --map are for the plane");
     if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
         return cli_error("fly", "%s: cannot create directory: %s", o.out, strerror(errno));
+    if (o.scene.planet) return fly_planet(&o);
 
     const int w = o.scene.width, h = o.scene.height, n = o.frames;
-    const int sheet_cols = o.sheet <= 4 ? (o.sheet ? o.sheet : 1) : (o.sheet + 1) / 2;
-    const int sheet_rows = o.sheet ? (o.sheet + sheet_cols - 1) / sheet_cols : 0;
-    const int cell_w = w > 480 ? 480 : w, cell_h = cell_w * h / w, gap = 4;
-    const int sheet_w = sheet_cols * cell_w + (sheet_cols + 1) * gap, sheet_h = sheet_rows * cell_h + (sheet_rows + 1) * gap;
+    contact_sheet cs;
     terra_source *src = NULL;
     terra_gl_context *ctx = NULL;
     terra_gl_scene *scene = NULL;
@@ -292,12 +337,11 @@ int cmd_fly(int argc, char **argv) {
                      malloc(sizeof(double) * n)};
     double *raster = malloc(sizeof(double) * n), *driver = malloc(sizeof(double) * n);
     uint8_t *rgb = malloc((size_t)w * h * 3);
-    uint8_t *sheet = o.sheet ? calloc((size_t)sheet_w * sheet_h * 3, 1) : NULL;
-    if (!ms[0] || !ms[1] || !ms[2] || !ms[3] || !raster || !driver || !rgb || (o.sheet && !sheet)) {
+    const bool sheet_ok = sheet_init(&cs, o.sheet, w, h);
+    if (!ms[0] || !ms[1] || !ms[2] || !ms[3] || !raster || !driver || !rgb || !sheet_ok) {
         rc = cli_error("fly", "out of memory");
         goto done;
     }
-    if (sheet) memset(sheet, 24, (size_t)sheet_w * sheet_h * 3);
     terra_status st = cli_scene_open(&o.scene, &src);
     if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
     if (st == TERRA_OK)
@@ -328,7 +372,7 @@ int cmd_fly(int argc, char **argv) {
     long sum_tiles = 0, max_tiles = 0, max_calls = 0, level_sum[TERRA_TILE_MAX_LEVEL + 1] = {0};
     double sum_tris = 0;
     size_t max_held = 0;
-    int maps_written = 0, sheet_done = 0, fallback_frames = 0;
+    int maps_written = 0, fallback_frames = 0;
     for (int f = 0; f < n; f++) {
         const double t = n > 1 ? (double)f / (n - 1) : 0.0;
         terra_camera cam = path_camera(&o.scene, src, t);
@@ -370,15 +414,7 @@ int cmd_fly(int argc, char **argv) {
                 goto done;
             }
         }
-        if (sheet) {
-            const int next = o.sheet == 1 ? 0 : (int)((long)sheet_done * (n - 1) / (o.sheet - 1));
-            if (sheet_done < o.sheet && f == next) {
-                const int cx = gap + (sheet_done % sheet_cols) * (cell_w + gap);
-                const int cy = gap + (sheet_done / sheet_cols) * (cell_h + gap);
-                sheet_put(sheet, sheet_w, rgb, w, h, cx, cy, cell_w, cell_h);
-                sheet_done++;
-            }
-        }
+        sheet_frame(&cs, f, n, rgb, w, h);
         /* maps at evenly spread frames, the first and last included */
         if (o.maps > 0) {
             const int next = o.maps == 1 ? 0 : (int)((long)maps_written * (n - 1) / (o.maps - 1));
@@ -392,15 +428,7 @@ int cmd_fly(int argc, char **argv) {
             }
         }
     }
-    if (sheet) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/contact_sheet.png", o.out);
-        if (terra_io_write_png(path, sheet, sheet_w, sheet_h, 3) != TERRA_OK) {
-            rc = cli_error("fly", "%s", terra_last_error());
-            goto done;
-        }
-        if (!o.quiet) printf("wrote %s (%d frames)\n", path, sheet_done);
-    }
+    if ((rc = sheet_write(&cs, o.out, o.quiet)) != EXIT_OK) goto done;
     printf("summary: %d frames; tiles drawn mean %.1f, max %ld; triangles mean %.0f; draw calls per frame max %ld; "
            "frames with ancestors standing in %d\n",
            n, (double)sum_tiles / n, max_tiles, sum_tris / n, max_calls, fallback_frames);
@@ -418,7 +446,7 @@ done:
     free(raster);
     free(driver);
     free(rgb);
-    free(sheet);
+    free(cs.img);
     terra_gl_scene_destroy(scene);
     terra_gl_context_destroy(ctx);
     cli_scene_close(&o.scene, src);
@@ -460,4 +488,86 @@ bool cli_scene_reload(cli_scene *s, terra_gl_scene *scene, FILE *log) {
     s->retired_edits = s->edits, s->edits = edits;
     if (log) fprintf(log, "%s: changed; drawing its new ground\n", s->script);
     return true;
+}
+
+/* --planet: the descent and low flight of planet_path.h, every frame whole. */
+static int fly_planet(const fly_opts *o) {
+    const int w = o->scene.width, h = o->scene.height, n = o->frames;
+    terra_planet *planet = NULL;
+    terra_gl_context *ctx = NULL;
+    terra_gl_planet *scene = NULL;
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    contact_sheet cs;
+    int rc = EXIT_OK;
+    if (!sheet_init(&cs, o->sheet, w, h) || !rgb) {
+        rc = cli_error("fly", "out of memory");
+        goto done;
+    }
+    terra_status st = cli_planet_open(&o->scene, &planet);
+    if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
+    if (st == TERRA_OK) st = cli_planet_scene(&o->scene, planet, true, &scene);
+    if (st != TERRA_OK) {
+        rc = cli_error("fly", "%s", terra_last_error());
+        goto done;
+    }
+    const int levels = terra_planet_get_desc(planet)->levels;
+    if (!o->quiet) {
+        printf("terra fly --planet: %d frames of %dx%d, a descent from 20,000 km to 2 m and a low flight over a face edge "
+               "and the pole (seed %llu) on %s; %d levels of %d-cell tiles\n",
+               n, w, h, (unsigned long long)o->scene.seed, terra_gl_renderer_name(), levels, terra_planet_get_desc(planet)->cells);
+        printf("%6s %9s %9s %11s %5s %9s %5s %7s %8s %7s %7s  %s\n", "frame", "lat", "lon", "alt m", "tiles", "triangles",
+               "calls", "sel ms", "mesh ms", "upl ms", "sub ms", "tiles per level (0..)");
+    }
+    double sum_tris = 0, sum_tiles = 0;
+    for (int f = 0; f < n; f++) {
+        terra_camera cam = terra_planet_path_camera(planet, n > 1 ? (double)f / (n - 1) : 0.0);
+        cam.fov_y_rad = o->scene.fov * 3.14159265358979323846 / 180;
+        terra_gl_style style = cli_scene_style(&o->scene);
+        style.sun = cli_planet_sun(cam.eye);
+        terra_gl_frame_stats fs;
+        st = terra_gl_planet_frame(scene, &cam, &style, &fs);
+        if (st == TERRA_OK) st = terra_gl_read_rgb(terra_gl_planet_renderer(scene), rgb);
+        if (st != TERRA_OK) {
+            rc = cli_error("fly", "frame %d: %s", f, terra_last_error());
+            goto done;
+        }
+        sum_tris += fs.triangles, sum_tiles += fs.tiles;
+        if (!o->quiet) {
+            double lat, lon;
+            terra_planet_dir_latlon(cam.eye, &lat, &lon);
+            printf("%6d %9.4f %9.4f %11.1f %5d %9d %5d %7.3f %8.2f %7.3f %7.3f  ", f, lat, lon,
+                   terra_planet_altitude(planet, cam.eye, NULL, NULL), fs.tiles, fs.triangles, fs.draw_calls, fs.select_ms,
+                   fs.stream_ms, fs.upload_ms, fs.submit_ms);
+            for (int l = 0; l < levels; l++) printf("%s%d", l ? " " : "", fs.per_level[l]);
+            printf("\n");
+        }
+        if (!o->no_frames) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/frame_%04d.png", o->out, f);
+            if (terra_io_write_png(path, rgb, w, h, 3) != TERRA_OK) {
+                rc = cli_error("fly", "%s", terra_last_error());
+                goto done;
+            }
+        }
+        sheet_frame(&cs, f, n, rgb, w, h);
+    }
+    if ((rc = sheet_write(&cs, o->out, o->quiet)) != EXIT_OK) goto done;
+    printf("summary: %d frames; tiles drawn mean %.1f; triangles mean %.0f; one draw call a frame\n", n, sum_tiles / n,
+           sum_tris / n);
+done:
+    free(rgb);
+    free(cs.img);
+    terra_gl_planet_destroy(scene);
+    terra_gl_context_destroy(ctx);
+    terra_planet_destroy(planet);
+    return rc;
+}
+
+terra_status cli_planet_scene(const cli_scene *s, const terra_planet *p, bool offscreen, terra_gl_planet **out) {
+    return terra_gl_planet_create(&(terra_gl_planet_desc){.planet = p,
+                                                          .select = {.max_sse_px = s->sse, .view_height_px = s->height,
+                                                                     .view_fov_y_rad = s->fov * 3.14159265358979323846 / 180},
+                                                          .width = offscreen ? s->width : 0, .height = offscreen ? s->height : 0,
+                                                          .capacity_tiles = 8192},
+                                  out);
 }

@@ -8,14 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RENDER_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE };
+enum { RENDER_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE | CLI_PLANET };
 
 static void render_usage(FILE *f) {
     fprintf(f,
-            "Usage: terra render -o OUT.png --eye X,Y,Z --yaw DEG --pitch DEG [OPTIONS]\n\n"
-            "Renders one frame of the default world (or of a local-frame archive: terra cook's or bake's)\n"
-            "headless (OpenGL 4.5 on EGL, no display needed) to a PNG. The streamer is run until every\n"
-            "tile the view wants is held, so the frame shows the selection's full detail.\n\n"
+            "Usage: terra render -o OUT.png --eye X,Y,Z --yaw DEG --pitch DEG [OPTIONS]\n"
+            "       terra render -o OUT.png --planet --lat DEG --lon DEG --alt M --heading DEG --pitch DEG [OPTIONS]\n\n"
+            "Renders one frame of the default world (or of a local-frame archive: terra cook's or bake's),\n"
+            "or with --planet of a whole planet seen from anywhere between orbit and the ground, headless\n"
+            "(OpenGL 4.5 on EGL, no display needed) to a PNG. Every tile the view wants is held before the\n"
+            "frame is drawn, so it shows the selection's full detail.\n\n"
             "Options:\n"
             "  -o, --out FILE        the PNG to write (required)\n"
             "  -h, --help            this help\n");
@@ -34,6 +36,41 @@ static bool render_opt(void *own, int c, const char *arg) {
     return cli_usage_error("render", "unknown option"), false;
 }
 
+/* --planet: the planet scene draws every tile the view wants before the frame */
+static int render_planet(const cli_scene *sc, const char *out) {
+    const int w = sc->width, h = sc->height;
+    terra_planet *planet = NULL;
+    terra_gl_context *ctx = NULL;
+    terra_gl_planet *scene = NULL;
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    if (!rgb) return cli_error("render", "out of memory for a %dx%d image", w, h);
+    terra_status st = cli_planet_open(sc, &planet);
+    if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
+    if (st == TERRA_OK) st = cli_planet_scene(sc, planet, true, &scene);
+    terra_camera cam = {0};
+    terra_gl_style style = cli_scene_style(sc);
+    terra_gl_frame_stats fs;
+    if (st == TERRA_OK) {
+        cam = cli_planet_camera(sc, planet);
+        style.sun = cli_planet_sun(cam.eye);
+        st = terra_gl_planet_frame(scene, &cam, &style, &fs);
+    }
+    if (st == TERRA_OK) st = terra_gl_read_rgb(terra_gl_planet_renderer(scene), rgb);
+    if (st == TERRA_OK) st = terra_io_write_png(out, rgb, w, h, 3);
+    int rc = EXIT_OK;
+    if (st != TERRA_OK) {
+        rc = cli_error("render", "%s", terra_last_error());
+    } else {
+        printf("wrote %s: %dx%d, lat %.4f lon %.4f, %.1f m above the ground; %d tiles, %d triangles, %d draw call%s\n", out, w,
+               h, sc->lat, sc->lon, sc->alt, fs.tiles, fs.triangles, fs.draw_calls, fs.draw_calls == 1 ? "" : "s");
+    }
+    terra_gl_planet_destroy(scene);
+    terra_gl_context_destroy(ctx);
+    terra_planet_destroy(planet);
+    free(rgb);
+    return rc;
+}
+
 int cmd_render(int argc, char **argv) {
     static const struct option longopts[] = {
         {"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
@@ -45,6 +82,7 @@ int cmd_render(int argc, char **argv) {
     if (!o.out) return cli_usage_error("render", "-o OUT.png is required");
     const char *out = o.out;
     const int w = sc.width, h = sc.height;
+    if (sc.planet) return render_planet(&sc, out);
 
     terra_source *src = NULL;
     terra_gl_context *ctx = NULL;

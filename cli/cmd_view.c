@@ -26,7 +26,7 @@ static int pin_driver(struct dl_phdr_info *info, size_t size, void *user) {
     return 0;
 }
 
-enum { VIEW_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE };
+enum { VIEW_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE | CLI_PLANET };
 
 static void view_usage(FILE *f) {
     fprintf(f,
@@ -40,6 +40,8 @@ static void view_usage(FILE *f) {
             "  left click  dig a pit where the crosshair meets the ground (4 m deep)\n"
             "  right click raise a mound there (3 m); with --edits FILE the edits are kept\n"
             "The title bar shows frame time, tiles, triangles, draw calls, tiles streaming and memory.\n"
+            "With --planet, over a whole planet from --lat, --lon, --alt: Q / E along the local up, the\n"
+            "speed follows the height above the ground (the wheel scales it), no edits.\n"
             "Needs a display ($DISPLAY); without one try xvfb-run -a -s \"-screen 0 1280x720x24\".\n\n"
             "Options:\n"
             "      --frames N        quit after N frames, from 0 to 1000000000 (0: run until closed)\n"
@@ -60,6 +62,7 @@ typedef struct view_state {
     cli_scene *scene;        /* its edit layer takes the mouse's edits */
     terra_gl_scene *drawn;   /* told where the ground changed */
     int edits;
+    const terra_planet *planet; /* --planet: moves follow its local up */
 } view_state;
 
 /* Where the ray from the eye through the middle of the window meets the ground (within 20 km). */
@@ -154,6 +157,18 @@ static void move_camera(GLFWwindow *w, view_state *v, double dt) {
     rt -= glfwGetKey(w, GLFW_KEY_A) == GLFW_PRESS;
     up += glfwGetKey(w, GLFW_KEY_E) == GLFW_PRESS;
     up -= glfwGetKey(w, GLFW_KEY_Q) == GLFW_PRESS;
+    if (v->planet) { /* up and down along the local up; as fast as the height above the ground */
+        const terra_vec3 u = v->cam.up;
+        const double alt = terra_planet_altitude(v->planet, v->cam.eye, NULL, NULL);
+        const double s = v->speed / 60 * fmax(alt, 2.0) * dt;
+        v->cam.eye.x += (f.x * fw + r.x * rt + u.x * up) * s;
+        v->cam.eye.y += (f.y * fw + r.y * rt + u.y * up) * s;
+        v->cam.eye.z += (f.z * fw + r.z * rt + u.z * up) * s;
+        const terra_vec3 e = v->cam.eye;
+        const double l = sqrt(e.x * e.x + e.y * e.y + e.z * e.z);
+        v->cam.up = (terra_vec3){e.x / l, e.y / l, e.z / l};
+        return;
+    }
     const double s = v->speed * dt;
     v->cam.eye.x += (f.x * fw + r.x * rt) * s;
     v->cam.eye.y += (f.y * fw + up) * s;
@@ -189,6 +204,7 @@ int cmd_view(int argc, char **argv) {
     const char *shot = o.shot;
     const int w = sc.width, h = sc.height;
 
+    sc.want_edits = sc.want_edits && !sc.planet;
     if (!glfwInit()) return cli_error("view", "cannot start GLFW (no display? try xvfb-run -a terra view)");
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 5);
@@ -205,18 +221,28 @@ int cmd_view(int argc, char **argv) {
 
     terra_source *src = NULL;
     terra_gl_scene *scene = NULL;
+    terra_planet *planet = NULL;
+    terra_gl_planet *pscene = NULL;
     uint8_t *rgb = NULL;
-    terra_status st = cli_scene_open(&sc, &src);
-    if (st == TERRA_OK) st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .archive = sc.mesh, .select = sc.sel}, &scene);
+    terra_status st;
+    if (sc.planet) { /* the planet scene draws into the window's framebuffer */
+        st = cli_planet_open(&sc, &planet);
+        if (st == TERRA_OK) st = cli_planet_scene(&sc, planet, false, &pscene);
+    } else {
+        st = cli_scene_open(&sc, &src);
+        if (st == TERRA_OK) st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .archive = sc.mesh, .select = sc.sel}, &scene);
+    }
     view_state vs = {.cam = cli_scene_camera(&sc),
                      .style = cli_scene_style(&sc),
                      .speed = 60,
                      .captured = true,
                      .scene = &sc,
-                     .drawn = scene};
+                     .drawn = scene,
+                     .planet = planet};
+    if (planet) vs.cam = cli_planet_camera(&sc, planet);
     int fbw = w, fbh = h;
     if (st == TERRA_OK) {
-        vs.gl = terra_gl_scene_renderer(scene);
+        vs.gl = planet ? terra_gl_planet_renderer(pscene) : terra_gl_scene_renderer(scene);
         glfwGetFramebufferSize(win, &fbw, &fbh);
         st = terra_gl_resize(vs.gl, fbw, fbh);
     }
@@ -240,9 +266,15 @@ int cmd_view(int argc, char **argv) {
         glfwPollEvents();
         move_camera(win, &vs, dt > 0.25 ? 0.25 : dt);
         terra_gl_frame_stats fs;
-        if (cli_scene_reload(&sc, scene, stderr)) vs.style.surfaces = cli_scene_style(&sc).surfaces; /* --source edited */
-        /* the first frame waits for the ground under the eye; then the streamer runs in real time */
-        st = terra_gl_scene_frame(scene, &vs.cam, &vs.style, f == 0, 60, &fs);
+        if (planet) {
+            vs.style.sun = cli_planet_sun(vs.cam.eye);
+            vs.cam.aspect = 0; /* the window's */
+            st = terra_gl_planet_frame(pscene, &vs.cam, &vs.style, &fs);
+        } else {
+            if (cli_scene_reload(&sc, scene, stderr)) vs.style.surfaces = cli_scene_style(&sc).surfaces; /* --source edited */
+            /* the first frame waits for the ground under the eye; then the streamer runs in real time */
+            st = terra_gl_scene_frame(scene, &vs.cam, &vs.style, f == 0, 60, &fs);
+        }
         if (st != TERRA_OK) {
             rc = cli_error("view", "%s", terra_last_error());
             break;
@@ -255,7 +287,16 @@ int cmd_view(int argc, char **argv) {
             if (st != TERRA_OK) rc = cli_error("view", "%s: %s", shot, terra_last_error());
             else printf("wrote %s (%dx%d)\n", shot, fbw, fbh);
         }
-        if (now - title_at > 0.25) {
+        if (planet && now - title_at > 0.25) {
+            char title[256];
+            double lat, lon;
+            terra_planet_dir_latlon(vs.cam.eye, &lat, &lon);
+            snprintf(title, sizeof title, "terra view --planet - %.1f ms - %d tiles, %.2fM triangles, %d draw call%s - lat %.4f lon %.4f, %.0f m up",
+                     frame_ms, fs.tiles, fs.triangles / 1e6, fs.draw_calls, fs.draw_calls == 1 ? "" : "s", lat, lon,
+                     terra_planet_altitude(planet, vs.cam.eye, NULL, NULL));
+            glfwSetWindowTitle(win, title);
+            title_at = now;
+        } else if (now - title_at > 0.25) {
             char title[256];
             const terra_stream_stats *ss = terra_stream_get_stats(terra_gl_scene_stream(scene));
             snprintf(title, sizeof title,
@@ -269,9 +310,11 @@ int cmd_view(int argc, char **argv) {
         }
         glfwSwapBuffers(win);
     }
-    if (rc == EXIT_OK) rc = cli_failed_tiles("view", terra_gl_scene_stream(scene)); /* named at the end */
+    if (rc == EXIT_OK && scene) rc = cli_failed_tiles("view", terra_gl_scene_stream(scene)); /* named at the end */
 done:
     free(rgb);
+    terra_gl_planet_destroy(pscene);
+    terra_planet_destroy(planet);
     terra_gl_scene_destroy(scene);
     cli_scene_close(&sc, src);
     glfwDestroyWindow(win);

@@ -183,6 +183,9 @@ static const cli_scene scene_defaults = {
     .above = 40,
     .yaw = 0,
     .pitch = -10,
+    .lat = 27.3,
+    .lon = 86.6,
+    .alt = 2000,
 };
 
 typedef enum { K_SEED, K_CELLS, K_INT, K_DOUBLE, K_XYZ, K_SIZE, K_TEXT, K_FLAG } opt_kind;
@@ -239,6 +242,15 @@ static const scene_opt scene_opts[] = {
     {"no-morph", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(no_morph), 0, "draw tiles unmorphed (shows what morphing hides)"},
     {"clear", "R,G,B", CLI_STYLE, K_XYZ, 0, 255, "R,G,B", AT(clear), AT(have_clear),
      "no sky and no fog, only this colour behind the ground (a hole\nshows as it), each %R"},
+    {"planet", NULL, CLI_PLANET, K_FLAG, 0, 0, NULL, AT(planet), 0,
+     "a whole planet (planet.h: six face quadtrees on a sphere of 6,371 km,\ncontinents, ranges and seas of --seed) "
+     "instead of the plane; the\ncamera by --lat, --lon, --alt, --heading and --pitch"},
+    {"lat", "DEG", CLI_PLANET, K_DOUBLE, -90, 90, "degrees", AT(lat), 0, "with --planet: the eye's latitude, %R (default %D)"},
+    {"lon", "DEG", CLI_PLANET, K_DOUBLE, -180, 180, "degrees", AT(lon), 0, "with --planet: its longitude, %R (default %D)"},
+    {"alt", "M", CLI_PLANET, K_DOUBLE, 0.1, 1e8, "a height in metres", AT(alt), 0,
+     "with --planet: metres above the ground under the eye, %R\n(default %D)"},
+    {"heading", "DEG", CLI_PLANET, K_DOUBLE, -360, 360, "degrees", AT(heading), 0,
+     "with --planet: from north toward east, %R (default %D)"},
 };
 #undef AT
 #undef TILE0_MAX
@@ -349,6 +361,10 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (s->script && s->archive) return cli_usage_error(cmd, "--source and --archive are two grounds: give one");
+    if (s->planet && (s->script || s->journal || s->archive))
+        return cli_usage_error(cmd, "--planet draws the built-in planet; --source, --edits and --archive are not drawn on it yet");
+    if (s->planet && (s->have_eye || s->have_above))
+        return cli_usage_error(cmd, "--planet places the eye by --lat, --lon and --alt, not --eye or --above");
     if (s->journal && s->archive) return cli_usage_error(cmd, "--edits go over the default world or --source, not --archive");
     /* --tile0, --levels and --range0 together: the selection's rules (a range0 long enough for the
      * morph, a coarsest level of bounded size); an archive brings its own */
@@ -477,6 +493,25 @@ terra_gl_style cli_scene_style(const cli_scene *s) {
                          .surfaces = s->lua ? script_surfaces(s->lua) : NULL};
     for (int i = 0; i < 3; i++) st.clear_rgb[i] = (float)(s->clear[i] / 255.0);
     return st;
+}
+
+terra_status cli_planet_open(const cli_scene *s, terra_planet **planet) {
+    return terra_planet_create(&(terra_planet_desc){.seed = s->seed, .cells = s->sel.grid.cells}, planet);
+}
+
+terra_camera cli_planet_camera(const cli_scene *s, const terra_planet *p) {
+    const terra_vec3 d = terra_planet_latlon_dir(s->lat, s->lon);
+    const double r = terra_planet_get_desc(p)->radius_m + terra_planet_height(p, d) + s->alt;
+    return (terra_camera){.eye = {d.x * r, d.y * r, d.z * r}, .yaw_rad = s->heading * PI / 180,
+                          .pitch_rad = s->pitch * PI / 180, .fov_y_rad = s->fov * PI / 180, .up = d};
+}
+
+terra_vec3 cli_planet_sun(terra_vec3 eye) {
+    /* the plane's default sun (-x, +z: from the south-west, 25 degrees up) in the eye's east, north, up */
+    terra_vec3 e, n, u;
+    terra_planet_frame(eye, &e, &n, &u);
+    return (terra_vec3){-0.62 * e.x - 0.66 * n.x + 0.42 * u.x, -0.62 * e.y - 0.66 * n.y + 0.42 * u.y,
+                        -0.62 * e.z - 0.66 * n.z + 0.42 * u.z};
 }
 
 terra_camera cli_scene_camera(const cli_scene *s) {

@@ -64,7 +64,7 @@ struct terra_gl {
     terra_grid_vertex *skirt_scratch;  /* one grid tile's skirt vertices, as uploaded */
     GLuint program, vao, vbo, ibo, records, commands, draw_ids, stage;
     GLint u_view_proj, u_cells, u_eye_frac, u_sun, u_flat, u_no_morph, u_level_tint, u_fog_distance;
-    GLint u_eye_y, u_eye_mod, u_textures;
+    GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up;
     terra_grid_vertex *upload_scratch; /* one grid tile, its surfaces narrowed to the tile's palette */
     /* a mesh tile expanded for drawing (terra_tile_mesh_expand), grown to the largest seen */
     terra_grid_vertex *mesh_v;
@@ -147,6 +147,9 @@ static terra_status build_program(terra_gl *r) {
     r->u_fog_distance = glGetUniformLocation(r->program, "u_fog_distance");
     r->u_eye_y = glGetUniformLocation(r->program, "u_eye_y");
     r->u_eye_mod = glGetUniformLocation(r->program, "u_eye_mod");
+    r->u_planet = glGetUniformLocation(r->program, "u_planet");
+    r->u_centre = glGetUniformLocation(r->program, "u_centre");
+    r->u_up = glGetUniformLocation(r->program, "u_up");
     r->u_textures = glGetUniformLocation(r->program, "u_textures");
     r->u_cells = glGetUniformLocation(r->program, "u_cells");
     r->u_eye_frac = glGetUniformLocation(r->program, "u_eye_frac");
@@ -288,6 +291,22 @@ static float skirt_depth(const terra_grid_vertex *v, int cells, const int32_t *r
         if (y > hi) hi = y;
     }
     return (hi - lo) + (float)spacing;
+}
+
+/* The same on a planet, where the skirt hangs toward the centre: the border's range of distances from
+ * the centre plus the longest step between neighbouring border samples (the sample spacing there). */
+static float planet_skirt_depth(const terra_planet *p, terra_tile_key key, const terra_grid_vertex *v, int cells,
+                                const int32_t *ring) {
+    const terra_vec3 o = terra_planet_tile_origin(p, key);
+    double lo = INFINITY, hi = -INFINITY, step = 0;
+    for (int r = 0; r < 4 * cells; r++) {
+        const terra_grid_vertex *a = &v[ring[r]], *b = &v[ring[(r + 1) % (4 * cells)]];
+        const double x = o.x + a->x, y = o.y + a->y, z = o.z + a->z, len = sqrt(x * x + y * y + z * z);
+        lo = fmin(lo, len), hi = fmax(hi, len);
+        const double dx = (double)b->x - a->x, dy = (double)b->y - a->y, dz = (double)b->z - a->z;
+        step = fmax(step, sqrt(dx * dx + dy * dy + dz * dz));
+    }
+    return (float)((hi - lo) + step);
 }
 
 static bool heap_init(gl_heap *h, uint32_t capacity, int max_tiles) {
@@ -716,7 +735,8 @@ terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, s
             r->skirt_scratch[k] = verts[r->ring[k]];
             r->skirt_scratch[k].colour = (uint16_t)((grid_colour(cells, r->ring[k]) + 1) % 3);
         }
-        skirt_m = skirt_depth(verts, cells, r->ring, terra_grid_tile_side(&r->d.grid, level) / cells);
+        skirt_m = r->d.planet ? planet_skirt_depth(r->d.planet, key, verts, cells, r->ring)
+                              : skirt_depth(verts, cells, r->ring, terra_grid_tile_side(&r->d.grid, level) / cells);
     }
     gl_tile *t;
     if (id >= 0) {
@@ -860,18 +880,35 @@ static float sky_channel(double up, int ch) {
     return (float)pow(horizon[ch] + (zenith[ch] - horizon[ch]) * t, 1.0 / 1.6);
 }
 
+/* The eye's local up: the camera's (a planet's), else +y. */
+static terra_vec3 local_up(const terra_camera *cam) {
+    const terra_vec3 u = cam->up;
+    const double l = sqrt(u.x * u.x + u.y * u.y + u.z * u.z);
+    return l > 0 ? (terra_vec3){u.x / l, u.y / l, u.z / l} : (terra_vec3){0, 1, 0};
+}
+
 /* Fills the gradient texture for this camera: row y's colour is the sky in the direction of the
- * centre column's ray through that row (the horizon stays level: cameras have no roll). */
+ * centre column's ray through that row, by its elevation over the local horizon (the horizon stays
+ * level: cameras have no roll). Over a planet the sky fades into space from 20 to 120 km up. */
 static void sky_gradient(terra_gl *r, const terra_camera *cam) {
     terra_vec3 f, rt, up;
     terra_camera_basis(cam, &f, &rt, &up);
+    const terra_vec3 lu = local_up(cam);
     const double fov = cam->fov_y_rad > 0 ? cam->fov_y_rad : 60.0 * 3.14159265358979323846 / 180.0;
     const double ty = tan(fov * 0.5);
+    double space = 0;
+    if (r->d.planet) {
+        const terra_vec3 e = cam->eye;
+        const double alt = sqrt(e.x * e.x + e.y * e.y + e.z * e.z) - terra_planet_get_desc(r->d.planet)->radius_m;
+        space = fmin(fmax((alt - 20e3) / 100e3, 0), 1);
+    }
+    static const float space_rgb[3] = {0.02f, 0.025f, 0.05f};
     for (int y = 0; y < r->height; y++) {
         const double v = ((y + 0.5) / r->height * 2.0 - 1.0) * ty; /* row 0 at the bottom */
         const double dx = f.x + v * up.x, dy = f.y + v * up.y, dz = f.z + v * up.z;
-        const double e = dy / sqrt(dx * dx + dy * dy + dz * dz);
-        for (int c = 0; c < 3; c++) r->sky_rows[y * 4 + c] = sky_channel(e, c);
+        const double e = (dx * lu.x + dy * lu.y + dz * lu.z) / sqrt(dx * dx + dy * dy + dz * dz);
+        for (int c = 0; c < 3; c++)
+            r->sky_rows[y * 4 + c] = (float)(sky_channel(e, c) * (1 - space) + space_rgb[c] * space);
         r->sky_rows[y * 4 + 3] = 1.0f;
     }
     glTextureSubImage2D(r->sky_tex, 0, 0, 0, 1, r->height, GL_RGBA, GL_FLOAT, r->sky_rows);
@@ -907,9 +944,10 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         const gl_tile *t = &r->tiles[id];
         const int level = terra_tile_key_level(dr->key);
         const double side = terra_grid_tile_side(&r->d.grid, level);
-        const double ox = (double)terra_tile_key_x(dr->key) * side, oz = (double)terra_tile_key_y(dr->key) * side;
+        terra_vec3 o = {(double)terra_tile_key_x(dr->key) * side, 0.0, (double)terra_tile_key_y(dr->key) * side};
+        if (r->d.planet) o = terra_planet_tile_origin(r->d.planet, dr->key);
         /* mesh tiles do not morph: their morph range is sent empty */
-        r->recs[n] = (gl_draw_record){{(float)(ox - eye.x), (float)(0.0 - eye.y), (float)(oz - eye.z), (float)level},
+        r->recs[n] = (gl_draw_record){{(float)(o.x - eye.x), (float)(o.y - eye.y), (float)(o.z - eye.z), (float)level},
                                       {t->mesh ? 0.0f : dr->morph_start, t->mesh ? 0.0f : dr->morph_end, t->skirt_m, 0.0f},
                                       (int32_t)t->v_off, t->mesh, {0, 0}};
         /* grid tiles: the shared indices at the index buffer's start (the grid's, then the skirt's);
@@ -966,8 +1004,14 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         glUniform1i(r->u_textures, 0);
         glUniform1f(r->u_eye_y, (float)cam->eye.y);
         glUniform2f(r->u_eye_mod, (float)fmod(cam->eye.x, 65536.0), (float)fmod(cam->eye.z, 65536.0));
+        /* fog: 60 km by default on the plane; none over a planet unless asked (it would hide it from orbit) */
+        const double fog_default = r->d.planet ? 0.0 : 60000.0;
         glUniform1f(r->u_fog_distance,
-                    style->fog_distance < 0 ? 0.0f : (float)(style->fog_distance > 0 ? style->fog_distance : 60000.0));
+                    style->fog_distance < 0 ? 0.0f : (float)(style->fog_distance > 0 ? style->fog_distance : fog_default));
+        const terra_vec3 lu = local_up(cam);
+        glUniform1i(r->u_planet, r->d.planet != NULL);
+        glUniform3f(r->u_centre, (float)-cam->eye.x, (float)-cam->eye.y, (float)-cam->eye.z);
+        glUniform3f(r->u_up, (float)lu.x, (float)lu.y, (float)lu.z);
         glEnable(GL_DEPTH_TEST);
         glDepthFunc(GL_GREATER);
         glDisable(GL_CULL_FACE); /* a fold in the morphed ground must never open a hole */

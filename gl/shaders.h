@@ -16,7 +16,10 @@
     "uniform int u_flat;\n"                                                                        \
     "uniform int u_no_morph;\n"                                                                    \
     "uniform int u_level_tint;\n"                                                                  \
-    "uniform float u_fog_distance;\n"
+    "uniform float u_fog_distance;\n"                                                            \
+    "uniform int u_planet;\n"                                                                      \
+    "uniform vec3 u_centre;\n"                                                                     \
+    "uniform vec3 u_up;\n"
 
 /* Vertex stage: the tile origin relative to the camera comes from the draw's record (reached
  * through the instanced draw index, which the indirect command's base instance selects); the
@@ -77,7 +80,10 @@ static const char *const terra_gl_vs =
     "    int side = u_cells + 1;\n"
     "    int local = gl_VertexID - d.info.x; /* gl_VertexID = index + base vertex */\n"
     "    bool skirt = d.info.y == 0 && local >= side * side;\n"
-    "    if (skirt) p.y -= d.morph_skirt.z;\n"
+    "    if (skirt) {\n"
+    "        if (u_planet != 0) p -= normalize(p - u_centre) * d.morph_skirt.z; /* toward the centre */\n"
+    "        else p.y -= d.morph_skirt.z;\n"
+    "    }\n"
     "    v_rel = p;\n"
     "    /* the normal morphs with the position, onto the parent's normal at the target: the light\n"
     "     * on a hillside does not jump when a tile hands over to its parent */\n"
@@ -155,12 +161,13 @@ static const char *const terra_gl_fs =
     "    if (u_level_tint != 0) albedo = LEVELS[v_level % 12u];\n"
     "    vec3 n = normalize(n0 + vec3(b.x, 0.0, b.y));\n"
     "    float sun = max(dot(n, u_sun), 0.0);\n"
-    "    vec3 ambient = mix(vec3(0.12, 0.11, 0.10), vec3(0.30, 0.36, 0.46), n.y * 0.5 + 0.5);\n"
+    "    vec3 up = u_planet != 0 ? normalize(v_rel - u_centre) : vec3(0.0, 1.0, 0.0);\n"
+    "    vec3 ambient = mix(vec3(0.12, 0.11, 0.10), vec3(0.30, 0.36, 0.46), dot(n, up) * 0.5 + 0.5);\n"
     "    vec3 c = albedo * (vec3(1.25, 1.16, 1.02) * sun + ambient);\n"
     "    if (u_flat == 0 && u_fog_distance > 0.0) {\n"
     "        float dist = length(v_rel);\n"
     "        float fog = 1.0 - exp2(-dist / u_fog_distance);\n"
-    "        c = mix(c, sky(v_rel.y / dist) * 0.97, fog);\n"
+    "        c = mix(c, sky(dot(v_rel, u_up) / dist) * 0.97, fog);\n"
     "    }\n"
     "    o_colour = vec4(pow(clamp(c, 0.0, 1.0), vec3(1.0 / 1.6)), 1.0);\n"
     "}\n";

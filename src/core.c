@@ -123,6 +123,22 @@ void terra_camera_basis(const terra_camera *cam, terra_vec3 *f, terra_vec3 *r, t
     double cp = cos(cam->pitch_rad), sp = sin(cam->pitch_rad);
     terra_vec3 fwd = {sy * cp, sp, -cy * cp};
     terra_vec3 right = {cy, 0, sy};
+    const terra_vec3 lu = cam->up;
+    const double ul = sqrt(lu.x * lu.x + lu.y * lu.y + lu.z * lu.z);
+    if (ul > 0) { /* a local frame: north (toward +y in the tangent plane, else -z), east = north x up */
+        const terra_vec3 u = {lu.x / ul, lu.y / ul, lu.z / ul};
+        terra_vec3 n = {-u.y * u.x, 1.0 - u.y * u.y, -u.y * u.z};
+        double nl = sqrt(n.x * n.x + n.y * n.y + n.z * n.z);
+        if (nl <= 1e-12) { /* at a pole: -z less its part along up */
+            n = (terra_vec3){u.z * u.x, u.z * u.y, -1.0 + u.z * u.z};
+            nl = sqrt(n.x * n.x + n.y * n.y + n.z * n.z);
+        }
+        n = (terra_vec3){n.x / nl, n.y / nl, n.z / nl};
+        const terra_vec3 e = {n.y * u.z - n.z * u.y, n.z * u.x - n.x * u.z, n.x * u.y - n.y * u.x};
+        fwd = (terra_vec3){cp * (cy * n.x + sy * e.x) + sp * u.x, cp * (cy * n.y + sy * e.y) + sp * u.y,
+                           cp * (cy * n.z + sy * e.z) + sp * u.z};
+        right = (terra_vec3){cy * e.x - sy * n.x, cy * e.y - sy * n.y, cy * e.z - sy * n.z};
+    }
     /* up = right x forward */
     terra_vec3 up = {right.y * fwd.z - right.z * fwd.y, right.z * fwd.x - right.x * fwd.z,
                      right.x * fwd.y - right.y * fwd.x};

@@ -70,9 +70,9 @@ terra_status terra_surface_table_set(terra_surface_table *t, terra_surface id, c
 
 /* The built-in surfaces' tints, and a stable colour of its own for any other id. */
 static void default_tint(terra_surface id, float rgb[3]) {
-    static const float builtin[5][3] = {
-        {0, 0, 0}, {0.30f, 0.45f, 0.20f}, {0.45f, 0.42f, 0.40f}, {0.92f, 0.93f, 0.96f}, {0.80f, 0.74f, 0.55f}};
-    if (id <= TERRA_SURFACE_SAND) {
+    static const float builtin[6][3] = {{0, 0, 0},          {0.30f, 0.45f, 0.20f}, {0.45f, 0.42f, 0.40f},
+                                        {0.92f, 0.93f, 0.96f}, {0.80f, 0.74f, 0.55f}, {0.10f, 0.24f, 0.45f}};
+    if (id <= TERRA_SURFACE_WATER) {
         memcpy(rgb, builtin[id], sizeof builtin[id]);
         return;
     }

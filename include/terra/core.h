@@ -137,9 +137,14 @@ typedef struct terra_camera {
     double aspect;      /* 0 = 16/9 */
     double near_m;      /* 0 = 0.5 */
     double far_m;       /* 0 = no far plane (infinitely far) */
+    /* The local up that yaw turns about and pitch rises from: all zero = +y (the plane). On a planet,
+     * the eye's up (terra_planet_frame): yaw then turns from the local north, the direction toward
+     * +y in the tangent plane (-z at the poles), toward the local east, as yaw 0 on the plane looks
+     * along -z and turns toward +x. */
+    terra_vec3 up;
 } terra_camera;
 
-/* Unit view direction, right and up vectors of a camera. */
+/* Unit view direction, right and up vectors of a camera (its up counted). */
 TERRA_API void terra_camera_basis(const terra_camera *cam, terra_vec3 *forward, terra_vec3 *right, terra_vec3 *up);
 /* The camera's frustum planes in world space (normals point inward). With far_m = 0 the far
  * plane is placed where it never culls. */

@@ -71,6 +71,7 @@
 #define TERRA_GL_H
 
 #include "terra/archive_mesh.h"
+#include "terra/planet.h"
 #include "terra/stream.h"
 #include "terra/surface.h"
 
@@ -106,6 +107,12 @@ typedef struct terra_gl_desc {
                             triangles and draws about 1.3V vertices: 24V index bytes to 42V) */
     int max_tiles;       /* tiles resident at once, grid and mesh; 0 = twice the grid tiles the vertex
                             buffer holds */
+    /* The tiles are this planet's (planet.h, terra_planet_build; grid.cells must be the planet's):
+     * each grid tile's origin is terra_planet_tile_origin, its skirt hangs toward the centre (as deep
+     * as its border's range of distances from it plus a sample step), light and sky follow the local
+     * up, the sky fades into space from 20 to 120 km up, and there is no fog unless the style asks.
+     * NULL: the plane. Must outlive the renderer. */
+    const terra_planet *planet;
 } terra_gl_desc;
 
 /* How a frame looks. Zero means the default everywhere. */
@@ -218,6 +225,33 @@ typedef struct terra_gl_frame_stats {
     size_t bytes_held;  /* the streamer's tile memory plus the GPU buffers */
     bool settled;       /* every wanted tile standing or failed: nothing more will come */
 } terra_gl_frame_stats;
+
+/* ---- a planet scene: the planet's selection, its tiles meshed on a pool, one renderer -----------
+ * What `terra render --planet` and `terra fly --planet` draw with. Every frame is whole: the tiles
+ * it wants and does not hold are meshed (on the pool's threads, the frame waiting for them) before
+ * it is drawn, and the least recently drawn tiles are let go when capacity_tiles are held. */
+typedef struct terra_gl_planet_desc {
+    const terra_planet *planet;       /* required; must outlive the scene */
+    terra_planet_select_desc select;  /* tau, view and mode (planet.h); the view's height is the
+                                         picture's when not given, max_tiles capacity_tiles */
+    int width, height;                /* offscreen size; 0 x 0: the current framebuffer */
+    int capacity_tiles;               /* tiles held; 0 = 2048 */
+    int threads;                      /* meshing workers; 0 = one per core */
+} terra_gl_planet_desc;
+
+typedef struct terra_gl_planet terra_gl_planet;
+
+TERRA_API terra_status terra_gl_planet_create(const terra_gl_planet_desc *desc, terra_gl_planet **out);
+TERRA_API void terra_gl_planet_destroy(terra_gl_planet *s);
+/* One frame for the camera (its up should be the eye's local up: terra_planet_frame): selects, meshes
+ * and uploads what is missing, draws. fs (may be NULL): select_ms, stream_ms (meshing), upload_ms,
+ * the renderer's figures; settled is always true. */
+TERRA_API terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, const terra_gl_style *style,
+                                             terra_gl_frame_stats *fs);
+TERRA_API terra_gl *terra_gl_planet_renderer(terra_gl_planet *s);
+TERRA_API terra_planet_select *terra_gl_planet_select(terra_gl_planet *s);
+/* The last frame's draws (every one resident: terra_gl_draw can draw them again, or a part). */
+TERRA_API void terra_gl_planet_draws(const terra_gl_planet *s, const terra_stream_draw **draws, int *count);
 
 typedef struct terra_gl_scene terra_gl_scene;
 

@@ -34,6 +34,7 @@ enum {
     TERRA_SURFACE_ROCK = 2,
     TERRA_SURFACE_SNOW = 3,
     TERRA_SURFACE_SAND = 4,
+    TERRA_SURFACE_WATER = 5, /* the planet's seas */
     TERRA_SURFACE_FIRST_USER = 16 /* ids from here on are the user's */
 };
 

@@ -21,5 +21,6 @@
 #include "terra/qmesh.h"
 #include "terra/archive.h"
 #include "terra/edit.h"
+#include "terra/planet.h"
 
 #endif

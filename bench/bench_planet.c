@@ -1,0 +1,209 @@
+/* The planet: selection per visited tile from orbit to the ground, the horizon test against brute
+ * force (wrongly culled, kept over the horizon), triangles against the ideal for tau. */
+#include "bench.h"
+#include "terra/planet.h"
+
+#include <math.h>
+
+#define PI 3.14159265358979323846
+#define RUNS 9
+
+static long allocs;
+static void *count_alloc(size_t n, void *u) { (void)u; allocs++; return malloc(n); }
+static void *count_realloc(void *p, size_t n, void *u) { (void)u; allocs++; return realloc(p, n); }
+static void count_free(void *p, void *u) { (void)u; free(p); }
+
+static terra_vec3 vadd(terra_vec3 a, terra_vec3 b) { return (terra_vec3){a.x + b.x, a.y + b.y, a.z + b.z}; }
+static terra_vec3 vsub(terra_vec3 a, terra_vec3 b) { return (terra_vec3){a.x - b.x, a.y - b.y, a.z - b.z}; }
+static terra_vec3 vscale(terra_vec3 a, double k) { return (terra_vec3){a.x * k, a.y * k, a.z * k}; }
+static double vdot(terra_vec3 a, terra_vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static double vlen(terra_vec3 a) { return sqrt(vdot(a, a)); }
+static terra_vec3 vcross(terra_vec3 a, terra_vec3 b) {
+    return (terra_vec3){a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+
+/* A camera `alt` metres above the ground at (lat, lon); the pitch looks at the horizon from low, at
+ * the limb from high. */
+static terra_camera camera(const terra_planet *p, double lat, double lon, double alt, double heading, double pitch_off) {
+    const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
+    const double R = terra_planet_get_desc(p)->radius_m;
+    const double dip = acos(R / (R + alt)) * 180 / PI;
+    return (terra_camera){.eye = vscale(d, R + terra_planet_height(p, d) + alt), .yaw_rad = heading * PI / 180,
+                          .pitch_rad = (-dip + pitch_off) * PI / 180, .fov_y_rad = 60 * PI / 180, .aspect = 16.0 / 9, .up = d};
+}
+
+static const double ALTS[] = {2, 30, 300, 3e3, 3e4, 3e5, 3e6, 2e7, 4e7};
+#define NALTS (int)(sizeof ALTS / sizeof ALTS[0])
+
+static void bench_select(const terra_planet *p) {
+    terra_planet_select *sel;
+    if (terra_planet_select_create(&(terra_planet_select_desc){.max_tiles = 1 << 16}, p, &sel) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    double per_alt[NALTS];
+    for (int a = 0; a < NALTS; a++) {
+        const terra_camera cam = camera(p, 27.9, 86.9, ALTS[a], 40, -4);
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_planet_tile *t;
+        int n;
+        terra_planet_select_run(sel, cam.eye, &fr, &t, &n); /* warm the range cache */
+        const int visited = terra_planet_select_get_stats(sel)->visited;
+        double ns[RUNS];
+        const int frames = 200;
+        for (int r = 0; r < RUNS; r++) {
+            const double t0 = bench_now();
+            for (int f = 0; f < frames; f++) terra_planet_select_run(sel, cam.eye, &fr, &t, &n);
+            ns[r] = (bench_now() - t0) * 1e9 / frames / visited;
+        }
+        per_alt[a] = bench_median(ns, RUNS);
+        char name[96];
+        snprintf(name, sizeof name, "planet.select_ns_per_visited.alt_%gm", ALTS[a]);
+        bench_record(name, per_alt[a], "ns", RUNS, "median");
+        snprintf(name, sizeof name, "planet.drawn.alt_%gm", ALTS[a]);
+        bench_record(name, n, "tiles", 1, "value");
+    }
+    double worst = 0, all[NALTS];
+    for (int a = 0; a < NALTS; a++) worst = fmax(worst, per_alt[a]), all[a] = per_alt[a];
+    bench_record("planet.select_ns_per_visited", bench_median(all, NALTS), "ns", NALTS, "median");
+    bench_record("planet.select_ns_per_visited.worst", worst, "ns", NALTS, "max");
+    /* allocations over a descent, after the first frame */
+    allocs = 0;
+    terra_set_allocator(&(terra_allocator){count_alloc, count_realloc, count_free, NULL});
+    for (int f = 0; f < 100; f++) {
+        const terra_camera cam = camera(p, 27.9 + f * 1e-3, 86.9, 2e7 * pow(1e-7, f / 99.0), 40, -4);
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_planet_tile *t;
+        int n;
+        terra_planet_select_run(sel, cam.eye, &fr, &t, &n);
+    }
+    terra_set_allocator(NULL);
+    bench_record("planet.select_allocations", (double)allocs, "allocs", 100, "value");
+    terra_planet_select_destroy(sel);
+}
+
+/* Brute force at 1080 px: rays through a 96 x 54 grid of pixels of views from 2 m to 40,000 km; a ray
+ * that meets ground no kept tile holds is a tile wrongly culled (by the frustum or the horizon); kept
+ * tiles whose 81 sampled ground points are all hidden by the sea-level ball lie wholly beyond it. */
+static bool held(const terra_planet *p, const terra_planet_tile *t, int n, terra_vec3 d) {
+    double s, u;
+    const int f = terra_planet_dir_face(d, &s, &u);
+    for (int i = 0; i < n; i++) {
+        if (terra_tile_key_face(t[i].key) != f) continue;
+        const double per = terra_planet_tiles_per_side(p, t[i].level), x = terra_tile_key_x(t[i].key), y = terra_tile_key_y(t[i].key);
+        const double eps = 1e-9 / per;
+        if (s >= 2 * x / per - 1 - eps && s <= 2 * (x + 1) / per - 1 + eps && u >= 2 * y / per - 1 - eps && u <= 2 * (y + 1) / per - 1 + eps)
+            return true;
+    }
+    return false;
+}
+
+/* The ideal for tau over a tile: 8 x 8 pieces, each meshed at the coarsest spacing whose error (the
+ * planet's level errors, interpolated log-log) projects within tau at the piece's distance. */
+static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t, int n, terra_vec3 eye, double k_px) {
+    const int N = terra_planet_get_desc(p)->cells, levels = terra_planet_get_desc(p)->levels;
+    /* level 0's spacing along a face's middle, and every level's error */
+    const double s0 = terra_planet_get_desc(p)->radius_m * PI / 2 / ldexp(N, levels - 1);
+    float err[TERRA_PLANET_MAX_LEVELS];
+    for (int l = 0; l < levels; l++) err[l] = terra_planet_level_error(p, l);
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        for (int pj = 0; pj < 8; pj++)
+            for (int pi = 0; pi < 8; pi++) {
+                const terra_vec3 a = terra_planet_ground_point(p, terra_planet_tile_dir(p, t[i].key, pi * N / 8, pj * N / 8));
+                const terra_vec3 b = terra_planet_ground_point(p, terra_planet_tile_dir(p, t[i].key, (pi + 1) * N / 8, pj * N / 8));
+                const terra_vec3 c = terra_planet_ground_point(p, terra_planet_tile_dir(p, t[i].key, (pi + 1) * N / 8, (pj + 1) * N / 8));
+                const terra_vec3 d = terra_planet_ground_point(p, terra_planet_tile_dir(p, t[i].key, pi * N / 8, (pj + 1) * N / 8));
+                const double area = 0.5 * vlen(vcross(vsub(c, a), vsub(d, b)));
+                const terra_vec3 mid = vscale(vadd(vadd(a, b), vadd(c, d)), 0.25);
+                const double allowed = 2.0 * vlen(vsub(mid, eye)) / k_px;
+                const double s = bench_ideal_spacing(allowed, err, levels, s0);
+                sum += 2.0 * area / (s * s);
+            }
+    return sum;
+}
+
+static void bench_horizon(const terra_planet *p, bool by_error) {
+    terra_planet_select *sel;
+    if (terra_planet_select_create(&(terra_planet_select_desc){.max_tiles = 1 << 16, .by_error = by_error}, p, &sel) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    const double R = terra_planet_get_desc(p)->radius_m, k_px = 1080 / (2 * tan(30 * PI / 180));
+    const int W = 96, H = 54, N = terra_planet_get_desc(p)->cells;
+    long wrong = 0, hits = 0, drawn = 0, beyond = 0;
+    double ratio[64];
+    int nr = 0;
+    uint64_t rng = 99;
+    for (int v = 0; v < 3 * NALTS; v++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        const double u1 = (double)(rng >> 11) / 9007199254740992.0;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        const double u2 = (double)(rng >> 11) / 9007199254740992.0;
+        const terra_camera cam = camera(p, u1 * 170 - 85, u2 * 360 - 180, ALTS[v % NALTS], 360 * u1 * u2, -12 + (v % 5) * 5);
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_planet_tile *t;
+        int n;
+        if (terra_planet_select_run(sel, cam.eye, &fr, &t, &n) != TERRA_OK) {
+            fprintf(stderr, "%s\n", terra_last_error());
+            exit(1);
+        }
+        drawn += n;
+        for (int i = 0; i < n; i++) {
+            bool seen = false;
+            for (int j = 0; j <= 8 && !seen; j++)
+                for (int k = 0; k <= 8 && !seen; k++) {
+                    const terra_vec3 g = terra_planet_ground_point(p, terra_planet_tile_dir(p, t[i].key, k * N / 8, j * N / 8));
+                    const terra_vec3 dv = vsub(g, cam.eye);
+                    const double s = fmin(fmax(-vdot(cam.eye, dv) / vdot(dv, dv), 0), 1);
+                    seen = vlen(vadd(cam.eye, vscale(dv, s))) >= R;
+                }
+            beyond += !seen;
+        }
+        terra_vec3 f, r, u;
+        terra_camera_basis(&cam, &f, &r, &u);
+        const double ty = tan(cam.fov_y_rad / 2), tx = ty * cam.aspect;
+        for (int py = 0; py < H; py++)
+            for (int px = 0; px < W; px++) {
+                const terra_vec3 dir = vadd(f, vadd(vscale(r, ((px + 0.5) / W * 2 - 1) * tx), vscale(u, (1 - (py + 0.5) / H * 2) * ty)));
+                terra_vec3 g;
+                if (!terra_planet_raycast(p, cam.eye, dir, 0, NULL, &g)) continue;
+                hits++;
+                wrong += !held(p, t, n, g);
+            }
+        if (nr < 64) ratio[nr++] = 2.0 * N * N * n / ideal_triangles(p, t, n, cam.eye, k_px);
+    }
+    printf("  (%s: %ld pixel rays met the ground in %d views; %ld tiles drawn)\n", by_error ? "by error" : "CDLOD", hits,
+           3 * NALTS, drawn);
+    const char *mode = by_error ? ".by_error" : "";
+    char name[96];
+    snprintf(name, sizeof name, "planet.horizon_wrongly_culled%s", mode);
+    bench_record(name, (double)wrong, "pixels", 3 * NALTS, "sum");
+    snprintf(name, sizeof name, "planet.horizon_kept_beyond%s", mode);
+    bench_record(name, 100.0 * beyond / drawn, "%", 3 * NALTS, "share");
+    double worst = 0;
+    for (int i = 0; i < nr; i++) worst = fmax(worst, ratio[i]);
+    snprintf(name, sizeof name, "planet.triangles_vs_ideal%s", mode);
+    bench_record(name, bench_median(ratio, nr), "x", nr, "median");
+    snprintf(name, sizeof name, "planet.triangles_vs_ideal%s.worst", mode);
+    bench_record(name, worst, "x", nr, "max");
+    terra_planet_select_destroy(sel);
+}
+
+int main(void) {
+    terra_planet *p;
+    if (terra_planet_create(NULL, &p) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        return 1;
+    }
+    printf("planet: radius %.0f m, %d levels of %d-cell tiles\n", terra_planet_get_desc(p)->radius_m,
+           terra_planet_get_desc(p)->levels, terra_planet_get_desc(p)->cells);
+    bench_select(p);
+    bench_horizon(p, false);
+    bench_horizon(p, true);
+    terra_planet_destroy(p);
+    return 0;
+}

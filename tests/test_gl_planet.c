@@ -1,0 +1,202 @@
+/* The planet drawn: every frame of `terra fly --planet`'s path (a descent from 20,000 km to 2 m, a low
+ * flight across a face edge and over a pole) without a hole: no pixel whose ray meets the ground
+ * (terra_planet_raycast), well inside the ground's silhouette, shows the clear colour. A negative
+ * control drops a tile and must see holes. And no tremble at 2 m above the ground, 6,371 km from the
+ * origin: moving the eye by millimetres moves the picture by as much. */
+#include "check.h"
+#include "terra/gl.h"
+#include "terra/io.h"
+#include "../cli/planet_path.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W 160 /* llvmpipe on two cores */
+#define H 90
+#define FRAMES 40
+#define MARGIN 3 /* pixels: a hole counts only this far inside the silhouette (tau is 2) */
+
+static const uint8_t CLEAR[3] = {255, 0, 255};
+
+static terra_vec3 pixel_ray(const terra_camera *c, int i, int j) {
+    terra_vec3 f, r, u;
+    terra_camera_basis(c, &f, &r, &u);
+    const double ty = tan(c->fov_y_rad * 0.5), tx = ty * W / H;
+    const double a = ((i + 0.5) / W * 2 - 1) * tx, b = (1 - (j + 0.5) / H * 2) * ty;
+    return (terra_vec3){f.x + a * r.x + b * u.x, f.y + a * r.y + b * u.y, f.z + a * r.z + b * u.z};
+}
+
+/* Which pixels must show ground: their ray and those of the pixels MARGIN away in the eight
+ * directions all meet it. */
+static void must_be_ground(const terra_planet *p, const terra_camera *c, bool *out) {
+    static bool hit[W * H];
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) hit[j * W + i] = terra_planet_raycast(p, c->eye, pixel_ray(c, i, j), 0, NULL, NULL);
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) {
+            bool all = hit[j * W + i];
+            for (int dj = -1; dj <= 1 && all; dj++)
+                for (int di = -1; di <= 1 && all; di++) {
+                    const int x = i + di * MARGIN, y = j + dj * MARGIN;
+                    all = x >= 0 && y >= 0 && x < W && y < H && hit[y * W + x];
+                }
+            out[j * W + i] = all;
+        }
+}
+
+static long count_holes(const uint8_t *rgb, const bool *ground, long *checked) {
+    long holes = 0;
+    for (int k = 0; k < W * H; k++) {
+        if (!ground[k]) continue;
+        (*checked)++;
+        holes += rgb[3 * k] == CLEAR[0] && rgb[3 * k + 1] == CLEAR[1] && rgb[3 * k + 2] == CLEAR[2];
+    }
+    return holes;
+}
+
+static terra_planet *planet;
+
+static void descent_has_no_holes(void) {
+    terra_gl_planet *scene;
+    CHECK(terra_gl_planet_create(&(terra_gl_planet_desc){.planet = planet, .width = W, .height = H, .threads = 2,
+                                                         .capacity_tiles = 4096},
+                                 &scene) == TERRA_OK,
+          "%s", terra_last_error());
+    if (!scene) return;
+    terra_gl *gl = terra_gl_planet_renderer(scene);
+    const terra_gl_style style = {.flat = true, .clear_rgb = {CLEAR[0] / 255.0f, CLEAR[1] / 255.0f, CLEAR[2] / 255.0f}};
+    terra_gl_style bare = style;
+    bare.no_skirts = true;
+    uint8_t *rgb = malloc(W * H * 3);
+    bool *ground = malloc(W * H);
+    long worst = 0, checked = 0, bare_holes = 0, control_holes = 0, triangles = 0;
+    int faces_seen = 0;
+    double lat_max = -90;
+    /* the path, then where it is hardest: a pole, a face's edge, a cube's corner, 2 m and more up */
+    static const double extra[][4] = {{90, 0, 2, -10}, {89.9, 30, 500, -8}, {0, 45, 2, -5}, {35.2644, 45, 100, -20}, {-35.2644, -135, 3000, -30}};
+    enum { EXTRA = sizeof extra / sizeof extra[0] };
+    for (int f = 0; f < FRAMES + EXTRA; f++) {
+        terra_camera cam = terra_planet_path_camera(planet, f / (FRAMES - 1.0));
+        if (f >= FRAMES) {
+            const double *e = extra[f - FRAMES];
+            const terra_vec3 d = terra_planet_latlon_dir(e[0], e[1]);
+            const double r = terra_planet_get_desc(planet)->radius_m + terra_planet_height(planet, d) + e[2];
+            cam = (terra_camera){.eye = {d.x * r, d.y * r, d.z * r}, .yaw_rad = 0.3, .pitch_rad = e[3] * 3.14159265358979323846 / 180,
+                                 .fov_y_rad = 60 * 3.14159265358979323846 / 180, .up = d};
+        }
+        cam.aspect = (double)W / H;
+        double s, t, lat, lon;
+        faces_seen |= 1 << terra_planet_dir_face(cam.eye, &s, &t);
+        terra_planet_dir_latlon(cam.eye, &lat, &lon);
+        lat_max = fmax(lat_max, lat);
+        terra_gl_frame_stats fs;
+        CHECK(terra_gl_planet_frame(scene, &cam, &style, &fs) == TERRA_OK, "frame %d: %s", f, terra_last_error());
+        CHECK(terra_gl_read_rgb(gl, rgb) == TERRA_OK);
+        triangles += fs.triangles;
+        must_be_ground(planet, &cam, ground);
+        long n_checked = 0;
+        const long holes = count_holes(rgb, ground, &n_checked);
+        checked += n_checked;
+        CHECK(holes == 0, "frame %d (%.0f m up): %ld hole pixels", f,
+              terra_planet_altitude(planet, cam.eye, NULL, NULL), holes);
+        if (holes > worst) worst = holes;
+        if (f == 0 || f == FRAMES / 2) {
+            char path[64];
+            snprintf(path, sizeof path, "planet_frame_%02d.png", f);
+            terra_io_write_png(path, rgb, W, H, 3);
+        }
+        /* without skirts, and with one drawn tile left out (the negative control: it must show) */
+        const terra_stream_draw *draws;
+        int n;
+        terra_gl_planet_draws(scene, &draws, &n);
+        CHECK(terra_gl_draw(gl, &cam, draws, n, &bare) == TERRA_OK && terra_gl_read_rgb(gl, rgb) == TERRA_OK);
+        long c2 = 0;
+        bare_holes += count_holes(rgb, ground, &c2);
+        if (n > 1) {
+            terra_stream_draw *less = malloc(sizeof *less * (size_t)n);
+            /* leave out the tile under the picture's middle: the finest one nearest the view's centre */
+            int drop = 0;
+            terra_vec3 fw;
+            terra_camera_basis(&cam, &fw, NULL, NULL);
+            double best = -2;
+            for (int i = 0; i < n; i++) {
+                const terra_vec3 o = terra_planet_tile_origin(planet, draws[i].key);
+                const terra_vec3 d = {o.x - cam.eye.x, o.y - cam.eye.y, o.z - cam.eye.z};
+                const double c = (d.x * fw.x + d.y * fw.y + d.z * fw.z) / sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
+                if (c > best) best = c, drop = i;
+            }
+            memcpy(less, draws, sizeof *less * (size_t)n);
+            less[drop] = less[n - 1];
+            CHECK(terra_gl_draw(gl, &cam, less, n - 1, &style) == TERRA_OK && terra_gl_read_rgb(gl, rgb) == TERRA_OK);
+            control_holes += count_holes(rgb, ground, &c2);
+            free(less);
+        }
+    }
+    printf("     %d frames, %ld pixels that must show ground, worst frame %ld holes; %.0f triangles a frame\n", FRAMES + EXTRA,
+           checked, worst, (double)triangles / (FRAMES + EXTRA));
+    printf("     without skirts %ld hole pixels; with a tile left out %ld (the control)\n", bare_holes, control_holes);
+    printf("     planet.hole_pixels_max %ld\n", worst);
+    CHECK(checked > FRAMES * W * H / 4, "too few pixels checked (%ld)", checked);
+    CHECK(control_holes > 100, "a missing tile went unseen (%ld holes): the check proves nothing", control_holes);
+    CHECK(__builtin_popcount((unsigned)faces_seen) >= 3 && lat_max > 89.99, "the frames saw faces %x, reached latitude %g",
+          faces_seen, lat_max);
+    free(rgb), free(ground);
+    terra_gl_planet_destroy(scene);
+}
+
+/* 2 m above the ground, 6,371 km from the origin: the eye moved by 1 to 8 mm along the view moves the
+ * depth of the picture's middle by as much (floats relative to the world would move it by half a
+ * metre or not at all). */
+static void steady_at_two_metres(void) {
+    terra_gl_planet *scene;
+    CHECK(terra_gl_planet_create(&(terra_gl_planet_desc){.planet = planet, .width = W, .height = H, .threads = 2}, &scene) ==
+          TERRA_OK);
+    if (!scene) return;
+    terra_gl *gl = terra_gl_planet_renderer(scene);
+    const terra_gl_style style = {.flat = true};
+    static float z[W * H];
+    double worst = 0;
+    const double lats[2] = {-4.3, 63.0}, lons[2] = {-12.3, 167.7}; /* on two faces, one far from +x */
+    for (int k = 0; k < 2; k++) {
+        const terra_vec3 d = terra_planet_latlon_dir(lats[k], lons[k]);
+        const double r = terra_planet_get_desc(planet)->radius_m + terra_planet_height(planet, d) + 2;
+        terra_camera cam = {.eye = {d.x * r, d.y * r, d.z * r}, .yaw_rad = 0.5, .pitch_rad = -0.3,
+                            .fov_y_rad = 60 * 3.14159265358979323846 / 180, .aspect = (double)W / H, .up = d};
+        terra_vec3 fw;
+        terra_camera_basis(&cam, &fw, NULL, NULL);
+        double z0 = 0;
+        for (int step = 0; step <= 8; step++) {
+            terra_camera c = cam;
+            const double move = step * 1e-3;
+            c.eye.x += fw.x * move, c.eye.y += fw.y * move, c.eye.z += fw.z * move;
+            CHECK(terra_gl_planet_frame(scene, &c, &style, NULL) == TERRA_OK);
+            CHECK(terra_gl_read_depth(gl, z) == TERRA_OK);
+            const double mid = z[(H / 2) * W + W / 2];
+            if (step == 0) z0 = mid;
+            const double err = fabs((z0 - mid) - move);
+            worst = fmax(worst, err);
+            CHECK(err < 1.5e-3, "at %g, %g the eye moved %.0f mm and the middle's depth by %.2f mm", lats[k], lons[k], move * 1e3,
+                  (z0 - mid) * 1e3);
+        }
+    }
+    printf("     depth of the middle follows millimetre moves within %.3f mm\n", worst * 1e3);
+    terra_gl_planet_destroy(scene);
+}
+
+int main(void) {
+    terra_gl_context *ctx;
+    if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
+        printf("skip: no OpenGL 4.5 context (%s)\n", terra_last_error());
+        return 77;
+    }
+    if (terra_planet_create(&(terra_planet_desc){.cells = 16}, &planet) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        return 1;
+    }
+    RUN(descent_has_no_holes);
+    RUN(steady_at_two_metres);
+    terra_planet_destroy(planet);
+    terra_gl_context_destroy(ctx);
+    return finish();
+}

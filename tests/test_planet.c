@@ -1,0 +1,486 @@
+/* The planet: the cube-sphere mapping, shared samples across face edges and corners, conservative
+ * ranges, the horizon test against brute force, selection across every altitude. */
+#include "check.h"
+#include "terra/planet.h"
+
+#include <math.h>
+#include <string.h>
+
+#define PI 3.14159265358979323846
+
+static uint64_t rng = 0x1234567u;
+static double urand(void) { /* [0, 1) */
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static terra_vec3 vsub(terra_vec3 a, terra_vec3 b) { return (terra_vec3){a.x - b.x, a.y - b.y, a.z - b.z}; }
+static double vdot(terra_vec3 a, terra_vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static double vlen(terra_vec3 a) { return sqrt(vdot(a, a)); }
+static terra_vec3 vscale(terra_vec3 a, double k) { return (terra_vec3){a.x * k, a.y * k, a.z * k}; }
+static terra_vec3 vadd(terra_vec3 a, terra_vec3 b) { return (terra_vec3){a.x + b.x, a.y + b.y, a.z + b.z}; }
+static bool same_bits(terra_vec3 a, terra_vec3 b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static terra_planet *planet(void) {
+    static terra_planet *p;
+    if (!p && terra_planet_create(NULL, &p) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    return p;
+}
+
+/* Faces and directions round-trip; every direction falls on exactly one face's square. */
+static void test_mapping(void) {
+    for (int k = 0; k < 20000; k++) {
+        const int f = (int)(urand() * 6);
+        const double s = urand() * 2 - 1, t = urand() * 2 - 1;
+        const terra_vec3 d = terra_planet_face_dir(f, s, t);
+        CHECK(fabs(vlen(d) - 1) < 1e-15, "not unit: %g", vlen(d));
+        double s2, t2;
+        const int f2 = terra_planet_dir_face(d, &s2, &t2);
+        CHECK(f2 == f || fabs(fabs(s) - 1) < 1e-12 || fabs(fabs(t) - 1) < 1e-12, "face %d became %d", f, f2);
+        if (f2 == f) CHECK(fabs(s2 - s) < 1e-12 && fabs(t2 - t) < 1e-12, "(%g, %g) became (%g, %g)", s, t, s2, t2);
+    }
+    for (int k = 0; k < 2000; k++) { /* latitude and longitude round-trip */
+        const double lat = urand() * 178 - 89, lon = urand() * 358 - 179;
+        double la, lo;
+        terra_planet_dir_latlon(terra_planet_latlon_dir(lat, lon), &la, &lo);
+        CHECK(fabs(la - lat) < 1e-9 && fabs(lo - lon) < 1e-9, "(%g, %g) became (%g, %g)", lat, lon, la, lo);
+    }
+    /* the frame: east, north, up right-handed and orthonormal; east of (lat 0, lon 0) is lon 90 */
+    terra_vec3 e, n, u;
+    terra_planet_frame(terra_planet_latlon_dir(0, 0), &e, &n, &u);
+    const terra_vec3 east = terra_planet_latlon_dir(0, 90), north = terra_planet_latlon_dir(90, 0);
+    CHECK(vlen(vsub(e, east)) < 1e-12 && vlen(vsub(n, north)) < 1e-12, "frame at (0, 0)");
+    /* a camera's up: +y is the plane's frame; on the equator, heading 90 looks east, pitch -90 down */
+    for (int k = 0; k < 100; k++) {
+        terra_camera a = {.yaw_rad = urand() * 7 - 3.5, .pitch_rad = urand() * 3 - 1.5}, b = a;
+        b.up = (terra_vec3){0, 1, 0};
+        terra_vec3 fa, ra, ua, fb, rb, ub;
+        terra_camera_basis(&a, &fa, &ra, &ua);
+        terra_camera_basis(&b, &fb, &rb, &ub);
+        CHECK(vlen(vsub(fa, fb)) < 1e-15 && vlen(vsub(ra, rb)) < 1e-15 && vlen(vsub(ua, ub)) < 1e-15, "up +y is the plane's");
+    }
+    terra_vec3 fw;
+    terra_camera_basis(&(terra_camera){.up = terra_planet_latlon_dir(0, 0), .yaw_rad = PI / 2}, &fw, NULL, NULL);
+    CHECK(vlen(vsub(fw, east)) < 1e-12, "heading 90 looks east");
+    terra_camera_basis(&(terra_camera){.up = terra_planet_latlon_dir(30, 40), .pitch_rad = -PI / 2}, &fw, NULL, NULL);
+    CHECK(vlen(vadd(fw, terra_planet_latlon_dir(30, 40))) < 1e-12, "pitch -90 looks down");
+    for (int k = 0; k < 1000; k++) {
+        terra_planet_frame(terra_planet_latlon_dir(urand() * 180 - 90, urand() * 360 - 180), &e, &n, &u);
+        const terra_vec3 x = {e.y * n.z - e.z * n.y, e.z * n.x - e.x * n.z, e.x * n.y - e.y * n.x};
+        CHECK(vlen(vsub(x, u)) < 1e-9 && fabs(vdot(e, n)) < 1e-12 && fabs(vlen(e) - 1) < 1e-12, "frame not orthonormal");
+    }
+}
+
+/* The equal-angle mapping keeps cells near equal: the worst ratio of cell areas on a face. */
+static void test_area_ratio(void) {
+    const int n = 256;
+    double lo = INFINITY, hi = 0;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            const double s0 = 2.0 * i / n - 1, s1 = 2.0 * (i + 1) / n - 1, t0 = 2.0 * j / n - 1, t1 = 2.0 * (j + 1) / n - 1;
+            const terra_vec3 a = terra_planet_face_dir(0, s0, t0), b = terra_planet_face_dir(0, s1, t0);
+            const terra_vec3 c = terra_planet_face_dir(0, s1, t1), d = terra_planet_face_dir(0, s0, t1);
+            /* two flat triangles stand for the cell (fine cells: the error is far below the ratio's) */
+            const terra_vec3 ab = vsub(b, a), ac = vsub(c, a), ad = vsub(d, a);
+            const terra_vec3 x1 = {ab.y * ac.z - ab.z * ac.y, ab.z * ac.x - ab.x * ac.z, ab.x * ac.y - ab.y * ac.x};
+            const terra_vec3 x2 = {ac.y * ad.z - ac.z * ad.y, ac.z * ad.x - ac.x * ad.z, ac.x * ad.y - ac.y * ad.x};
+            const double area = 0.5 * (vlen(x1) + vlen(x2));
+            lo = fmin(lo, area), hi = fmax(hi, area);
+        }
+    printf("     cell area ratio over a face (equal-angle): %.4f\n", hi / lo);
+    CHECK(hi / lo < 1.42, "the worst cell area ratio is %g", hi / lo);
+}
+
+/* Direction d seen from the face of axis k (d on that face's border): the face and its lattice point
+ * at n cells across; false when d does not fall on it. */
+static bool on_face(terra_vec3 d, int k, int64_t n, int *g, int64_t *gi, int64_t *gj) {
+    const double v[3] = {d.x, d.y, d.z};
+    *g = k * 2 + (v[k] < 0);
+    const terra_vec3 nudged = {v[0] * (k == 0 ? 1 + 1e-9 : 1), v[1] * (k == 1 ? 1 + 1e-9 : 1), v[2] * (k == 2 ? 1 + 1e-9 : 1)};
+    double s, t;
+    if (terra_planet_dir_face(nudged, &s, &t) != *g) return false;
+    *gi = llround((s + 1) * 0.5 * (double)n);
+    *gj = llround((t + 1) * 0.5 * (double)n);
+    return true;
+}
+
+static terra_vec3 lattice(const terra_planet *p, int face, int level, int64_t gi, int64_t gj) {
+    const int N = terra_planet_get_desc(p)->cells;
+    const int32_t tiles = terra_planet_tiles_per_side(p, level);
+    int32_t x = (int32_t)(gi / N), y = (int32_t)(gj / N);
+    if (x == tiles) x--;
+    if (y == tiles) y--;
+    return terra_planet_tile_dir(p, terra_tile_key_make(face, level, x, y), (int)(gi - (int64_t)x * N), (int)(gj - (int64_t)y * N));
+}
+
+/* Tiles that meet across a face edge or corner, or across levels, compute bit-identical directions and
+ * heights where they share a lattice point: every border sample of every face at three levels, against
+ * the face across, and random samples against the next coarser level. */
+static void test_shared_samples(void) {
+    terra_planet *p = planet();
+    const int N = terra_planet_get_desc(p)->cells, top = terra_planet_get_desc(p)->levels - 1;
+    long compared = 0, corners = 0;
+    const int levels[3] = {top, top - 2, top - 9};
+    for (int li = 0; li < 3; li++) {
+        const int L = levels[li];
+        const int64_t n = (int64_t)terra_planet_tiles_per_side(p, L) * N;
+        const int64_t step = n > 4096 ? n / 4096 : 1;
+        for (int f = 0; f < 6; f++)
+            for (int side = 0; side < 4; side++)
+                for (int64_t k = 0; k <= n; k += (k + step > n && k != n ? n - k : step)) {
+                    const int64_t gi = side == 0 ? 0 : side == 1 ? n : k, gj = side == 2 ? 0 : side == 3 ? n : k;
+                    const terra_vec3 d = lattice(p, f, L, gi, gj);
+                    int found = 0;
+                    const double v[3] = {d.x, d.y, d.z};
+                    for (int k3 = 0; k3 < 3; k3++) { /* the faces whose axis is as long: one, two at a corner */
+                        int g;
+                        int64_t ei, ej;
+                        if (k3 == f / 2 || fabs(v[k3]) != fabs(v[f / 2]) || !on_face(d, k3, n, &g, &ei, &ej)) continue;
+                        found++;
+                        const terra_vec3 e = lattice(p, g, L, ei, ej);
+                        CHECK(same_bits(d, e), "face %d (%lld, %lld) and face %d (%lld, %lld) at level %d differ by %g", f,
+                              (long long)gi, (long long)gj, g, (long long)ei, (long long)ej, L, vlen(vsub(d, e)));
+                        const float h1 = terra_planet_height(p, d), h2 = terra_planet_height(p, e);
+                        CHECK(memcmp(&h1, &h2, sizeof h1) == 0, "heights differ across the edge");
+                        compared++;
+                    }
+                    CHECK(found >= 1, "face %d (%lld, %lld) at level %d: no face across", f, (long long)gi, (long long)gj, L);
+                    if (found == 2) corners++;
+                    if (k == n) break;
+                }
+    }
+    CHECK(corners == 3 * 6 * 4 * 2, "%ld corner samples compared twice (want every face's four corners, twice)", corners);
+    /* across levels: a coarse lattice point is the finer level's even point */
+    for (int k = 0; k < 20000; k++) {
+        const int f = (int)(urand() * 6), L = 1 + (int)(urand() * top);
+        const int64_t n = (int64_t)terra_planet_tiles_per_side(p, L) * N;
+        const int64_t gi = (int64_t)(urand() * (double)(n + 1)), gj = (int64_t)(urand() * (double)(n + 1));
+        CHECK(same_bits(lattice(p, f, L, gi, gj), lattice(p, f, L - 1, 2 * gi, 2 * gj)), "levels %d and %d differ", L, L - 1);
+        compared++;
+    }
+    printf("     %ld shared samples compared bit for bit (%ld at cube corners)\n", compared, corners);
+}
+
+/* Tile ranges hold every height: dense samples of random tiles at every level (the lattice and random
+ * points inside), and how much wider than the sampled extent they are. */
+static void test_ranges(void) {
+    terra_planet *p = planet();
+    const int top = terra_planet_get_desc(p)->levels - 1;
+    float glo, ghi;
+    terra_planet_height_bounds(p, &glo, &ghi);
+    for (int L = 0; L <= top; L++) {
+        double excess = 0, extent = 0;
+        for (int k = 0; k < 12; k++) {
+            const int32_t n = terra_planet_tiles_per_side(p, L);
+            const terra_tile_key key = terra_tile_key_make((int)(urand() * 6), L, (int32_t)(urand() * n), (int32_t)(urand() * n));
+            float lo, hi;
+            CHECK(terra_planet_height_range(p, key, &lo, &hi) == TERRA_OK);
+            CHECK(lo >= glo && hi <= ghi, "tile range %g..%g outside the planet's %g..%g", (double)lo, (double)hi, (double)glo, (double)ghi);
+            float slo = INFINITY, shi = -INFINITY;
+            const int m = 24;
+            const int N = terra_planet_get_desc(p)->cells;
+            for (int j = 0; j <= m; j++)
+                for (int i = 0; i <= m; i++) {
+                    /* a lattice-aligned point and a random one inside the tile */
+                    const terra_vec3 d1 = terra_planet_tile_dir(p, key, i * N / m, j * N / m);
+                    const double s0 = 2.0 * terra_tile_key_x(key) / n - 1, t0 = 2.0 * terra_tile_key_y(key) / n - 1;
+                    const terra_vec3 d2 = terra_planet_face_dir(terra_tile_key_face(key), s0 + 2.0 / n * urand(), t0 + 2.0 / n * urand());
+                    const float h1 = terra_planet_height(p, d1), h2 = terra_planet_height(p, d2);
+                    CHECK(h1 >= lo && h1 <= hi && h2 >= lo && h2 <= hi, "level %d: height %g / %g outside %g..%g", L,
+                          (double)h1, (double)h2, (double)lo, (double)hi);
+                    slo = fminf(slo, fminf(h1, h2)), shi = fmaxf(shi, fmaxf(h1, h2));
+                }
+            excess += (double)(hi - lo) - (double)(shi - slo);
+            extent += (double)(shi - slo);
+        }
+        if (L % 4 == 0 || L == top)
+            printf("     level %2d: sampled extent %9.1f m, range %9.1f m wider (mean of 12 tiles); level error %.2f m\n", L,
+                   extent / 12, excess / 12, (double)terra_planet_level_error(p, L));
+    }
+    /* a user's planet: its callbacks by direction, its range trusted and checked against its answers */
+    CHECK(terra_planet_height_range(p, terra_tile_key_make(6, 0, 0, 0), &glo, &ghi) == TERRA_E_INVALID);
+}
+
+static float user_height(void *u, terra_vec3 d) { (void)u; return (float)(100 * d.x + 50 * d.y * d.z); }
+
+static void test_user_planet(void) {
+    terra_planet *p;
+    CHECK(terra_planet_create(&(terra_planet_desc){.height_at = user_height}, &p) == TERRA_E_INVALID,
+          "a height_at with no range at all is refused");
+    CHECK(strstr(terra_last_error(), "min_height") != NULL, "%s", terra_last_error());
+    CHECK(terra_planet_create(&(terra_planet_desc){.radius_m = 1737400, .height_at = user_height, .min_height = -200,
+                                                   .max_height = 200},
+                              &p) == TERRA_OK);
+    if (!p) return;
+    const terra_vec3 d = terra_planet_latlon_dir(10, 20);
+    CHECK(terra_planet_height(p, d) == user_height(NULL, d));
+    const terra_vec3 g = terra_planet_ground_point(p, d);
+    CHECK(fabs(vlen(g) - (1737400.0 + (double)user_height(NULL, d))) < 1e-4, "%.9f vs %.9f", vlen(g), 1737400.0 + (double)user_height(NULL, d));
+    terra_vec3 up, n;
+    const double alt = terra_planet_altitude(p, vscale(d, vlen(g) + 25), &up, &n);
+    CHECK(fabs(alt - 25) < 1e-4 && vlen(vsub(up, d)) < 1e-12 && vdot(n, up) > 0.99, "altitude %g", alt);
+    float lo, hi;
+    CHECK(terra_planet_height_range(p, terra_tile_key_make(2, 3, 1, 1), &lo, &hi) == TERRA_OK && lo == -200 && hi == 200);
+    terra_planet_destroy(p);
+}
+
+/* A built tile: vertices at their ground points (origin + float position), morph targets on the
+ * parent's samples, normals outward and near the surface's, every vertex a surface. */
+static void test_build(void) {
+    terra_planet *p = planet();
+    const int N = terra_planet_get_desc(p)->cells, top = terra_planet_get_desc(p)->levels - 1;
+    terra_grid_vertex *v = malloc(sizeof *v * (size_t)terra_grid_vertex_count(N));
+    terra_grid_vertex *pv = malloc(sizeof *pv * (size_t)terra_grid_vertex_count(N));
+    void *scratch = malloc(terra_planet_scratch_bytes(N));
+    for (int k = 0; k < 24; k++) {
+        const int L = k % top;
+        const int32_t n = terra_planet_tiles_per_side(p, L);
+        const terra_tile_key key = terra_tile_key_make(k % 6, L, (int32_t)(urand() * n), (int32_t)(urand() * n));
+        terra_grid_info info;
+        CHECK(terra_planet_build(p, key, v, scratch, &info) == TERRA_OK, "%s", terra_last_error());
+        const terra_tile_key parent = terra_tile_key_parent(key);
+        CHECK(terra_planet_build(p, parent, pv, scratch, NULL) == TERRA_OK);
+        const terra_vec3 o = terra_planet_tile_origin(p, key), po = terra_planet_tile_origin(p, parent);
+        CHECK(o.x == floor(o.x) && o.y == floor(o.y) && o.z == floor(o.z), "origin in whole metres");
+        float lo, hi;
+        terra_planet_height_range(p, key, &lo, &hi);
+        terra_vec3 bc;
+        double br;
+        terra_planet_tile_bounds(p, key, lo, hi, &bc, &br, NULL);
+        for (int j = 0; j <= N; j++)
+            for (int i = 0; i <= N; i++) {
+                const terra_grid_vertex *a = &v[j * (N + 1) + i];
+                const terra_vec3 g = terra_planet_ground_point(p, terra_planet_tile_dir(p, key, i, j));
+                const terra_vec3 w = {o.x + a->x, o.y + a->y, o.z + a->z};
+                const double tol = 1e-6 * vlen(vsub(g, o)) + 1e-6;
+                CHECK(vlen(vsub(w, g)) <= tol, "vertex (%d, %d) of level %d is %g m off its ground point", i, j, L, vlen(vsub(w, g)));
+                CHECK(vlen(vsub(w, bc)) <= br, "vertex outside the tile's bounding sphere");
+                /* the morph target is the parent's vertex at the even point */
+                const int pi = ((int)(terra_tile_key_x(key) & 1) * N + (i & ~1)) / 2, pj = ((int)(terra_tile_key_y(key) & 1) * N + (j & ~1)) / 2;
+                const terra_grid_vertex *b = &pv[pj * (N + 1) + pi];
+                const terra_vec3 t = {o.x + a->mx, o.y + a->my, o.z + a->mz}, pt = {po.x + b->x, po.y + b->y, po.z + b->z};
+                CHECK(vlen(vsub(t, pt)) <= 2 * tol + 1e-6 * vlen(vsub(pt, po)), "morph target %g m off the parent's vertex", vlen(vsub(t, pt)));
+                CHECK(memcmp(a->morph_normal, b->normal, 2) == 0, "the morph normal is not the parent's normal at the target");
+                float nn[3];
+                terra_oct_decode(a->normal, nn);
+                const terra_vec3 nv = {nn[0], nn[2], nn[1]}, up = terra_planet_tile_dir(p, key, i, j);
+                CHECK(vdot(nv, up) > 0.2, "normal %g from up", vdot(nv, up));
+                CHECK(a->surface >= TERRA_SURFACE_GRASS && a->surface <= TERRA_SURFACE_WATER && a->level == L);
+            }
+    }
+    free(v), free(pv), free(scratch);
+}
+
+/* terra_horizon_hides against brute force: for random eyes and caps it calls hidden, every sampled
+ * point of the cap, at any radius from the ball's up to the top, has its segment from the eye pass
+ * through the ball; and caps it calls seen are mostly seen at their top (the test is tight). */
+static void test_horizon_brute(void) {
+    const double R = 6371000;
+    long hidden = 0, tested = 0, seen_called = 0, seen_top = 0;
+    for (int k = 0; k < 20000; k++) {
+        const terra_vec3 eye = vscale(terra_planet_latlon_dir(urand() * 180 - 90, urand() * 360 - 180), R + pow(10, urand() * 7.6));
+        const terra_vec3 d = terra_planet_latlon_dir(urand() * 180 - 90, urand() * 360 - 180);
+        const double angle = pow(10, -6 + 5.5 * urand()), top = R + pow(10, urand() * 4.5);
+        terra_vec3 e, n;
+        terra_planet_frame(d, &e, &n, NULL);
+        if (!terra_horizon_hides(eye, R, d, angle, top)) {
+            /* the cap's point at its top nearest the eye */
+            const terra_vec3 ed = vscale(eye, 1 / vlen(eye));
+            terra_vec3 tow = vsub(ed, vscale(d, vdot(ed, d)));
+            const double tl = vlen(tow);
+            if (tl > 0) {
+                const double gamma = atan2(tl, vdot(ed, d));
+                const double a = fmin(angle, gamma);
+                const terra_vec3 q = vscale(vadd(vscale(d, cos(a)), vscale(tow, sin(a) / tl)), top), dv = vsub(q, eye);
+                const double t = fmin(fmax(-vdot(eye, dv) / vdot(dv, dv), 0), 1);
+                seen_called++;
+                seen_top += vlen(vadd(eye, vscale(dv, t))) >= R;
+            }
+            continue;
+        }
+        hidden++;
+        for (int m = 0; m < 200; m++) { /* points of the cap at random radii */
+            const double a = angle * sqrt(urand()), phi = 2 * PI * urand();
+            const terra_vec3 dir = vadd(vscale(d, cos(a)), vscale(vadd(vscale(e, cos(phi)), vscale(n, sin(phi))), sin(a)));
+            const terra_vec3 q = vscale(dir, R + (top - R) * urand()), dv = vsub(q, eye);
+            const double t = fmin(fmax(-vdot(eye, dv) / vdot(dv, dv), 0), 1);
+            CHECK(vlen(vadd(eye, vscale(dv, t))) < R, "a point called hidden is seen");
+            tested++;
+        }
+    }
+    printf("     %ld of 20000 random caps hidden, %ld of their points checked; of those called seen, %.2f%% are seen at their top\n",
+           hidden, tested, 100.0 * seen_top / seen_called);
+    CHECK(hidden > 500, "too few hidden cases to test (%ld)", hidden);
+    CHECK(seen_top > 0.99 * seen_called, "the test keeps caps it could cull");
+    CHECK(!terra_horizon_hides((terra_vec3){0, R * 0.5, 0}, R, (terra_vec3){0, -1, 0}, 0.01, R + 1), "an eye inside the ball hides nothing");
+}
+
+/* The ray cast: its hit lies on the ground (within 10 cm for hits within a kilometre, 1e-6 of the
+ * distance beyond), and every point of the ray before it is above the ground. Rays from 2 m to
+ * 40,000 km, grazing to straight down. */
+static void test_raycast(void) {
+    terra_planet *p = planet();
+    const double R = terra_planet_get_desc(p)->radius_m;
+    int hits = 0;
+    double worst_alt = 0;
+    for (int k = 0; k < 300; k++) {
+        const terra_vec3 d = terra_planet_latlon_dir(urand() * 180 - 90, urand() * 360 - 180);
+        const double alt = pow(10, 0.3 + urand() * 7.3);
+        const terra_vec3 e = vscale(d, R + terra_planet_height(p, d) + alt);
+        terra_vec3 ea, no;
+        terra_planet_frame(d, &ea, &no, NULL);
+        const double down = -(0.002 + urand() * 1.5);
+        terra_vec3 v = vadd(vscale(ea, cos(down)), vscale(d, sin(down)));
+        double t;
+        terra_vec3 g;
+        if (!terra_planet_raycast(p, e, v, 0, &t, &g)) continue;
+        hits++;
+        const terra_vec3 at = vadd(e, vscale(v, t));
+        const double a = terra_planet_altitude(p, at, NULL, NULL);
+        CHECK(a > -1e-3 && a < 0.1 + 1e-6 * t, "the hit %g m along is %g m above the ground", t, a);
+        if (t < 1000) CHECK(a < 0.1, "the hit %g m along is %g m above the ground", t, a);
+        CHECK(vlen(vsub(g, at)) < 0.1 + 1e-6 * t, "the hit point is %g m from the ray", vlen(vsub(g, at)));
+        worst_alt = fmax(worst_alt, a);
+        for (int m = 0; m < 200; m++) {
+            const double tt = t * m / 200.0;
+            CHECK(terra_planet_altitude(p, vadd(e, vscale(v, tt)), NULL, NULL) > 0, "the ray is under the ground before its hit");
+        }
+        double t2; /* stopped short: no hit, or one as close to the ground (the pieces fall elsewhere) */
+        if (terra_planet_raycast(p, e, v, t * 0.999, &t2, NULL)) {
+            const double a2 = terra_planet_altitude(p, vadd(e, vscale(v, t2)), NULL, NULL);
+            CHECK(t2 <= t * 0.999 && a2 > -1e-3 && a2 < 0.1 + 1e-6 * t2, "a ray stopped short hits %g m above the ground", a2);
+        }
+    }
+    printf("     %d of 300 rays hit; the highest hit %.4f m above the ground\n", hits, worst_alt);
+    CHECK(hits > 100);
+    CHECK(!terra_planet_raycast(p, vscale(terra_planet_latlon_dir(0, 0), 2 * R), terra_planet_latlon_dir(0, 0), 0, NULL, NULL),
+          "a ray pointing away hits nothing");
+}
+
+typedef struct kept { int face; double s0, t0, s1, t1; } kept;
+
+/* Whether a selected tile holds direction d (a hair's width over its edges counts). */
+static bool covered(const kept *k, int n, terra_vec3 d) {
+    double s, t;
+    const int f = terra_planet_dir_face(d, &s, &t);
+    for (int i = 0; i < n; i++) {
+        const double eps = 1e-9 * (k[i].s1 - k[i].s0) + 1e-12;
+        if (k[i].face == f && s >= k[i].s0 - eps && s <= k[i].s1 + eps && t >= k[i].t0 - eps && t <= k[i].t1 + eps) return true;
+    }
+    /* on a face edge the tile across holds it too */
+    return false;
+}
+
+static long allocs;
+static void *count_alloc(size_t n, void *u) { (void)u; allocs++; return malloc(n); }
+static void *count_realloc(void *q, size_t n, void *u) { (void)u; allocs++; return realloc(q, n); }
+static void count_free(void *q, void *u) { (void)u; free(q); }
+
+/* The camera `alt` metres above the ground at (lat, lon), heading and pitch in degrees. */
+static terra_camera planet_camera(const terra_planet *p, double lat, double lon, double alt, double heading, double pitch) {
+    const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
+    const double r = terra_planet_get_desc(p)->radius_m + terra_planet_height(p, d) + alt;
+    return (terra_camera){.eye = vscale(d, r), .yaw_rad = heading * PI / 180, .pitch_rad = pitch * PI / 180,
+                          .fov_y_rad = 60 * PI / 180, .aspect = 16.0 / 9.0, .up = d};
+}
+
+/* Brute force over cameras from 2 m to 40,000 km: a ray from the eye through every pixel of a 64 x 36
+ * frame hits only ground of tiles that were kept (no tile culled by the frustum or the horizon is
+ * seen); and counted, kept tiles whose every sampled ground point is hidden by the planet. Selection
+ * allocates nothing once made. */
+static void test_select_brute(void) {
+    terra_planet *p = planet();
+    terra_planet_select *sel;
+    CHECK(terra_planet_select_create(&(terra_planet_select_desc){.view_height_px = 36, .max_tiles = 1 << 16}, p, &sel) == TERRA_OK,
+          "%s", terra_last_error());
+    if (!sel) return;
+    const double R = terra_planet_get_desc(p)->radius_m;
+    float glo, ghi;
+    terra_planet_height_bounds(p, &glo, &ghi);
+    const double alts[] = {2, 30, 500, 5e3, 5e4, 5e5, 5e6, 2e7, 4e7};
+    const int W = 64, H = 36;
+    kept *k = malloc(sizeof *k * (1 << 16));
+    long wrong = 0, hits = 0, drawn = 0, beyond = 0;
+    for (size_t a = 0; a < sizeof alts / sizeof alts[0]; a++)
+        for (int rep = 0; rep < 2; rep++) {
+            const double dip = acos(R / (R + alts[a])) * 180 / PI;
+            const double pitch = alts[a] < 1e5 ? -15 + 20 * urand() : -dip - 30 + 60 * urand();
+            const terra_camera cam = planet_camera(p, urand() * 170 - 85, urand() * 360 - 180, alts[a], urand() * 360, pitch);
+            terra_frustum fr;
+            terra_camera_frustum(&cam, &fr);
+            const terra_planet_tile *tiles;
+            int n;
+            CHECK(terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n) == TERRA_OK, "%s", terra_last_error());
+            for (int i = 0; i < n; i++) {
+                const int32_t per = terra_planet_tiles_per_side(p, tiles[i].level);
+                const int32_t x = terra_tile_key_x(tiles[i].key), y = terra_tile_key_y(tiles[i].key);
+                k[i] = (kept){terra_tile_key_face(tiles[i].key), 2.0 * x / per - 1, 2.0 * y / per - 1, 2.0 * (x + 1) / per - 1,
+                              2.0 * (y + 1) / per - 1};
+                /* wholly beyond the horizon: every sampled ground point's segment from the eye dips into the ball */
+                bool seen = false;
+                const int N = terra_planet_get_desc(p)->cells;
+                for (int jj = 0; jj <= 8 && !seen; jj++)
+                    for (int ii = 0; ii <= 8 && !seen; ii++) {
+                        const terra_vec3 g = terra_planet_ground_point(p, terra_planet_tile_dir(p, tiles[i].key, ii * N / 8, jj * N / 8));
+                        const terra_vec3 dv = vsub(g, cam.eye);
+                        const double t = fmin(fmax(-vdot(cam.eye, dv) / vdot(dv, dv), 0), 1);
+                        seen = vlen(vadd(cam.eye, vscale(dv, t))) >= R + glo;
+                    }
+                beyond += !seen;
+            }
+            drawn += n;
+            terra_vec3 f, r, u;
+            terra_camera_basis(&cam, &f, &r, &u);
+            const double ty = tan(cam.fov_y_rad / 2), tx = ty * cam.aspect;
+            int cam_wrong = 0;
+            for (int py = 0; py < H; py++)
+                for (int px = 0; px < W; px++) {
+                    const double sx = ((px + 0.5) / W * 2 - 1) * tx, sy = (1 - (py + 0.5) / H * 2) * ty;
+                    terra_vec3 v = vadd(f, vadd(vscale(r, sx), vscale(u, sy)));
+                    v = vscale(v, 1 / vlen(v));
+                    terra_vec3 d;
+                    if (!terra_planet_raycast(p, cam.eye, v, 0, NULL, &d)) continue;
+                    hits++;
+                    if (!covered(k, n, d)) cam_wrong++;
+                }
+            CHECK(cam_wrong == 0, "altitude %g m: %d pixels see ground of culled tiles", alts[a], cam_wrong);
+            wrong += cam_wrong;
+            const terra_planet_select_stats *st = terra_planet_select_get_stats(sel);
+            printf("     alt %8.0f m pitch %6.1f: %5d tiles drawn, %5d visited, %4d culled by the horizon, %4d by the frustum\n",
+                   alts[a], pitch, n, st->visited, st->culled_horizon, st->culled_frustum);
+        }
+    printf("     %ld pixel rays hit ground, %ld saw culled tiles; kept tiles wholly beyond the horizon: %ld of %ld (%.2f%%)\n",
+           hits, wrong, beyond, drawn, 100.0 * beyond / drawn);
+    CHECK(hits > 9 * 2 * W * H / 4, "too few rays hit the ground (%ld)", hits);
+    /* allocations: none while selecting */
+    allocs = 0;
+    terra_set_allocator(&(terra_allocator){count_alloc, count_realloc, count_free, NULL});
+    for (int i = 0; i < 50; i++) {
+        const terra_camera cam = planet_camera(p, 10 + i * 0.001, 20, 100 + 1000 * i, 30, -10);
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_planet_tile *tiles;
+        int n;
+        terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n);
+    }
+    terra_set_allocator(NULL);
+    CHECK(allocs == 0, "%ld allocations while selecting", allocs);
+    free(k);
+    terra_planet_select_destroy(sel);
+}
+
+int main(void) {
+    RUN(test_mapping);
+    RUN(test_area_ratio);
+    RUN(test_shared_samples);
+    RUN(test_ranges);
+    RUN(test_user_planet);
+    RUN(test_build);
+    RUN(test_horizon_brute);
+    RUN(test_raycast);
+    RUN(test_select_brute);
+    return finish();
+}
