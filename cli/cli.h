@@ -151,11 +151,12 @@ terra_camera cli_scene_camera(const cli_scene *scene);
 /* With --planet: the planet of the scene's seed, the camera of --lat --lon --alt --heading --pitch and
  * CLI_LENS over it (its up the local up), the sun of the plane's style turned into the eye's local
  * frame, and the planet scene drawing it at the picture's size (offscreen) or into the window's
- * framebuffer (terra_gl_planet). */
+ * framebuffer, every frame whole (budget_ms 0) or in real time (terra_gl_planet). */
 terra_status cli_planet_open(const cli_scene *scene, terra_planet **planet);
 terra_camera cli_planet_camera(const cli_scene *scene, const terra_planet *planet);
 terra_vec3 cli_planet_sun(terra_vec3 eye);
-terra_status cli_planet_scene(const cli_scene *scene, const terra_planet *planet, bool offscreen, terra_gl_planet **out); /* cmd_fly.c */
+terra_status cli_planet_scene(const cli_scene *scene, const terra_planet *planet, bool offscreen, double budget_ms,
+                              terra_gl_planet **out); /* cmd_fly.c */
 
 /* After drawing: if any tile failed to load (the streamer logged each once and drew its ancestor
  * in its place), names the first few and the count on stderr and returns EXIT_FAIL; else EXIT_OK. */

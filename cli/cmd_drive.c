@@ -22,6 +22,10 @@ static void drive_usage(FILE *f) {
                "      --edits        dig a pit in front of each vehicle every quarter second, 0.3 s\n"
                "                     ahead of it (3 m deep), while it drives: the ground changes\n"
                "                     under it and its colliders stand again before the next step\n"
+               "      --planet       on the built-in planet instead: bodies dropped on its highest range\n"
+               "                     and vehicles driven along great circles, each pulled toward the\n"
+               "                     centre, the finest tiles around each standing as colliders in their\n"
+               "                     own local frames (default 100 bodies for 20 s)\n"
                "  -h, --help         this help\n\n"
                "Exit status: 0 when no body fell through and every collider stood before its body\n"
                "arrived, 1 otherwise, 2 on bad usage.\n");
@@ -37,11 +41,11 @@ int cmd_drive(int argc, char **argv) {
     static const struct option longopts[] = {
         {"bodies", required_argument, 0, 'b'}, {"vehicles", required_argument, 0, 'v'},
         {"seconds", required_argument, 0, 's'}, {"seed", required_argument, 0, 'S'},
-        {"edits", no_argument, 0, 'E'},
+        {"edits", no_argument, 0, 'E'}, {"planet", no_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     terra_drop_desc d = {.progress = progress};
-    bool edits = false;
+    bool edits = false, planet = false;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "b:v:s:h", longopts, NULL)) != -1) {
@@ -59,11 +63,13 @@ int cmd_drive(int argc, char **argv) {
             if (!cli_opt_seed("drive", "--seed", optarg, &d.seed)) return EXIT_USAGE;
             break;
         case 'E': edits = true; break;
+        case 'P': planet = true; break;
         case 'h': drive_usage(stdout); return EXIT_OK;
         default: return cli_usage_error("drive", "unknown option");
         }
     }
     if (optind < argc) return cli_usage_error("drive", "unexpected argument '%s'", argv[optind]);
+    if (planet && edits) return cli_usage_error("drive", "--edits digs the plane's ground; it does not go with --planet");
     terra_drop_result r;
     terra_source *world = NULL;
     terra_edit_layer *layer = NULL;
@@ -73,7 +79,11 @@ int cmd_drive(int argc, char **argv) {
         return cli_error("drive", "%s", terra_last_error());
     }
     d.edits = layer;
-    const terra_status st = terra_ode_drop_test(&d, &r);
+    const terra_status st = planet ? terra_ode_planet_drop_test(&(terra_planet_drop_desc){.bodies = d.bodies, .vehicles = d.vehicles,
+                                                                                         .seconds = d.seconds, .seed = d.seed,
+                                                                                         .progress = progress},
+                                                                &r)
+                                   : terra_ode_drop_test(&d, &r);
     terra_edit_layer_destroy(layer);
     terra_source_destroy(world);
     if (st != TERRA_OK) return cli_error("drive", "%s", terra_last_error());

@@ -47,8 +47,9 @@ static void fly_usage(FILE *f) {
             "the frustum's sides and the eye in white.\n"
             "With --planet, the path is a descent over a whole planet from 20,000 km to 2 m above its\n"
             "highest range, then a low flight north over a cube face's edge and the pole; every frame\n"
-            "is drawn whole (the tiles it wants meshed first); the rows give latitude, longitude and\n"
-            "height over the ground.\n"
+            "is drawn whole (the tiles it wants meshed first), or with --realtime within 4 ms of uploads\n"
+            "a frame, ancestors up to two levels coarser standing in; the rows give latitude,\n"
+            "longitude and height over the ground.\n"
             "Columns: sel/str/upl/sub ms are terra's CPU time (selection, streamer update, uploads of\n"
             "arrived tiles, building and issuing the one draw); drv ms is spent inside the draw call and\n"
             "ras ms waiting for the picture (the driver's: llvmpipe shades vertices and pixels on the\n"
@@ -322,8 +323,7 @@ int cmd_fly(int argc, char **argv) {
     int rc = parse_fly(argc, argv, &o);
     if (rc == CLI_HELP) return EXIT_OK;
     if (rc != EXIT_OK) return rc;
-    if (o.scene.planet && (!o.settle || o.maps))
-        return cli_usage_error("fly", "--planet draws every frame whole: --realtime and --map are for the plane");
+    if (o.scene.planet && o.maps) return cli_usage_error("fly", "--map draws the plane's selection; it does not go with --planet");
     if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
         return cli_error("fly", "%s: cannot create directory: %s", o.out, strerror(errno));
     if (o.scene.planet) return fly_planet(&o);
@@ -505,7 +505,7 @@ static int fly_planet(const fly_opts *o) {
     }
     terra_status st = cli_planet_open(&o->scene, &planet);
     if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
-    if (st == TERRA_OK) st = cli_planet_scene(&o->scene, planet, true, &scene);
+    if (st == TERRA_OK) st = cli_planet_scene(&o->scene, planet, true, o->settle ? 0 : 4, &scene);
     if (st != TERRA_OK) {
         rc = cli_error("fly", "%s", terra_last_error());
         goto done;
@@ -519,6 +519,7 @@ static int fly_planet(const fly_opts *o) {
                "calls", "sel ms", "mesh ms", "upl ms", "sub ms", "tiles per level (0..)");
     }
     double sum_tris = 0, sum_tiles = 0;
+    int standin_frames = 0;
     for (int f = 0; f < n; f++) {
         terra_camera cam = terra_planet_path_camera(planet, n > 1 ? (double)f / (n - 1) : 0.0);
         cam.fov_y_rad = o->scene.fov * 3.14159265358979323846 / 180;
@@ -539,8 +540,9 @@ static int fly_planet(const fly_opts *o) {
                    terra_planet_altitude(planet, cam.eye, NULL, NULL), fs.tiles, fs.triangles, fs.draw_calls, fs.select_ms,
                    fs.stream_ms, fs.upload_ms, fs.submit_ms);
             for (int l = 0; l < levels; l++) printf("%s%d", l ? " " : "", fs.per_level[l]);
-            printf("\n");
+            printf("%s\n", fs.fallbacks ? " *" : "");
         }
+        standin_frames += fs.fallbacks > 0;
         if (!o->no_frames) {
             char path[4096];
             snprintf(path, sizeof path, "%s/frame_%04d.png", o->out, f);
@@ -552,8 +554,8 @@ static int fly_planet(const fly_opts *o) {
         sheet_frame(&cs, f, n, rgb, w, h);
     }
     if ((rc = sheet_write(&cs, o->out, o->quiet)) != EXIT_OK) goto done;
-    printf("summary: %d frames; tiles drawn mean %.1f; triangles mean %.0f; one draw call a frame\n", n, sum_tiles / n,
-           sum_tris / n);
+    printf("summary: %d frames; tiles drawn mean %.1f; triangles mean %.0f; one draw call a frame; frames with ancestors "
+           "standing in %d\n", n, sum_tiles / n, sum_tris / n, standin_frames);
 done:
     free(rgb);
     free(cs.img);
@@ -563,11 +565,11 @@ done:
     return rc;
 }
 
-terra_status cli_planet_scene(const cli_scene *s, const terra_planet *p, bool offscreen, terra_gl_planet **out) {
+terra_status cli_planet_scene(const cli_scene *s, const terra_planet *p, bool offscreen, double budget_ms, terra_gl_planet **out) {
     return terra_gl_planet_create(&(terra_gl_planet_desc){.planet = p,
                                                           .select = {.max_sse_px = s->sse, .view_height_px = s->height,
                                                                      .view_fov_y_rad = s->fov * 3.14159265358979323846 / 180},
                                                           .width = offscreen ? s->width : 0, .height = offscreen ? s->height : 0,
-                                                          .capacity_tiles = 8192},
+                                                          .capacity_tiles = 8192, .budget_ms = budget_ms},
                                   out);
 }

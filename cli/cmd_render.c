@@ -46,7 +46,7 @@ static int render_planet(const cli_scene *sc, const char *out) {
     if (!rgb) return cli_error("render", "out of memory for a %dx%d image", w, h);
     terra_status st = cli_planet_open(sc, &planet);
     if (st == TERRA_OK) st = terra_gl_context_create_headless(&ctx);
-    if (st == TERRA_OK) st = cli_planet_scene(sc, planet, true, &scene);
+    if (st == TERRA_OK) st = cli_planet_scene(sc, planet, true, 0, &scene);
     terra_camera cam = {0};
     terra_gl_style style = cli_scene_style(sc);
     terra_gl_frame_stats fs;

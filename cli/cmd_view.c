@@ -227,7 +227,7 @@ int cmd_view(int argc, char **argv) {
     terra_status st;
     if (sc.planet) { /* the planet scene draws into the window's framebuffer */
         st = cli_planet_open(&sc, &planet);
-        if (st == TERRA_OK) st = cli_planet_scene(&sc, planet, false, &pscene);
+        if (st == TERRA_OK) st = cli_planet_scene(&sc, planet, false, 8, &pscene);
     } else {
         st = cli_scene_open(&sc, &src);
         if (st == TERRA_OK) st = terra_gl_scene_create(&(terra_gl_scene_desc){.source = src, .archive = sc.mesh, .select = sc.sel}, &scene);

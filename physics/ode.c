@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drop.h"
 #include "keymap.h"
 
 typedef struct ground_geom {
@@ -29,9 +30,6 @@ struct terra_ode {
 
 static terra_tile_key block_key(int32_t bx, int32_t bz) { return terra_tile_key_make(7, 0, bx, bz); }
 
-/* ODE category bits: ground blocks and the proof's bodies */
-#define GROUND_BITS 1ul
-#define BODY_BITS 2ul
 
 terra_status terra_ode_create(terra_ground *ground, dSpaceID space, terra_ode **out) {
     terra_ode *o = terra_calloc(1, sizeof *o);
@@ -187,10 +185,6 @@ static void near_ground(void *data, dGeomID a, dGeomID b) {
     }
 }
 
-static double rnd(uint64_t *s) {
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (double)(*s >> 11) / 9007199254740992.0;
-}
 
 terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result *r) {
     terra_drop_desc d = desc ? *desc : (terra_drop_desc){0};
@@ -245,7 +239,7 @@ terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result 
     for (int b = 0; st == TERRA_OK && b < nb; b++) {
         drop_body *db = &bodies[b];
         db->vehicle = b >= d.bodies;
-        db->radius = db->vehicle ? 1.5 : 0.4 + 0.6 * rnd(&seed);
+        db->radius = db->vehicle ? 1.5 : 0.4 + 0.6 * drop_rnd(&seed);
         double x, z;
         if (db->vehicle) {
             int v = b - d.bodies;
@@ -256,7 +250,7 @@ terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result 
             z = v == d.vehicles - 1 ? rz - 600.0 * sin(db->heading) : 0;
             db->drop_time = 0;
         } else {
-            x = (rnd(&seed) - 0.5) * d.area, z = (rnd(&seed) - 0.5) * d.area;
+            x = (drop_rnd(&seed) - 0.5) * d.area, z = (drop_rnd(&seed) - 0.5) * d.area;
             db->drop_time = 10.0 * b / d.bodies; /* dropped in a stream over the first 10 s */
         }
         double gy = 0;
@@ -265,7 +259,7 @@ terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result 
         dMass m;
         dMassSetSphere(&m, 500, db->radius);
         dBodySetMass(db->body, &m);
-        dBodySetPosition(db->body, x, gy + (db->vehicle ? db->radius + 0.05 : 5.0 + 35.0 * rnd(&seed)), z);
+        dBodySetPosition(db->body, x, gy + (db->vehicle ? db->radius + 0.05 : 5.0 + 35.0 * drop_rnd(&seed)), z);
         dBodySetLinearDamping(db->body, 0.001);
         dBodySetAngularDamping(db->body, 0.05);
         if (db->vehicle) dBodySetLinearVel(db->body, db->speed * cos(db->heading), 0, db->speed * sin(db->heading));

@@ -34,14 +34,22 @@ msg=$("$terra" render --planet -o "$out/x.png" --eye 0,0,0 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$msg" | grep -q -- "--lat" && ok "--planet with --eye refused" || bad "--planet with --eye ($rc: $msg)"
 msg=$("$terra" render --planet -o "$out/x.png" --archive nothing.terra 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$msg" | grep -q -- "--archive" && ok "--planet with --archive refused" || bad "--planet with --archive ($rc: $msg)"
-msg=$("$terra" fly --planet --realtime -o "$out/f" 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--realtime" && ok "fly --planet --realtime refused" || bad "fly --planet --realtime ($rc: $msg)"
+msg=$("$terra" fly --planet --map -o "$out/f" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--map" && ok "fly --planet --map refused" || bad "fly --planet --map ($rc: $msg)"
 [ ! -e "$out/x.png" ] && ok "nothing written on bad usage" || bad "a picture was written on bad usage"
 
 log=$("$terra" fly --planet -n 4 --size 96x54 --sheet 2 -o "$out/fly" 2>&1); rc=$?
 [ $rc -eq 0 ] && is_png "$out/fly/frame_0003.png" && is_png "$out/fly/contact_sheet.png" && ok "fly --planet writes its frames" \
   || bad "fly --planet (rc $rc): $log"
 echo "$log" | grep -q "20000000.0" && ok "fly --planet starts 20,000 km up" || bad "fly --planet's first row: $log"
+log=$("$terra" fly --planet --realtime -n 12 --size 96x54 --no-frames --sheet 0 -o "$out/rt" 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$log" | grep -q "standing in" && ok "fly --planet --realtime" || bad "fly --planet --realtime (rc $rc): $log"
+
+log=$("$terra" drive --planet -b 20 -v 2 -s 2 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$log" | grep -q "bodies fell through: 0" && ok "drive --planet: nothing falls through" \
+  || bad "drive --planet (rc $rc): $log"
+msg=$("$terra" drive --planet --edits 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--edits" && ok "drive --planet --edits refused" || bad "drive --planet --edits ($rc: $msg)"
 
 if command -v xvfb-run >/dev/null 2>&1; then
   log=$(xvfb-run -a -s "-screen 0 640x480x24" "$terra" view --planet --alt 3000 --size 160x90 --frames 3 --screenshot "$out/v.png" 2>&1); rc=$?

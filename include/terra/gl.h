@@ -224,19 +224,26 @@ typedef struct terra_gl_frame_stats {
                            logged each once; terra_stream_failed lists them) */
     size_t bytes_held;  /* the streamer's tile memory plus the GPU buffers */
     bool settled;       /* every wanted tile standing or failed: nothing more will come */
+    int standin_levels; /* planet scenes: the most levels a stand-in was coarser than a tile it stood for */
 } terra_gl_frame_stats;
 
 /* ---- a planet scene: the planet's selection, its tiles meshed on a pool, one renderer -----------
- * What `terra render --planet` and `terra fly --planet` draw with. Every frame is whole: the tiles
- * it wants and does not hold are meshed (on the pool's threads, the frame waiting for them) before
- * it is drawn, and the least recently drawn tiles are let go when capacity_tiles are held. */
+ * What `terra render --planet`, `terra fly --planet` and `terra view --planet` draw with. The tiles a
+ * frame wants are meshed on the pool's threads: before it is drawn, or in real time across frames
+ * (budget_ms); the least recently drawn tiles are let go when capacity_tiles are held. */
 typedef struct terra_gl_planet_desc {
     const terra_planet *planet;       /* required; must outlive the scene */
     terra_planet_select_desc select;  /* tau, view and mode (planet.h); the view's height is the
                                          picture's when not given, max_tiles capacity_tiles */
     int width, height;                /* offscreen size; 0 x 0: the current framebuffer */
-    int capacity_tiles;               /* tiles held; 0 = 2048 */
+    int capacity_tiles;               /* tiles held, the six faces among them; 0 = 2048 */
     int threads;                      /* meshing workers; 0 = one per core */
+    /* 0: every frame whole (the tiles it wants meshed before it is drawn). > 0: real time: meshing
+     * goes on across frames (64 tiles at once, coarsest first), a frame uploads what is meshed within
+     * this many milliseconds, and a tile not yet held is drawn as its nearest held ancestor (the faces
+     * are held for good), every tile under that ancestor left to it, so the ground is covered exactly
+     * once in every frame; fs->fallbacks counts the stand-ins, fs->settled says none was needed. */
+    double budget_ms;
 } terra_gl_planet_desc;
 
 typedef struct terra_gl_planet terra_gl_planet;
@@ -244,8 +251,8 @@ typedef struct terra_gl_planet terra_gl_planet;
 TERRA_API terra_status terra_gl_planet_create(const terra_gl_planet_desc *desc, terra_gl_planet **out);
 TERRA_API void terra_gl_planet_destroy(terra_gl_planet *s);
 /* One frame for the camera (its up should be the eye's local up: terra_planet_frame): selects, meshes
- * and uploads what is missing, draws. fs (may be NULL): select_ms, stream_ms (meshing), upload_ms,
- * the renderer's figures; settled is always true. */
+ * and uploads what is missing (or, in real time, what has been meshed), draws. fs (may be NULL):
+ * select_ms, stream_ms (meshing and requests), upload_ms, fallbacks, settled, the renderer's figures. */
 TERRA_API terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, const terra_gl_style *style,
                                              terra_gl_frame_stats *fs);
 TERRA_API terra_gl *terra_gl_planet_renderer(terra_gl_planet *s);

@@ -19,6 +19,7 @@
 
 #include "terra/edit.h"
 #include "terra/ground.h"
+#include "terra/planet.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,6 +76,33 @@ typedef struct terra_drop_result {
 } terra_drop_result;
 
 TERRA_API terra_status terra_ode_drop_test(const terra_drop_desc *desc, terra_drop_result *out);
+
+/* ---- on a planet: its collider blocks as trimeshes, each placed at its block's origin ----------- */
+
+typedef struct terra_ode_planet terra_ode_planet;
+
+TERRA_API terra_status terra_ode_planet_create(terra_planet_colliders *colliders, dSpaceID space, terra_ode_planet **out);
+TERRA_API void terra_ode_planet_destroy(terra_ode_planet *o);
+/* After every terra_planet_colliders_update: geoms for the blocks that stood, none for those let go. */
+TERRA_API terra_status terra_ode_planet_sync(terra_ode_planet *o);
+TERRA_API bool terra_ode_planet_is_ground(const terra_ode_planet *o, dGeomID geom);
+
+/* The proof on curved ground: bodies dropped around (lat, lon) and vehicles driven along great
+ * circles, pulled toward the centre, the blocks following them. The result's fields as above
+ * (depths measured from the planet's ground along each body's up; block entries by tiles of the
+ * collider level; pits 0; vehicle_max_height over the ground). */
+typedef struct terra_planet_drop_desc {
+    const terra_planet *planet;  /* NULL: the built-in planet of seed 1, 16-cell tiles */
+    double lat, lon;             /* degrees; both 0: seed 1's highest range (-4.3, -12.3) */
+    int bodies, vehicles;        /* 0 = 100, 4 (30 to 300 m/s) */
+    double seconds, hz;          /* 0 = 20 s, 240 */
+    double area;                 /* side of the square bodies are dropped over; 0 = 400 m */
+    uint64_t seed;
+    void (*progress)(void *user, double t, const char *line); /* once a simulated second; may be NULL */
+    void *user;
+} terra_planet_drop_desc;
+
+TERRA_API terra_status terra_ode_planet_drop_test(const terra_planet_drop_desc *desc, terra_drop_result *out);
 
 #ifdef __cplusplus
 }

@@ -138,6 +138,43 @@ TERRA_API terra_status terra_planet_build(const terra_planet *p, terra_tile_key 
  * counted). */
 TERRA_API float terra_planet_level_error(const terra_planet *p, int level);
 
+/* The tile of `level` holding a direction (any length but 0). */
+TERRA_API terra_tile_key terra_planet_key_at(const terra_planet *p, terra_vec3 dir, int level);
+
+/* ---- colliders: the finest ground around bodies ----------------------------------------------
+ * A block is a tile of the collider level (0, the finest, by default) meshed as terra_planet_build
+ * meshes it, vertices relative to its origin: a local frame at the ground, so a physics engine
+ * keeps full precision 6,371 km from the planet's centre (place the block's mesh at its origin).
+ * Each update stands, for every body, the tile under it now and under where it will be lead_s
+ * later, with their eight neighbours (across face edges and corners too), and lets go of the blocks
+ * no body needs any more. */
+typedef struct terra_planet_colliders_desc {
+    const terra_planet *planet; /* required; must outlive the colliders */
+    int level;                  /* the blocks' level; 0 = the finest */
+    int max_blocks;             /* 0 = 4096 */
+    double lead_s;              /* 0 = 0.25 s */
+} terra_planet_colliders_desc;
+
+typedef struct terra_planet_block {
+    terra_tile_key key;
+    terra_vec3 origin;              /* terra_planet_tile_origin */
+    const terra_grid_vertex *verts; /* terra_grid_vertex_count(cells) of them, relative to origin */
+    uint32_t stood;                 /* the update that stood it (1 = the first) */
+} terra_planet_block;
+
+typedef struct terra_planet_colliders terra_planet_colliders;
+
+TERRA_API terra_status terra_planet_colliders_create(const terra_planet_colliders_desc *desc, terra_planet_colliders **out);
+TERRA_API void terra_planet_colliders_destroy(terra_planet_colliders *c);
+/* Bodies at positions pos[n] moving at vel[n] (may be NULL: at rest). TERRA_E_CAPACITY when they need
+ * more than max_blocks. */
+TERRA_API terra_status terra_planet_colliders_update(terra_planet_colliders *c, const terra_vec3 *pos, const terra_vec3 *vel,
+                                                     int n);
+/* The standing blocks (valid until the next update), and the one under a position (NULL: none). */
+TERRA_API int terra_planet_colliders_blocks(const terra_planet_colliders *c, const terra_planet_block **blocks);
+TERRA_API const terra_planet_block *terra_planet_colliders_block_at(const terra_planet_colliders *c, terra_vec3 pos);
+TERRA_API const terra_planet *terra_planet_colliders_planet(const terra_planet_colliders *c);
+
 /* ---- horizon ---------------------------------------------------------------------------------- */
 
 /* Whether every point within `angle_rad` of the unit direction `dir` at a distance from the origin

@@ -326,6 +326,15 @@ static double tile_chord(const terra_planet *p, terra_tile_key key, terra_vec3 c
     return best * (1 + 1e-12) + 1e-15;
 }
 
+terra_tile_key terra_planet_key_at(const terra_planet *p, terra_vec3 dir, int level) {
+    double s, t;
+    const int face = terra_planet_dir_face(dir, &s, &t);
+    const int32_t n = terra_planet_tiles_per_side(p, level);
+    int32_t x = (int32_t)floor((s + 1) * 0.5 * n), y = (int32_t)floor((t + 1) * 0.5 * n);
+    x = x < 0 ? 0 : (x >= n ? n - 1 : x), y = y < 0 ? 0 : (y >= n ? n - 1 : y);
+    return terra_tile_key_make(face, level, x, y);
+}
+
 terra_status terra_planet_height_range(const terra_planet *p, terra_tile_key key, float *lo, float *hi) {
     if (!terra_planet_key_valid(p, key)) return terra_fail(TERRA_E_INVALID, "planet: no tile (face %d, level %d, %d, %d)",
                                                            terra_tile_key_face(key), terra_tile_key_level(key),
