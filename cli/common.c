@@ -183,8 +183,8 @@ static const cli_scene scene_defaults = {
     .above = 40,
     .yaw = 0,
     .pitch = -10,
-    .lat = 27.3,
-    .lon = 86.6,
+    .lat = -4.3, /* the built-in planet's highest range (seed 1) */
+    .lon = -12.3,
     .alt = 2000,
 };
 
