@@ -90,12 +90,19 @@ static bool evict_one(terra_gl_planet *s) {
     return true;
 }
 
-/* Uploads a meshed tile (making room first) and frees its job. */
+/* Uploads a meshed tile (making room first) and frees its job. In real time a tile there is no room
+ * for waits in its job for a later frame. */
 static terra_status upload(terra_gl_planet *s, build_job *b, bool pinned, double *upload_ms) {
-    b->busy = b->done = false;
-    if (b->job.status != TERRA_OK) return b->job.status;
-    if (s->nheld >= s->d.capacity_tiles && !evict_one(s))
+    if (b->job.status != TERRA_OK) {
+        b->busy = b->done = false;
+        return b->job.status;
+    }
+    if (s->nheld >= s->d.capacity_tiles && !evict_one(s)) {
+        if (s->d.budget_ms > 0) return TERRA_OK;
+        b->busy = b->done = false;
         return terra_fail(TERRA_E_CAPACITY, "gl planet: the frame wants more tiles than capacity_tiles (%d)", s->d.capacity_tiles);
+    }
+    b->busy = b->done = false;
     const double t0 = terra_now_s();
     terra_status st = terra_gl_upload(s->gl, b->key, b->verts, s->tile_bytes);
     *upload_ms += (terra_now_s() - t0) * 1e3;
@@ -236,6 +243,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     t0 = terra_now_s();
     /* every held tile the frame wants, and every ancestor that may stand in, is stamped first, so that
      * making room never lets go of one */
+    const bool realtime = s->d.budget_ms > 0;
     int nmissing = 0, nasked = 0;
     set_clear(&s->standins); /* for now: the tiles asked for, each once */
     for (int i = 0; i < n; i++) {
@@ -249,11 +257,12 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
         /* the tile, and its ancestors up to the nearest held one, coarsest first, so that a stand-in
          * is soon one or two levels coarser (as Cesium keeps ancestors); that one is kept */
         terra_tile_key a = tiles[i].key;
-        for (; terra_tile_key_level(a) < s->top && map_get(&s->index, a) < 0; a = terra_tile_key_parent(a))
+        for (; terra_tile_key_level(a) < s->top && map_get(&s->index, a) < 0; a = terra_tile_key_parent(a)) {
             if (nasked < s->d.capacity_tiles && set_add(&s->standins, a)) s->asked[nasked++] = a;
+            if (!realtime) break; /* a whole frame needs no stand-ins */
+        }
     }
     qsort(s->asked, (size_t)nasked, sizeof *s->asked, by_level_down);
-    const bool realtime = s->d.budget_ms > 0;
     for (;;) { /* uploads of what is meshed (in real time within the budget), requests for what is missing */
         collect(s);
         for (int i = 0; i < JOBS && st == TERRA_OK; i++) {
@@ -272,7 +281,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
         nasked = still;
         const int submitted = request(s, s->asked, nasked);
         if (realtime || nmissing == 0) break;
-        if (submitted == 0 && !in_flight(s, s->asked[0])) { /* nothing can come: every job is waiting to upload */
+        if (submitted == 0 && (nasked == 0 || !in_flight(s, s->asked[0]))) { /* nothing can come: every job is waiting to upload */
             bool any = false;
             for (int i = 0; i < JOBS; i++) any = any || s->jobs[i].busy;
             if (!any) return terra_fail(TERRA_E_CAPACITY, "gl planet: tiles cannot be had (capacity_tiles %d)", s->d.capacity_tiles);
@@ -322,7 +331,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
         if (nreq == 0) break;
         if (round > s->top * 4)
             return terra_fail(TERRA_E_CAPACITY, "gl planet: stand-ins cannot be had (capacity_tiles %d)", s->d.capacity_tiles);
-        for (;;) { /* meshed and uploaded, every one */
+        for (int before = -1;;) { /* meshed and uploaded, every one */
             request(s, s->asked, nreq);
             terra_pool_wait_idle(s->pool);
             collect(s);
@@ -332,6 +341,12 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
             int held = 0;
             for (int i = 0; i < nreq; i++) held += map_get(&s->index, s->asked[i]) >= 0;
             if (held == nreq) break;
+            bool busy = false;
+            for (int i = 0; i < JOBS; i++) busy = busy || (s->jobs[i].busy && !s->jobs[i].done);
+            if (held == before && !busy) /* no room for them: every held tile is this frame's */
+                return terra_fail(TERRA_E_CAPACITY, "gl planet: the frame wants more tiles than capacity_tiles (%d)",
+                                  s->d.capacity_tiles);
+            before = held;
         }
     }
     f.stream_ms = (terra_now_s() - t0) * 1e3 - f.upload_ms;

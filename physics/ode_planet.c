@@ -35,11 +35,12 @@ terra_status terra_ode_planet_create(terra_planet_colliders *colliders, dSpaceID
     o->cap = 256;
     o->geoms = terra_alloc(sizeof *o->geoms * (size_t)o->cap);
     /* the grid's triangles, shared by every block */
-    o->cells = terra_planet_get_desc(terra_planet_colliders_planet(colliders))->cells;
+    const terra_planet_colliders_desc *cd = terra_planet_colliders_get_desc(colliders);
+    o->cells = terra_planet_get_desc(cd->planet)->cells;
     o->nindices = terra_grid_index_count(o->cells);
     uint32_t *idx = terra_alloc(sizeof *idx * (size_t)o->nindices);
     o->indices = terra_alloc(sizeof *o->indices * (size_t)o->nindices);
-    if (!o->geoms || !idx || !o->indices || !map_init(&o->index, 1 << 16)) {
+    if (!o->geoms || !idx || !o->indices || !map_init(&o->index, cd->max_blocks)) { /* a geom per standing block */
         terra_free(idx);
         terra_ode_planet_destroy(o);
         return terra_fail(TERRA_E_NOMEM, "ode planet: out of memory");
@@ -114,7 +115,12 @@ terra_status terra_ode_planet_sync(terra_ode_planet *o) {
             memset(&o->geoms[k], 0, sizeof o->geoms[k]);
             map_put(&o->index, blocks[b].key, k);
             terra_status st = build_geom(o, &o->geoms[k], &blocks[b]);
-            if (st != TERRA_OK) return st;
+            if (st != TERRA_OK) { /* nothing half made is kept: the next sync tries again */
+                terra_free(o->geoms[k].verts);
+                map_del(&o->index, blocks[b].key);
+                o->n--;
+                return st;
+            }
         }
         o->geoms[k].seen = true;
     }

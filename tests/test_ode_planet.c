@@ -77,6 +77,16 @@ static void colliders_around_every_body(void) {
     CHECK(terra_planet_colliders_blocks(c, &blocks) == 9, "one body on a face's middle keeps 9 blocks");
     CHECK(terra_planet_colliders_block_at(c, pos[3]) == NULL, "the pole's blocks were let go");
     CHECK(terra_planet_colliders_update(c, &(terra_vec3){0, 0, 0}, NULL, 1) == TERRA_E_INVALID, "a body at the centre is refused");
+    CHECK(terra_planet_colliders_blocks(c, &blocks) == 9, "a refused update changes nothing");
+    terra_planet_colliders_destroy(c);
+    /* too many blocks wanted: refused, and what stands stays whole; then one body fits again */
+    CHECK(terra_planet_colliders_create(&(terra_planet_colliders_desc){.planet = p, .max_blocks = 12}, &c) == TERRA_OK);
+    CHECK(terra_planet_colliders_update(c, pos, NULL, 2) == TERRA_E_CAPACITY, "18 blocks in 12");
+    const int held = terra_planet_colliders_blocks(c, &blocks);
+    CHECK(held <= 12, "%d blocks stand in 12", held);
+    for (int k = 0; k < held; k++) CHECK(blocks[k].verts && terra_planet_key_valid(p, blocks[k].key), "block %d is whole", k);
+    CHECK(terra_planet_colliders_update(c, pos + 1, NULL, 1) == TERRA_OK, "%s", terra_last_error());
+    CHECK(terra_planet_colliders_blocks(c, &blocks) <= 9 && terra_planet_colliders_block_at(c, pos[1]) != NULL);
     terra_planet_colliders_destroy(c);
     terra_planet_destroy(p);
 }

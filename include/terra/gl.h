@@ -242,7 +242,9 @@ typedef struct terra_gl_planet_desc {
      * goes on across frames (64 tiles at once, coarsest first), a frame uploads what is meshed within
      * this many milliseconds, and a tile not yet held is drawn as its nearest held ancestor (the faces
      * are held for good), every tile under that ancestor left to it, so the ground is covered exactly
-     * once in every frame; fs->fallbacks counts the stand-ins, fs->settled says none was needed. */
+     * once in every frame; fs->fallbacks counts the stand-ins, fs->settled says none was needed. A
+     * stand-in is never more than two levels coarser than a wanted tile it covers: in fast motion a
+     * frame waits for the ancestors that keeps it so (then past the budget). */
     double budget_ms;
 } terra_gl_planet_desc;
 

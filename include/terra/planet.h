@@ -116,7 +116,8 @@ TERRA_API terra_vec3 terra_planet_tile_dir(const terra_planet *p, terra_tile_key
 TERRA_API int32_t terra_planet_tiles_per_side(const terra_planet *p, int level);
 TERRA_API bool terra_planet_key_valid(const terra_planet *p, terra_tile_key key);
 /* The tile's origin: the ground sphere's point under the tile's centre, in whole metres (vertices
- * are relative to it, and whole metres minus an eye's whole metres stay exact in float). */
+ * are relative to it, and whole metres minus an eye's whole metres stay exact in float while they
+ * are within 2^24 m of each other: every eye within 10,000 km of an Earth-sized planet's ground). */
 TERRA_API terra_vec3 terra_planet_tile_origin(const terra_planet *p, terra_tile_key key);
 /* A sphere holding every ground point of the tile for heights in [lo, hi] (from
  * terra_planet_height_range), and the tile's angular radius: the largest angle between its centre
@@ -167,13 +168,15 @@ typedef struct terra_planet_colliders terra_planet_colliders;
 TERRA_API terra_status terra_planet_colliders_create(const terra_planet_colliders_desc *desc, terra_planet_colliders **out);
 TERRA_API void terra_planet_colliders_destroy(terra_planet_colliders *c);
 /* Bodies at positions pos[n] moving at vel[n] (may be NULL: at rest). TERRA_E_CAPACITY when they need
- * more than max_blocks. */
+ * more than max_blocks; after any failure the blocks standing are still whole (those no body wanted let
+ * go, as many new ones stood as could be). */
 TERRA_API terra_status terra_planet_colliders_update(terra_planet_colliders *c, const terra_vec3 *pos, const terra_vec3 *vel,
                                                      int n);
 /* The standing blocks (valid until the next update), and the one under a position (NULL: none). */
 TERRA_API int terra_planet_colliders_blocks(const terra_planet_colliders *c, const terra_planet_block **blocks);
 TERRA_API const terra_planet_block *terra_planet_colliders_block_at(const terra_planet_colliders *c, terra_vec3 pos);
-TERRA_API const terra_planet *terra_planet_colliders_planet(const terra_planet_colliders *c);
+/* The resolved description (defaults filled in). */
+TERRA_API const terra_planet_colliders_desc *terra_planet_colliders_get_desc(const terra_planet_colliders *c);
 
 /* ---- horizon ---------------------------------------------------------------------------------- */
 

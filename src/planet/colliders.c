@@ -19,6 +19,9 @@ struct terra_planet_colliders {
     int n;
     terra_planet_block *view; /* the standing blocks, as handed out */
     key_map index;            /* key -> slots[] */
+    key_set queued;           /* an update's new tiles, each once */
+    terra_tile_key *pending;  /* the same, in order */
+    int npending;
     void *scratch;
     uint32_t update;
 };
@@ -43,7 +46,9 @@ terra_status terra_planet_colliders_create(const terra_planet_colliders_desc *de
     c->slots = terra_calloc((size_t)d.max_blocks, sizeof *c->slots);
     c->view = terra_alloc(sizeof *c->view * (size_t)d.max_blocks);
     c->scratch = terra_alloc(terra_planet_scratch_bytes(c->cells));
-    if (!c->slots || !c->view || !c->scratch || !map_init(&c->index, d.max_blocks)) {
+    c->pending = terra_alloc(sizeof *c->pending * (size_t)d.max_blocks);
+    if (!c->slots || !c->view || !c->scratch || !c->pending || !map_init(&c->index, d.max_blocks) ||
+        !set_init(&c->queued, d.max_blocks)) {
         terra_planet_colliders_destroy(c);
         return terra_fail(TERRA_E_NOMEM, "planet colliders: out of memory");
     }
@@ -58,20 +63,21 @@ void terra_planet_colliders_destroy(terra_planet_colliders *c) {
     terra_free(c->slots);
     terra_free(c->view);
     terra_free(c->scratch);
+    terra_free(c->pending);
     map_free(&c->index);
+    set_free(&c->queued);
     terra_free(c);
 }
 
-/* Stands tile `key` (marks it wanted when it stands already). */
-static terra_status want(terra_planet_colliders *c, terra_tile_key key) {
+/* Marks tile `key` wanted: a standing one kept, a new one queued to stand (once). */
+static void want(terra_planet_colliders *c, terra_tile_key key) {
     const int32_t at = map_get(&c->index, key);
-    if (at >= 0) {
-        c->slots[at].wanted = c->update;
-        return TERRA_OK;
-    }
-    if (c->n >= c->d.max_blocks)
-        return terra_fail(TERRA_E_CAPACITY, "planet colliders: the bodies need more than max_blocks (%d) blocks",
-                          c->d.max_blocks);
+    if (at >= 0) c->slots[at].wanted = c->update;
+    else if (set_add(&c->queued, key)) c->pending[c->npending++] = key; /* the set's capacity bounds it */
+}
+
+/* Stands a queued tile in the next free slot. */
+static terra_status stand(terra_planet_colliders *c, terra_tile_key key) {
     slot *s = &c->slots[c->n];
     if (!s->verts) s->verts = terra_alloc(sizeof *s->verts * (size_t)terra_grid_vertex_count(c->cells));
     if (!s->verts) return terra_fail(TERRA_E_NOMEM, "planet colliders: out of memory");
@@ -86,30 +92,36 @@ static terra_status want(terra_planet_colliders *c, terra_tile_key key) {
 /* The tile under a direction and its eight neighbours: the tiles under the directions of their
  * middles, half a tile past each side (the face's mapping goes on past its edges, so across an edge
  * they fall on the face beyond; at a cube's corner two of them are the same tile). */
-static terra_status want_around(terra_planet_colliders *c, terra_vec3 dir) {
+static void want_around(terra_planet_colliders *c, terra_vec3 dir) {
     const terra_tile_key k = terra_planet_key_at(c->d.planet, dir, c->d.level);
     const int N = c->cells;
     for (int j = -1; j <= 1; j++)
         for (int i = -1; i <= 1; i++) {
             const terra_vec3 d = terra_planet_tile_dir(c->d.planet, k, N / 2 + i * N, N / 2 + j * N);
-            terra_status st = want(c, i == 0 && j == 0 ? k : terra_planet_key_at(c->d.planet, d, c->d.level));
-            if (st != TERRA_OK) return st;
+            want(c, i == 0 && j == 0 ? k : terra_planet_key_at(c->d.planet, d, c->d.level));
         }
-    return TERRA_OK;
 }
 
+/* In three steps, so that a failure leaves what stands consistent: what is wanted is marked (the
+ * new tiles queued), what is not is let go, then the queued tiles stand. */
 terra_status terra_planet_colliders_update(terra_planet_colliders *c, const terra_vec3 *pos, const terra_vec3 *vel, int n) {
-    c->update++;
     for (int b = 0; b < n; b++) {
         const terra_vec3 p = pos[b];
         if (!isfinite(p.x) || !isfinite(p.y) || !isfinite(p.z) || (p.x == 0 && p.y == 0 && p.z == 0))
             return terra_fail(TERRA_E_INVALID, "planet colliders: body %d is at (%g, %g, %g)", b, p.x, p.y, p.z);
-        terra_status st = want_around(c, p);
-        if (st == TERRA_OK && vel) {
+        if (vel && !(isfinite(vel[b].x) && isfinite(vel[b].y) && isfinite(vel[b].z)))
+            return terra_fail(TERRA_E_INVALID, "planet colliders: body %d moves at (%g, %g, %g)", b, vel[b].x, vel[b].y, vel[b].z);
+    }
+    c->update++;
+    set_clear(&c->queued);
+    c->npending = 0;
+    for (int b = 0; b < n; b++) {
+        const terra_vec3 p = pos[b];
+        want_around(c, p);
+        if (vel) {
             const double k = c->d.lead_s;
-            st = want_around(c, (terra_vec3){p.x + vel[b].x * k, p.y + vel[b].y * k, p.z + vel[b].z * k});
+            want_around(c, (terra_vec3){p.x + vel[b].x * k, p.y + vel[b].y * k, p.z + vel[b].z * k});
         }
-        if (st != TERRA_OK) return st;
     }
     /* let go of what no body wanted: the last slot fills the hole */
     for (int i = c->n - 1; i >= 0; i--) {
@@ -123,8 +135,12 @@ terra_status terra_planet_colliders_update(terra_planet_colliders *c, const terr
         }
         c->n--;
     }
+    terra_status st = TERRA_OK;
+    if (c->n + c->npending > c->d.max_blocks || c->queued.count >= c->queued.capacity)
+        st = terra_fail(TERRA_E_CAPACITY, "planet colliders: the bodies need more than max_blocks (%d) blocks", c->d.max_blocks);
+    for (int i = 0; i < c->npending && st == TERRA_OK; i++) st = stand(c, c->pending[i]);
     for (int i = 0; i < c->n; i++) c->view[i] = c->slots[i].b;
-    return TERRA_OK;
+    return st;
 }
 
 int terra_planet_colliders_blocks(const terra_planet_colliders *c, const terra_planet_block **blocks) {
@@ -137,4 +153,4 @@ const terra_planet_block *terra_planet_colliders_block_at(const terra_planet_col
     return at >= 0 ? &c->view[at] : NULL;
 }
 
-const terra_planet *terra_planet_colliders_planet(const terra_planet_colliders *c) { return c->d.planet; }
+const terra_planet_colliders_desc *terra_planet_colliders_get_desc(const terra_planet_colliders *c) { return &c->d; }

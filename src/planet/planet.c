@@ -595,6 +595,8 @@ terra_status terra_planet_create(const terra_planet_desc *desc, terra_planet **o
         if (d.height_range) { /* the user's range over the whole sphere */
             float lo, hi;
             terra_status st = d.height_range(d.user, (terra_vec3){0, 1, 0}, 2.0, &lo, &hi);
+            if (st == TERRA_OK && !(isfinite(lo) && isfinite(hi) && lo <= hi))
+                st = terra_fail(TERRA_E_SOURCE, "planet: height_range over the whole sphere answered %g..%g", (double)lo, (double)hi);
             if (st != TERRA_OK) {
                 terra_free(p);
                 return st;
