@@ -28,7 +28,7 @@ static terra_camera camera(const terra_planet *p, double lat, double lon, double
     const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
     const double R = terra_planet_get_desc(p)->radius_m;
     const double dip = acos(R / (R + alt)) * 180 / PI;
-    return (terra_camera){.eye = vscale(d, R + terra_planet_height(p, d) + alt), .yaw_rad = heading * PI / 180,
+    return (terra_camera){.eye = terra_planet_point(p, d, terra_planet_height(p, d) + alt), .yaw_rad = heading * PI / 180,
                           .pitch_rad = (-dip + pitch_off) * PI / 180, .fov_y_rad = 60 * PI / 180, .aspect = 16.0 / 9, .up = d};
 }
 
@@ -125,13 +125,16 @@ static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t,
     return sum;
 }
 
-static void bench_horizon(const terra_planet *p, bool by_error) {
+static void bench_horizon(const terra_planet *p, bool by_error, const char *suffix) {
     terra_planet_select *sel;
     if (terra_planet_select_create(&(terra_planet_select_desc){.max_tiles = 1 << 16, .by_error = by_error}, p, &sel) != TERRA_OK) {
         fprintf(stderr, "%s\n", terra_last_error());
         exit(1);
     }
-    const double R = terra_planet_get_desc(p)->radius_m, k_px = 1080 / (2 * tan(30 * PI / 180));
+    const double k_px = 1080 / (2 * tan(30 * PI / 180));
+    /* hidden by the sea-level ellipsoid: by the unit ball in the space scaled by 1 / a, 1 / b, 1 / a */
+    const terra_vec3 sc = {1 / terra_planet_get_desc(p)->radius_m, 1 / terra_planet_get_desc(p)->polar_radius_m,
+                           1 / terra_planet_get_desc(p)->radius_m};
     const int W = 96, H = 54, N = terra_planet_get_desc(p)->cells;
     long wrong = 0, hits = 0, drawn = 0, beyond = 0;
     double ratio[64];
@@ -157,9 +160,10 @@ static void bench_horizon(const terra_planet *p, bool by_error) {
             for (int j = 0; j <= 8 && !seen; j++)
                 for (int k = 0; k <= 8 && !seen; k++) {
                     const terra_vec3 g = terra_planet_ground_point(p, terra_planet_tile_dir(p, t[i].key, k * N / 8, j * N / 8));
-                    const terra_vec3 dv = vsub(g, cam.eye);
-                    const double s = fmin(fmax(-vdot(cam.eye, dv) / vdot(dv, dv), 0), 1);
-                    seen = vlen(vadd(cam.eye, vscale(dv, s))) >= R;
+                    const terra_vec3 es = {cam.eye.x * sc.x, cam.eye.y * sc.y, cam.eye.z * sc.z};
+                    const terra_vec3 dv = {(g.x - cam.eye.x) * sc.x, (g.y - cam.eye.y) * sc.y, (g.z - cam.eye.z) * sc.z};
+                    const double s = fmin(fmax(-vdot(es, dv) / vdot(dv, dv), 0), 1);
+                    seen = vlen(vadd(es, vscale(dv, s))) >= 1;
                 }
             beyond += !seen;
         }
@@ -172,14 +176,14 @@ static void bench_horizon(const terra_planet *p, bool by_error) {
                 terra_vec3 g;
                 if (!terra_planet_raycast(p, cam.eye, dir, 0, NULL, &g)) continue;
                 hits++;
-                wrong += !held(p, t, n, g);
+                wrong += !held(p, t, n, terra_planet_up_at(p, g, NULL));
             }
         if (nr < 64) ratio[nr++] = 2.0 * N * N * n / ideal_triangles(p, t, n, cam.eye, k_px);
     }
     printf("  (%s: %ld pixel rays met the ground in %d views; %ld tiles drawn)\n", by_error ? "by error" : "CDLOD", hits,
            3 * NALTS, drawn);
-    const char *mode = by_error ? ".by_error" : "";
-    char name[96];
+    char mode[32], name[96];
+    snprintf(mode, sizeof mode, "%s%s", by_error ? ".by_error" : "", suffix);
     snprintf(name, sizeof name, "planet.horizon_wrongly_culled%s", mode);
     bench_record(name, (double)wrong, "pixels", 3 * NALTS, "sum");
     snprintf(name, sizeof name, "planet.horizon_kept_beyond%s", mode);
@@ -202,8 +206,15 @@ int main(void) {
     printf("planet: radius %.0f m, %d levels of %d-cell tiles\n", terra_planet_get_desc(p)->radius_m,
            terra_planet_get_desc(p)->levels, terra_planet_get_desc(p)->cells);
     bench_select(p);
-    bench_horizon(p, false);
-    bench_horizon(p, true);
+    bench_horizon(p, false, "");
+    bench_horizon(p, true, "");
+    terra_planet_destroy(p);
+    /* the same on the WGS84 ellipsoid (horizon in its scaled space) */
+    if (terra_planet_create(&(terra_planet_desc){.wgs84 = true}, &p) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        return 1;
+    }
+    bench_horizon(p, false, ".wgs84");
     terra_planet_destroy(p);
     return 0;
 }

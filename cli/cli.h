@@ -113,7 +113,11 @@ typedef struct cli_scene {
     double clear[3];           /* --clear R,G,B (0..255) */
     bool have_clear;
     bool planet;               /* --planet: the built-in planet of `seed` instead of the plane */
+    bool wgs84;                /* --wgs84 (implied by --planet --archive): the planet on the WGS84 ellipsoid */
     double lat, lon, alt, heading; /* degrees; metres over the ground under the eye; degrees from north toward east */
+    bool have_lat, have_lon;
+    double ramp[2];            /* --ramp LO,HI: the ground gray by height */
+    bool have_ramp;
 } cli_scene;
 /* A command's own option (getopt_long's value, below CLI_SCENE_OPT, and its argument): false once
  * it has said why the value is refused (the cli_opt_* parsers do). */
@@ -148,11 +152,13 @@ bool cli_scene_reload(cli_scene *scene, terra_gl_scene *gl_scene, FILE *log); /*
 terra_gl_style cli_scene_style(const cli_scene *scene);
 /* The camera of CLI_POSE and CLI_LENS (the aspect is the picture's, set when drawing). */
 terra_camera cli_scene_camera(const cli_scene *scene);
-/* With --planet: the planet of the scene's seed, the camera of --lat --lon --alt --heading --pitch and
+/* With --planet: the planet of the scene's seed (with --archive its ground laid over the WGS84
+ * planet where it lies; cli_planet_close frees both), the camera of --lat --lon --alt --heading --pitch and
  * CLI_LENS over it (its up the local up), the sun of the plane's style turned into the eye's local
  * frame, and the planet scene drawing it at the picture's size (offscreen) or into the window's
  * framebuffer, every frame whole (budget_ms 0) or in real time (terra_gl_planet). */
 terra_status cli_planet_open(const cli_scene *scene, terra_planet **planet);
+void cli_planet_close(terra_planet *planet);
 terra_camera cli_planet_camera(const cli_scene *scene, const terra_planet *planet);
 terra_vec3 cli_planet_sun(terra_vec3 eye);
 terra_status cli_planet_scene(const cli_scene *scene, const terra_planet *planet, bool offscreen, double budget_ms,

@@ -324,6 +324,9 @@ int cmd_fly(int argc, char **argv) {
     if (rc == CLI_HELP) return EXIT_OK;
     if (rc != EXIT_OK) return rc;
     if (o.scene.planet && o.maps) return cli_usage_error("fly", "--map draws the plane's selection; it does not go with --planet");
+    if (o.scene.planet && o.scene.archive)
+        return cli_usage_error("fly", "fly --planet flies the built-in planet's path; a geographic --archive is drawn by "
+                                      "render --planet and view --planet");
     if (mkdir(o.out, 0777) != 0 && errno != EEXIST)
         return cli_error("fly", "%s: cannot create directory: %s", o.out, strerror(errno));
     if (o.scene.planet) return fly_planet(&o);
@@ -561,7 +564,7 @@ done:
     free(cs.img);
     terra_gl_planet_destroy(scene);
     terra_gl_context_destroy(ctx);
-    terra_planet_destroy(planet);
+    cli_planet_close(planet);
     return rc;
 }
 

@@ -61,12 +61,17 @@ static int render_planet(const cli_scene *sc, const char *out) {
     if (st != TERRA_OK) {
         rc = cli_error("render", "%s", terra_last_error());
     } else {
-        printf("wrote %s: %dx%d, lat %.4f lon %.4f, %.1f m above the ground; %d tiles, %d triangles, %d draw call%s\n", out, w,
-               h, sc->lat, sc->lon, sc->alt, fs.tiles, fs.triangles, fs.draw_calls, fs.draw_calls == 1 ? "" : "s");
+        double over, lat, lon;
+        terra_planet_dir_latlon(terra_planet_up_at(planet, cam.eye, &over), &lat, &lon);
+        const terra_planet_desc *pd = terra_planet_get_desc(planet);
+        printf("wrote %s: %dx%d, lat %.6f lon %.6f, %.3f m above the ground, %.3f m above the %s; %d tiles, %d triangles, "
+               "%d draw call%s\n", out, w, h, lat, lon, terra_planet_altitude(planet, cam.eye, NULL, NULL), over,
+               pd->polar_radius_m != pd->radius_m ? "ellipsoid" : "sphere", fs.tiles, fs.triangles, fs.draw_calls,
+               fs.draw_calls == 1 ? "" : "s");
     }
     terra_gl_planet_destroy(scene);
     terra_gl_context_destroy(ctx);
-    terra_planet_destroy(planet);
+    cli_planet_close(planet);
     free(rgb);
     return rc;
 }

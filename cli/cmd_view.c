@@ -314,7 +314,7 @@ int cmd_view(int argc, char **argv) {
 done:
     free(rgb);
     terra_gl_planet_destroy(pscene);
-    terra_planet_destroy(planet);
+    cli_planet_close(planet);
     terra_gl_scene_destroy(scene);
     cli_scene_close(&sc, src);
     glfwDestroyWindow(win);

@@ -188,7 +188,7 @@ static const cli_scene scene_defaults = {
     .alt = 2000,
 };
 
-typedef enum { K_SEED, K_CELLS, K_INT, K_DOUBLE, K_XYZ, K_SIZE, K_TEXT, K_FLAG } opt_kind;
+typedef enum { K_SEED, K_CELLS, K_INT, K_DOUBLE, K_XYZ, K_PAIR, K_SIZE, K_TEXT, K_FLAG } opt_kind;
 
 typedef struct scene_opt {
     const char *name, *arg; /* --name ARG; arg NULL: a flag */
@@ -242,11 +242,19 @@ static const scene_opt scene_opts[] = {
     {"no-morph", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(no_morph), 0, "draw tiles unmorphed (shows what morphing hides)"},
     {"clear", "R,G,B", CLI_STYLE, K_XYZ, 0, 255, "R,G,B", AT(clear), AT(have_clear),
      "no sky and no fog, only this colour behind the ground (a hole\nshows as it), each %R"},
+    {"ramp", "LO,HI", CLI_STYLE, K_PAIR, -12000, 100000, "LO,HI in metres", AT(ramp), AT(have_ramp),
+     "the ground gray by its height alone, unlit: black at LO metres, white\nat HI (to compare with another "
+     "renderer's elevation ramp), each %R"},
     {"planet", NULL, CLI_PLANET, K_FLAG, 0, 0, NULL, AT(planet), 0,
      "a whole planet (planet.h: six face quadtrees on a sphere of 6,371 km,\ncontinents, ranges and seas of --seed) "
-     "instead of the plane; the\ncamera by --lat, --lon, --alt, --heading and --pitch"},
-    {"lat", "DEG", CLI_PLANET, K_DOUBLE, -90, 90, "degrees", AT(lat), 0, "with --planet: the eye's latitude, %R (default %D)"},
-    {"lon", "DEG", CLI_PLANET, K_DOUBLE, -180, 180, "degrees", AT(lon), 0, "with --planet: its longitude, %R (default %D)"},
+     "instead of the plane; the\ncamera by --lat, --lon, --alt, --heading and --pitch; with --archive A\n"
+     "a geographic archive's ground (terra cook's, terra bake --frame\ngeographic's) drawn where it lies on WGS84, "
+     "the planet's around it"},
+    {"wgs84", NULL, CLI_PLANET, K_FLAG, 0, 0, NULL, AT(wgs84), 0,
+     "with --planet: on the WGS84 ellipsoid, not a sphere (with --archive\nalways)"},
+    {"lat", "DEG", CLI_PLANET, K_DOUBLE, -90, 90, "degrees", AT(lat), AT(have_lat),
+     "with --planet: the eye's (geodetic) latitude, %R (default %D;\nwith --archive its middle)"},
+    {"lon", "DEG", CLI_PLANET, K_DOUBLE, -180, 180, "degrees", AT(lon), AT(have_lon), "with --planet: its longitude, %R (default %D)"},
     {"alt", "M", CLI_PLANET, K_DOUBLE, 0.1, 1e8, "a height in metres", AT(alt), 0,
      "with --planet: metres above the ground under the eye, %R\n(default %D)"},
     {"heading", "DEG", CLI_PLANET, K_DOUBLE, -360, 360, "degrees", AT(heading), 0,
@@ -265,7 +273,8 @@ static const char *range_text(const scene_opt *o, char *buf, size_t n) {
     case K_INT: snprintf(buf, n, "from %ld to %ld", (long)o->lo, (long)o->hi); break;
     case K_SIZE: snprintf(buf, n, "from %dx%d to %dx%d", (int)o->lo, (int)o->lo, (int)o->hi, (int)o->hi); break;
     case K_DOUBLE:
-    case K_XYZ: snprintf(buf, n, "from %s to %s", num(a, sizeof a, o->lo), num(b, sizeof b, o->hi)); break;
+    case K_XYZ:
+    case K_PAIR: snprintf(buf, n, "from %s to %s", num(a, sizeof a, o->lo), num(b, sizeof b, o->hi)); break;
     default: snprintf(buf, n, "%s", "");
     }
     return buf;
@@ -296,6 +305,7 @@ static bool scene_opt_set(const char *cmd, const scene_opt *o, const char *arg, 
     case K_INT: ok = cli_opt_int(cmd, opt, arg, (int)o->lo, (int)o->hi, (int *)p); break;
     case K_DOUBLE: ok = cli_opt_double(cmd, opt, arg, o->what, o->lo, o->hi, (double *)p); break;
     case K_XYZ: ok = cli_opt_doubles(cmd, opt, arg, o->what, 3, o->lo, o->hi, (double *)p); break;
+    case K_PAIR: ok = cli_opt_doubles(cmd, opt, arg, o->what, 2, o->lo, o->hi, (double *)p); break;
     case K_SIZE: ok = cli_opt_size(cmd, opt, arg, (int)o->lo, (int)o->hi, &s->width, &s->height); break;
     case K_TEXT: *(const char **)p = arg; break;
     case K_FLAG: *(bool *)p = true; break;
@@ -361,15 +371,18 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (s->script && s->archive) return cli_usage_error(cmd, "--source and --archive are two grounds: give one");
-    if (s->planet && (s->script || s->journal || s->archive))
-        return cli_usage_error(cmd, "--planet draws the built-in planet; --source, --edits and --archive are not drawn on it yet");
+    if (s->planet && (s->script || s->journal))
+        return cli_usage_error(cmd, "--planet draws the built-in planet (and --archive); --source and --edits are not drawn on it yet");
+    if (s->wgs84 && !s->planet) return cli_usage_error(cmd, "--wgs84 shapes a planet: give --planet");
+    if (s->have_ramp && !(s->ramp[1] > s->ramp[0]))
+        return cli_usage_error(cmd, "--ramp LO,HI needs HI above LO (got %g,%g)", s->ramp[0], s->ramp[1]);
     if (s->planet && (s->have_eye || s->have_above))
         return cli_usage_error(cmd, "--planet places the eye by --lat, --lon and --alt, not --eye or --above");
     if (s->journal && s->archive) return cli_usage_error(cmd, "--edits go over the default world or --source, not --archive");
     /* --tile0, --levels and --range0 together: the selection's rules (a range0 long enough for the
      * morph, a coarsest level of bounded size); an archive brings its own */
     terra_select_desc r;
-    if (!s->archive && terra_select_desc_resolve(&s->sel, &r) != TERRA_OK)
+    if (!s->archive && !s->planet && terra_select_desc_resolve(&s->sel, &r) != TERRA_OK)
         return cli_usage_error(cmd, "%s", terra_last_error());
     if (!s->have_eye) s->have_above = true; /* default: above the ground at the origin (or an archive's middle) */
     return EXIT_OK;
@@ -492,17 +505,54 @@ terra_gl_style cli_scene_style(const cli_scene *s) {
     terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .flat = s->have_clear,
                          .surfaces = s->lua ? script_surfaces(s->lua) : NULL};
     for (int i = 0; i < 3; i++) st.clear_rgb[i] = (float)(s->clear[i] / 255.0);
+    if (s->have_ramp) st.ramp[0] = (float)s->ramp[0], st.ramp[1] = (float)s->ramp[1];
     return st;
 }
 
 terra_status cli_planet_open(const cli_scene *s, terra_planet **planet) {
-    return terra_planet_create(&(terra_planet_desc){.seed = s->seed, .cells = s->sel.grid.cells}, planet);
+    *planet = NULL;
+    terra_geo_grid *grid = NULL;
+    if (s->archive) { /* its ground sampled into a grid the planet lays over its own */
+        terra_archive *a;
+        terra_status st = terra_archive_open(s->archive, NULL, &a);
+        int level = 0;
+        if (st == TERRA_OK) {
+            st = terra_geo_grid_from_archive(a, 0, &grid, &level);
+            terra_archive_close(a);
+        }
+        if (st != TERRA_OK) return st;
+        const terra_geo_grid_desc *g = terra_geo_grid_get_desc(grid);
+        float lo, hi;
+        bool holes;
+        terra_geo_grid_height_bounds(grid, &lo, &hi, &holes);
+        fprintf(stderr, "%s: level %d's tiles sampled into %d x %d heights over %.6g, %.6g .. %.6g, %.6g (%.1f m apart "
+                "north-south), %.0f..%.0f m%s\n", s->archive, level, g->width, g->height, g->bounds[0], g->bounds[1],
+                g->bounds[2], g->bounds[3], (g->bounds[3] - g->bounds[1]) / (g->height - 1) * 110574.0, lo, hi,
+                holes ? ", with holes (the planet's ground shows there)" : "");
+    }
+    const terra_status st = terra_planet_create(&(terra_planet_desc){.seed = s->seed, .cells = s->sel.grid.cells,
+                                                                      .wgs84 = s->wgs84 || grid, .overlay = grid},
+                                                planet);
+    if (st != TERRA_OK) terra_geo_grid_destroy(grid);
+    return st;
+}
+
+void cli_planet_close(terra_planet *p) {
+    if (!p) return;
+    terra_geo_grid *grid = (terra_geo_grid *)terra_planet_get_desc(p)->overlay; /* cli_planet_open's */
+    terra_planet_destroy(p);
+    terra_geo_grid_destroy(grid);
 }
 
 terra_camera cli_planet_camera(const cli_scene *s, const terra_planet *p) {
-    const terra_vec3 d = terra_planet_latlon_dir(s->lat, s->lon);
-    const double r = terra_planet_get_desc(p)->radius_m + terra_planet_height(p, d) + s->alt;
-    return (terra_camera){.eye = {d.x * r, d.y * r, d.z * r}, .yaw_rad = s->heading * PI / 180,
+    double lat = s->lat, lon = s->lon;
+    const terra_geo_grid *grid = terra_planet_get_desc(p)->overlay;
+    if (grid && !s->have_lat && !s->have_lon) { /* over the archive's middle */
+        const double *b = terra_geo_grid_get_desc(grid)->bounds;
+        lat = 0.5 * (b[1] + b[3]), lon = 0.5 * (b[0] + b[2]);
+    }
+    const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
+    return (terra_camera){.eye = terra_planet_point(p, d, terra_planet_height(p, d) + s->alt), .yaw_rad = s->heading * PI / 180,
                           .pitch_rad = s->pitch * PI / 180, .fov_y_rad = s->fov * PI / 180, .up = d};
 }
 

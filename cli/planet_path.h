@@ -28,8 +28,7 @@ static inline terra_camera terra_planet_path_camera(const terra_planet *p, doubl
         if (lat > 90) lat = 180 - lat, lon += 180, heading = 180;
     }
     const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
-    const double r = terra_planet_get_desc(p)->radius_m + terra_planet_height(p, d) + alt;
-    return (terra_camera){.eye = {d.x * r, d.y * r, d.z * r}, .yaw_rad = heading * pi / 180, .pitch_rad = pitch * pi / 180,
+    return (terra_camera){.eye = terra_planet_point(p, d, terra_planet_height(p, d) + alt), .yaw_rad = heading * pi / 180, .pitch_rad = pitch * pi / 180,
                           .fov_y_rad = 60 * pi / 180, .up = d};
 }
 

@@ -64,7 +64,7 @@ struct terra_gl {
     terra_grid_vertex *skirt_scratch;  /* one grid tile's skirt vertices, as uploaded */
     GLuint program, vao, vbo, ibo, records, commands, draw_ids, stage;
     GLint u_view_proj, u_cells, u_eye_frac, u_sun, u_flat, u_no_morph, u_level_tint, u_fog_distance;
-    GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up;
+    GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up, u_radii, u_ramp;
     terra_grid_vertex *upload_scratch; /* one grid tile, its surfaces narrowed to the tile's palette */
     /* a mesh tile expanded for drawing (terra_tile_mesh_expand), grown to the largest seen */
     terra_grid_vertex *mesh_v;
@@ -103,9 +103,10 @@ struct terra_gl {
 
 /* ---- shaders ---------------------------------------------------------------------------------------- */
 
-static terra_status compile(GLenum kind, const char *src, const char *name, GLuint *out) {
+/* src2 (may be NULL) follows src: C11 promises string literals only up to 4095 characters */
+static terra_status compile(GLenum kind, const char *src, const char *src2, const char *name, GLuint *out) {
     GLuint sh = glCreateShader(kind);
-    glShaderSource(sh, 1, &src, NULL);
+    glShaderSource(sh, src2 ? 2 : 1, (const char *const[]){src, src2}, NULL);
     glCompileShader(sh);
     GLint ok = 0;
     glGetShaderiv(sh, GL_COMPILE_STATUS, &ok);
@@ -121,8 +122,8 @@ static terra_status compile(GLenum kind, const char *src, const char *name, GLui
 
 static terra_status build_program(terra_gl *r) {
     GLuint vs = 0, fs = 0;
-    terra_status st = compile(GL_VERTEX_SHADER, terra_gl_vs, "vertex", &vs);
-    if (st == TERRA_OK) st = compile(GL_FRAGMENT_SHADER, terra_gl_fs, "fragment", &fs);
+    terra_status st = compile(GL_VERTEX_SHADER, terra_gl_vs, NULL, "vertex", &vs);
+    if (st == TERRA_OK) st = compile(GL_FRAGMENT_SHADER, terra_gl_fs, terra_gl_fs_main, "fragment", &fs);
     if (st == TERRA_OK) {
         r->program = glCreateProgram();
         glAttachShader(r->program, vs);
@@ -149,6 +150,8 @@ static terra_status build_program(terra_gl *r) {
     r->u_eye_mod = glGetUniformLocation(r->program, "u_eye_mod");
     r->u_planet = glGetUniformLocation(r->program, "u_planet");
     r->u_centre = glGetUniformLocation(r->program, "u_centre");
+    r->u_radii = glGetUniformLocation(r->program, "u_radii");
+    r->u_ramp = glGetUniformLocation(r->program, "u_ramp");
     r->u_up = glGetUniformLocation(r->program, "u_up");
     r->u_textures = glGetUniformLocation(r->program, "u_textures");
     r->u_cells = glGetUniformLocation(r->program, "u_cells");
@@ -1012,6 +1015,11 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         glUniform1i(r->u_planet, r->d.planet != NULL);
         glUniform3f(r->u_centre, (float)-cam->eye.x, (float)-cam->eye.y, (float)-cam->eye.z);
         glUniform3f(r->u_up, (float)lu.x, (float)lu.y, (float)lu.z);
+        if (r->d.planet) {
+            const terra_planet_desc *pd = terra_planet_get_desc(r->d.planet);
+            glUniform2f(r->u_radii, (float)pd->radius_m, (float)pd->polar_radius_m);
+        }
+        glUniform2f(r->u_ramp, style->ramp[0], style->ramp[1]);
         glEnable(GL_DEPTH_TEST);
         glDepthFunc(GL_GREATER);
         glDisable(GL_CULL_FACE); /* a fold in the morphed ground must never open a hole */

@@ -237,13 +237,13 @@ terra_status terra_ode_planet_drop_test(const terra_planet_drop_desc *desc, terr
         const terra_vec3 dir = v3_unit((terra_vec3){R * centre.x + x * east.x + z * north.x, R * centre.y + x * east.y + z * north.y,
                                                     R * centre.z + x * east.z + z * north.z});
         const double lift = pb->vehicle ? pb->radius + 0.05 : 5.0 + 25.0 * drop_rnd(&seed);
-        const double rr = R + terra_planet_height(p, dir) + lift;
+        const terra_vec3 at0 = terra_planet_point(p, dir, terra_planet_height(p, dir) + lift);
         pb->body = dBodyCreate(world);
         dMass m;
         dMassSetSphere(&m, 500, pb->radius);
         dBodySetMass(pb->body, &m);
         pb->mass = m.mass;
-        dBodySetPosition(pb->body, dir.x * rr, dir.y * rr, dir.z * rr);
+        dBodySetPosition(pb->body, at0.x, at0.y, at0.z);
         dBodySetLinearDamping(pb->body, 0.001);
         dBodySetAngularDamping(pb->body, 0.05);
         pb->geom = dCreateSphere(space, pb->radius);
@@ -326,7 +326,7 @@ terra_status terra_ode_planet_drop_test(const terra_planet_drop_desc *desc, terr
                 if (sp > r->vehicle_top_speed) r->vehicle_top_speed = sp;
                 if (-depth > r->vehicle_max_height) r->vehicle_max_height = -depth;
             }
-            const terra_tile_key tile = terra_planet_key_at(p, at, level);
+            const terra_tile_key tile = terra_planet_key_at(p, terra_planet_up_at(p, at, NULL), level);
             if (tile == pb->tile) continue;
             const bool first = pb->tile == ~(terra_tile_key)0;
             pb->tile = tile;

@@ -20,7 +20,7 @@ log=$("$terra" render --planet -o "$out/orbit.png" --alt 2e7 --pitch -90 --size 
 echo "$log" | grep -q "1 draw call" && ok "one draw call" || bad "one draw call: $log"
 log=$("$terra" render --planet -o "$out/ground.png" --lat -4.3 --lon -12.3 --alt 2 --heading 30 --pitch -5 --size 160x90 2>&1); rc=$?
 [ $rc -eq 0 ] && is_png "$out/ground.png" && ok "render --planet 2 m above the ground" || bad "render --planet at 2 m (rc $rc): $log"
-echo "$log" | grep -q "2.0 m above the ground" && ok "the height is reported" || bad "the height is reported: $log"
+echo "$log" | grep -q "2.000 m above the ground" && ok "the height is reported" || bad "the height is reported: $log"
 "$terra" render --planet -o "$out/orbit2.png" --alt 2e7 --pitch -90 --size 160x90 --clear 255,0,255 >/dev/null 2>&1
 cmp -s "$out/orbit.png" "$out/orbit2.png" && ok "the same frame twice is the same file" || bad "the same frame twice differs"
 
@@ -33,7 +33,13 @@ done
 msg=$("$terra" render --planet -o "$out/x.png" --eye 0,0,0 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$msg" | grep -q -- "--lat" && ok "--planet with --eye refused" || bad "--planet with --eye ($rc: $msg)"
 msg=$("$terra" render --planet -o "$out/x.png" --archive nothing.terra 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--archive" && ok "--planet with --archive refused" || bad "--planet with --archive ($rc: $msg)"
+[ $rc -eq 1 ] && echo "$msg" | grep -q "nothing.terra" && ok "--planet with a missing archive names it" || bad "--planet --archive missing ($rc: $msg)"
+msg=$("$terra" render -o "$out/x.png" --wgs84 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--planet" && ok "--wgs84 without --planet refused" || bad "--wgs84 alone ($rc: $msg)"
+msg=$("$terra" render --planet -o "$out/x.png" --ramp 900,100 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--ramp" && ok "--ramp HI below LO refused" || bad "--ramp 900,100 ($rc: $msg)"
+msg=$("$terra" fly --planet --archive nothing.terra -o "$out/f" 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$msg" | grep -q -- "--archive" && ok "fly --planet --archive refused" || bad "fly --planet --archive ($rc: $msg)"
 msg=$("$terra" fly --planet --map -o "$out/f" 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$msg" | grep -q -- "--map" && ok "fly --planet --map refused" || bad "fly --planet --map ($rc: $msg)"
 [ ! -e "$out/x.png" ] && ok "nothing written on bad usage" || bad "a picture was written on bad usage"
@@ -44,6 +50,22 @@ log=$("$terra" fly --planet -n 4 --size 96x54 --sheet 2 -o "$out/fly" 2>&1); rc=
 echo "$log" | grep -q "20000000.0" && ok "fly --planet starts 20,000 km up" || bad "fly --planet's first row: $log"
 log=$("$terra" fly --planet --realtime -n 12 --size 96x54 --no-frames --sheet 0 -o "$out/rt" 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$log" | grep -q "standing in" && ok "fly --planet --realtime" || bad "fly --planet --realtime (rc $rc): $log"
+
+# a geographic archive laid on the WGS84 planet where it lies; a local-frame one refused
+log=$("$terra" render --planet --wgs84 -o "$out/wgs84.png" --alt 500 --size 96x54 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$log" | grep -q "above the ellipsoid" && ok "render --planet --wgs84" || bad "render --planet --wgs84 (rc $rc): $log"
+if timeout 60 "$terra" bake -q --frame geographic --levels 5 "$out/geo.terra" >/dev/null 2>&1 &&
+   timeout 60 "$terra" bake -q --levels 3 "$out/local.terra" >/dev/null 2>&1; then
+  log=$("$terra" render --planet --archive "$out/geo.terra" -o "$out/geo.png" --alt 3000 --pitch -30 --size 96x54 \
+        --clear 255,0,255 --ramp 0,3000 2>&1); rc=$?
+  [ $rc -eq 0 ] && is_png "$out/geo.png" && echo "$log" | grep -q "sampled into" && echo "$log" | grep -q "lat 45.250000 lon 7.250000" \
+    && ok "render --planet --archive: a geographic archive over its middle" || bad "render --planet --archive (rc $rc): $log"
+  msg=$("$terra" render --planet --archive "$out/local.terra" -o "$out/y.png" 2>&1); rc=$?
+  [ $rc -eq 1 ] && echo "$msg" | grep -q "geographic" && [ ! -e "$out/y.png" ] && ok "a local-frame archive is refused on a planet" \
+    || bad "--planet --archive local ($rc: $msg)"
+else
+  bad "terra bake for the archive checks"
+fi
 
 log=$("$terra" drive --planet -b 20 -v 2 -s 2 2>&1); rc=$?
 [ $rc -eq 0 ] && echo "$log" | grep -q "bodies fell through: 0" && ok "drive --planet: nothing falls through" \

@@ -66,7 +66,7 @@ static long without_middle_tile(terra_gl *gl, const terra_camera *cam, const ter
     if (n < 2 || !terra_planet_raycast(planet, cam->eye, pixel_ray(cam, W / 2, 3 * H / 4), 0, NULL, &g)) return 0;
     int drop = -1;
     for (int i = 0; i < n && drop < 0; i++)
-        if (terra_planet_key_at(planet, g, draws[i].level) == draws[i].key) drop = i;
+        if (terra_planet_key_at(planet, terra_planet_up_at(planet, g, NULL), draws[i].level) == draws[i].key) drop = i;
     if (drop < 0) return 0;
     terra_stream_draw *less = malloc(sizeof *less * (size_t)n);
     memcpy(less, draws, sizeof *less * (size_t)n);
@@ -102,8 +102,7 @@ static void descent_has_no_holes(void) {
         if (f >= FRAMES) {
             const double *e = extra[f - FRAMES];
             const terra_vec3 d = terra_planet_latlon_dir(e[0], e[1]);
-            const double r = terra_planet_get_desc(planet)->radius_m + terra_planet_height(planet, d) + e[2];
-            cam = (terra_camera){.eye = {d.x * r, d.y * r, d.z * r}, .yaw_rad = 0.3, .pitch_rad = e[3] * 3.14159265358979323846 / 180,
+            cam = (terra_camera){.eye = terra_planet_point(planet, d, terra_planet_height(planet, d) + e[2]), .yaw_rad = 0.3, .pitch_rad = e[3] * 3.14159265358979323846 / 180,
                                  .fov_y_rad = 60 * 3.14159265358979323846 / 180, .up = d};
         }
         cam.aspect = (double)W / H;
@@ -246,6 +245,64 @@ static void steady_at_two_metres(void) {
     terra_gl_planet_destroy(scene);
 }
 
+/* A geographic grid laid over the WGS84 planet (ridges 1,400 m high over 45..45.5 N, 7..7.5 E,
+ * blended into the planet's ground over 3 km): settled frames looking across its borders and down
+ * on a corner, from 30 m to 30 km up, show no hole. */
+static void overlay_border_has_no_holes(void) {
+    enum { GW = 241, GH = 181 };
+    static float h[GW * GH];
+    for (int j = 0; j < GH; j++)
+        for (int i = 0; i < GW; i++)
+            h[j * GW + i] = (float)(800 + 700 * sin(i * 0.21) * cos(j * 0.17) + 120 * sin(i * 1.3 + j * 0.9));
+    terra_geo_grid *g = NULL;
+    terra_planet *p = NULL;
+    terra_gl_planet *scene = NULL;
+    CHECK(terra_geo_grid_create(&(terra_geo_grid_desc){.bounds = {7, 45, 7.5, 45.5}, .width = GW, .height = GH, .heights = h},
+                                &g) == TERRA_OK &&
+              terra_planet_create(&(terra_planet_desc){.cells = 32, .wgs84 = true, .overlay = g, .overlay_blend_m = 3000}, &p) ==
+                  TERRA_OK &&
+              terra_gl_planet_create(&(terra_gl_planet_desc){.planet = p, .width = W, .height = H, .threads = 2,
+                                                             .capacity_tiles = 16384},
+                                     &scene) == TERRA_OK,
+          "%s", terra_last_error());
+    if (scene) {
+        const terra_gl_style style = {.flat = true, .clear_rgb = {CLEAR[0] / 255.0f, CLEAR[1] / 255.0f, CLEAR[2] / 255.0f}};
+        uint8_t *rgb = malloc(W * H * 3);
+        bool *ground = malloc(W * H);
+        static const double views[][5] = {/* lat, lon, alt, heading, pitch */
+                                          {45.25, 6.98, 30, 90, -3},    {45.25, 7.03, 300, 270, -8}, {44.99, 7.25, 1000, 0, -15},
+                                          {45.52, 7.48, 3000, 200, -25}, {44.97, 6.97, 8000, 45, -35}, {45.0, 7.0, 30000, 0, -90}};
+        long worst = 0, checked = 0;
+        for (size_t v = 0; v < sizeof views / sizeof views[0]; v++) {
+            const terra_vec3 d = terra_planet_latlon_dir(views[v][0], views[v][1]);
+            const terra_camera cam = {.eye = terra_planet_point(p, d, terra_planet_height(p, d) + views[v][2]),
+                                      .yaw_rad = views[v][3] * 3.14159265358979323846 / 180,
+                                      .pitch_rad = views[v][4] * 3.14159265358979323846 / 180,
+                                      .fov_y_rad = 60 * 3.14159265358979323846 / 180, .aspect = (double)W / H, .up = d};
+            terra_gl_frame_stats fs;
+            CHECK(terra_gl_planet_frame(scene, &cam, &style, &fs) == TERRA_OK, "view %zu: %s", v, terra_last_error());
+            CHECK(terra_gl_read_rgb(terra_gl_planet_renderer(scene), rgb) == TERRA_OK);
+            must_be_ground(p, &cam, MARGIN, ground);
+            const long holes = count_holes(rgb, ground, &checked);
+            CHECK(holes == 0, "view %zu (%.0f m up over %.2f, %.2f): %ld hole pixels", v, views[v][2], views[v][0], views[v][1], holes);
+            if (holes > worst) worst = holes;
+            if (v == 1 || holes) { /* the picture of a view with holes, to look at */
+                char path[64];
+                snprintf(path, sizeof path, holes ? "planet_overlay_view_%zu.png" : "planet_overlay_border.png", v);
+                terra_io_write_png(path, rgb, W, H, 3);
+            }
+        }
+        printf("     %zu views across the grid's borders: %ld pixels that must show ground, worst %ld holes\n",
+               sizeof views / sizeof views[0], checked, worst);
+        CHECK(checked > 20000, "too few ground pixels checked (%ld)", checked);
+        free(rgb);
+        free(ground);
+    }
+    terra_gl_planet_destroy(scene);
+    terra_planet_destroy(p);
+    terra_geo_grid_destroy(g);
+}
+
 int main(void) {
     terra_gl_context *ctx;
     if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
@@ -259,6 +316,7 @@ int main(void) {
     RUN(descent_has_no_holes);
     RUN(realtime_frames_have_no_holes);
     RUN(steady_at_two_metres);
+    RUN(overlay_border_has_no_holes);
     terra_planet_destroy(planet);
     terra_gl_context_destroy(ctx);
     return finish();

@@ -2,6 +2,7 @@
  * ranges, the horizon test against brute force, selection across every altitude. */
 #include "check.h"
 #include "terra/planet.h"
+#include "terra/qmesh.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,6 +29,161 @@ static terra_planet *planet(void) {
         exit(1);
     }
     return p;
+}
+
+/* The planet the ray-cast and selection tests run on: the sphere, then WGS84. */
+static terra_planet *P;
+static terra_planet *wgs84(void) {
+    static terra_planet *p;
+    if (!p && terra_planet_create(&(terra_planet_desc){.wgs84 = true}, &p) != TERRA_OK) {
+        fprintf(stderr, "%s\n", terra_last_error());
+        exit(1);
+    }
+    return p;
+}
+
+/* WGS84: a point over the ellipsoid is where geodetic coordinates put it in ECEF (qmesh.h's
+ * conversion, Cesium's; terra's x, y, z are ECEF's X, Z, -Y), and terra_planet_up_at gives back its
+ * normal and height, from 11 km under the ellipsoid to 40,000 km over it, poles included. */
+static void test_wgs84(void) {
+    terra_planet *p = wgs84();
+    CHECK(terra_planet_get_desc(p)->radius_m == TERRA_WGS84_A && fabs(terra_planet_get_desc(p)->polar_radius_m - TERRA_WGS84_B) < 1e-6);
+    double worst_pos = 0, worst_dir = 0, worst_h = 0;
+    for (int k = 0; k < 20000; k++) {
+        const double lat = k < 4 ? (k & 1 ? 90 : -90) : urand() * 180 - 90, lon = urand() * 360 - 180;
+        const double h = k % 3 == 0 ? urand() * 20000 - 11000 : pow(10, urand() * 7.6);
+        const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
+        const terra_vec3 q = terra_planet_point(p, d, h);
+        double e[3];
+        terra_qmesh_geodetic_to_ecef(lon * PI / 180, lat * PI / 180, h, e);
+        worst_pos = fmax(worst_pos, vlen(vsub(q, (terra_vec3){e[0], e[2], -e[1]})));
+        double hb;
+        const terra_vec3 u = terra_planet_up_at(p, q, &hb);
+        worst_dir = fmax(worst_dir, vlen(vsub(u, d)));
+        worst_h = fmax(worst_h, fabs(hb - h));
+    }
+    printf("     20000 points: %.3g m from the ECEF conversion, normals back within %.3g, heights within %.3g m\n", worst_pos,
+           worst_dir, worst_h);
+    CHECK(worst_pos < 1e-6 * 5e7 * 1e-3, "a point lies %g m from its ECEF position", worst_pos);
+    CHECK(worst_dir < 1e-12, "a normal came back %g off", worst_dir);
+    CHECK(worst_h < 1e-6, "a height came back %g m off", worst_h);
+    /* a tile's bounding sphere holds its ground (sampled densely), on the ellipsoid's flattest and roundest tiles */
+    const int N = terra_planet_get_desc(p)->cells;
+    for (int k = 0; k < 200; k++) {
+        const int level = (int)(urand() * terra_planet_get_desc(p)->levels);
+        const int32_t n = terra_planet_tiles_per_side(p, level);
+        const terra_tile_key key = terra_tile_key_make((int)(urand() * 6), level, (int32_t)(urand() * n), (int32_t)(urand() * n));
+        float lo, hi;
+        CHECK(terra_planet_height_range(p, key, &lo, &hi) == TERRA_OK);
+        terra_vec3 c;
+        double r;
+        terra_planet_tile_bounds(p, key, lo, hi, &c, &r, NULL);
+        for (int j = 0; j <= N; j += N / 8)
+            for (int i = 0; i <= N; i += N / 8) {
+                const terra_vec3 d = terra_planet_tile_dir(p, key, i, j);
+                for (int e = 0; e < 2; e++)
+                    CHECK(vlen(vsub(terra_planet_point(p, d, e ? hi : lo), c)) <= r, "tile level %d: a ground point outside its bounds",
+                          level);
+            }
+    }
+}
+
+/* A rugged grid over 45..45.5 N, 7..7.5 E (ridges 1,400 m high, a hole of NaN samples in it). */
+static terra_geo_grid *test_grid(void) {
+    enum { GW = 241, GH = 181 };
+    static float h[GW * GH];
+    for (int j = 0; j < GH; j++)
+        for (int i = 0; i < GW; i++)
+            h[j * GW + i] = (float)(800 + 700 * sin(i * 0.21) * cos(j * 0.17) + 120 * sin(i * 1.3 + j * 0.9));
+    for (int j = 90; j < 94; j++)
+        for (int i = 100; i < 103; i++) h[j * GW + i] = NAN;
+    terra_geo_grid *g = NULL;
+    CHECK(terra_geo_grid_create(&(terra_geo_grid_desc){.bounds = {7, 45, 7.5, 45.5}, .width = GW, .height = GH, .heights = h},
+                                &g) == TERRA_OK,
+          "%s", terra_last_error());
+    return g;
+}
+
+/* A grid laid over WGS84: its heights exactly inside (the planet's own in its hole), the planet's own
+ * past the blend band, no step anywhere between (heights 0.5 m apart across the border and the
+ * band's edge differ by no more than the ground's slopes allow), every range still conservative
+ * (dense samples of random tiles over and around it), and the level errors counting its ground. */
+static void test_overlay(void) {
+    terra_geo_grid *g = test_grid();
+    if (!g) return;
+    terra_planet *p, *bare = wgs84();
+    CHECK(terra_planet_create(&(terra_planet_desc){.wgs84 = true, .overlay = g, .overlay_blend_m = 3000}, &p) == TERRA_OK, "%s",
+          terra_last_error());
+    if (!p) return;
+    int inside = 0, outside = 0, hole = 0;
+    for (int k = 0; k < 20000; k++) {
+        const double lat = 44.9 + urand() * 0.7, lon = 6.85 + urand() * 0.8;
+        const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
+        double la, lo;
+        terra_planet_dir_latlon(d, &la, &lo);
+        const float h = terra_planet_height(p, d), own = terra_planet_height(bare, d), hg = terra_geo_grid_height(g, la, lo);
+        if (la >= 45 && la <= 45.5 && lo >= 7 && lo <= 7.5) {
+            if (hg == hg) {
+                CHECK(h == hg, "at %.6f, %.6f the planet says %g m, the grid %g m", la, lo, (double)h, (double)hg);
+                inside++;
+            } else {
+                CHECK(h == own, "in the grid's hole the planet's own ground");
+                hole++;
+            }
+        } else if (la < 44.96 || la > 45.54 || lo < 6.95 || lo > 7.55) {
+            CHECK(h == own, "at %.6f, %.6f, past the band: %g m, the planet's own %g m", la, lo, (double)h, (double)own);
+            outside++;
+        }
+        /* no step: a pair 0.5 m apart north-south and east-west */
+        const double k_lat = 0.5 / 110574.0, k_lon = 0.5 / (111320.0 * cos(lat * PI / 180));
+        const float hn = terra_planet_height(p, terra_planet_latlon_dir(lat + k_lat, lon));
+        const float he = terra_planet_height(p, terra_planet_latlon_dir(lat, lon + k_lon));
+        const bool near_hole = fabs(la - (45 + 91.5 / 360)) < 0.02 && fabs(lo - (7 + 101 / 480.0)) < 0.02;
+        if (!near_hole) CHECK(fabs(hn - h) < 15 && fabs(he - h) < 15, "a step at %.6f, %.6f: %g, %g, %g m", la, lo, (double)h,
+                              (double)hn, (double)he);
+    }
+    printf("     %d samples inside (the grid's heights exactly), %d in its hole, %d past the band (the planet's own)\n", inside,
+           hole, outside);
+    CHECK(inside > 5000 && outside > 2000 && hole > 0);
+    /* ranges over and around the grid, levels 0 to 12 */
+    const int N = terra_planet_get_desc(p)->cells;
+    long checked = 0;
+    for (int k = 0; k < 400; k++) {
+        const int level = (int)(urand() * 13);
+        const terra_tile_key key = terra_planet_key_at(p, terra_planet_latlon_dir(44.95 + urand() * 0.6, 6.95 + urand() * 0.6), level);
+        float lo, hi;
+        CHECK(terra_planet_height_range(p, key, &lo, &hi) == TERRA_OK);
+        for (int j = 0; j <= N; j += N / 16)
+            for (int i = 0; i <= N; i += N / 16) {
+                const float h = terra_planet_height(p, terra_planet_tile_dir(p, key, i, j));
+                CHECK(h >= lo && h <= hi, "level %d: height %g outside the range %g..%g", level, (double)h, (double)lo, (double)hi);
+                checked++;
+            }
+    }
+    printf("     %ld samples of 400 tiles over and around it within their ranges; level 6's error %.1f m (%.1f m without it)\n",
+           checked, (double)terra_planet_level_error(p, 6), (double)terra_planet_level_error(bare, 6));
+    CHECK(terra_planet_level_error(p, 6) > terra_planet_level_error(bare, 6), "the level errors do not see the grid's ground");
+    /* rays over and around it meet its ground where it is: within 10 cm, never under it before */
+    int hits = 0;
+    for (int k = 0; k < 200; k++) {
+        const terra_vec3 d = terra_planet_latlon_dir(44.95 + urand() * 0.6, 6.95 + urand() * 0.6);
+        const terra_vec3 e = terra_planet_point(p, d, terra_planet_height(p, d) + pow(10, urand() * 4));
+        terra_vec3 ea, no;
+        terra_planet_frame(d, &ea, &no, NULL);
+        const double down = -(0.01 + urand() * 1.5), turn = urand() * 2 * PI;
+        const terra_vec3 h = vadd(vscale(ea, cos(turn)), vscale(no, sin(turn)));
+        const terra_vec3 v = vadd(vscale(h, cos(down)), vscale(d, sin(down)));
+        double t;
+        if (!terra_planet_raycast(p, e, v, 0, &t, NULL)) continue;
+        hits++;
+        const double a = terra_planet_altitude(p, vadd(e, vscale(v, t)), NULL, NULL);
+        CHECK(a > -1e-3 && a < 0.1 + 1e-6 * t, "a ray's hit %g m along is %g m above the ground", t, a);
+        for (int m = 0; m < 100; m++)
+            CHECK(terra_planet_altitude(p, vadd(e, vscale(v, t * m / 100.0)), NULL, NULL) > 0, "a ray under the ground before its hit");
+    }
+    CHECK(hits > 150, "only %d of 200 rays down met the ground", hits);
+    terra_planet_destroy(p);
+    terra_geo_grid_destroy(g);
 }
 
 /* Faces and directions round-trip; every direction falls on exactly one face's square. */
@@ -258,8 +414,13 @@ static void test_build(void) {
                 const double tol = 1e-6 * vlen(vsub(g, o)) + 1e-6;
                 CHECK(vlen(vsub(w, g)) <= tol, "vertex (%d, %d) of level %d is %g m off its ground point", i, j, L, vlen(vsub(w, g)));
                 CHECK(vlen(vsub(w, bc)) <= br, "vertex outside the tile's bounding sphere");
-                /* the morph target is the parent's vertex at the even point */
-                const int pi = ((int)(terra_tile_key_x(key) & 1) * N + (i & ~1)) / 2, pj = ((int)(terra_tile_key_y(key) & 1) * N + (j & ~1)) / 2;
+                /* the morph target is the parent's vertex at the even point before it (on a face's edge the
+                 * even point before or after it along the edge, the lesser by position) */
+                int ti = i & ~1, tj = j & ~1;
+                const int64_t gi = (int64_t)terra_tile_key_x(key) * N + i, gj = (int64_t)terra_tile_key_y(key) * N + j, nn_ = (int64_t)n * N;
+                if ((j & 1) && (gi == 0 || gi == nn_) && a->my != v[tj * (N + 1) + ti].y) tj = j + 1;
+                if ((i & 1) && (gj == 0 || gj == nn_) && a->mx != v[tj * (N + 1) + ti].x) ti = i + 1;
+                const int pi = ((int)(terra_tile_key_x(key) & 1) * N + ti) / 2, pj = ((int)(terra_tile_key_y(key) & 1) * N + tj) / 2;
                 const terra_grid_vertex *b = &pv[pj * (N + 1) + pi];
                 const terra_vec3 t = {o.x + a->mx, o.y + a->my, o.z + a->mz}, pt = {po.x + b->x, po.y + b->y, po.z + b->z};
                 CHECK(vlen(vsub(t, pt)) <= 2 * tol + 1e-6 * vlen(vsub(pt, po)), "morph target %g m off the parent's vertex", vlen(vsub(t, pt)));
@@ -322,14 +483,14 @@ static void test_horizon_brute(void) {
  * distance beyond), and every point of the ray before it is above the ground. Rays from 2 m to
  * 40,000 km, grazing to straight down. */
 static void test_raycast(void) {
-    terra_planet *p = planet();
+    terra_planet *p = P;
     const double R = terra_planet_get_desc(p)->radius_m;
     int hits = 0;
     double worst_alt = 0;
     for (int k = 0; k < 300; k++) {
         const terra_vec3 d = terra_planet_latlon_dir(urand() * 180 - 90, urand() * 360 - 180);
         const double alt = pow(10, 0.3 + urand() * 7.3);
-        const terra_vec3 e = vscale(d, R + terra_planet_height(p, d) + alt);
+        const terra_vec3 e = terra_planet_point(p, d, terra_planet_height(p, d) + alt);
         terra_vec3 ea, no;
         terra_planet_frame(d, &ea, &no, NULL);
         const double down = -(0.002 + urand() * 1.5);
@@ -362,6 +523,12 @@ static void test_raycast(void) {
 
 typedef struct kept { int face; double s0, t0, s1, t1; } kept;
 
+/* A selected tile's square of face coordinates. */
+static kept tile_rect(const terra_planet *p, const terra_planet_tile *t) {
+    const int32_t per = terra_planet_tiles_per_side(p, t->level), x = terra_tile_key_x(t->key), y = terra_tile_key_y(t->key);
+    return (kept){terra_tile_key_face(t->key), 2.0 * x / per - 1, 2.0 * y / per - 1, 2.0 * (x + 1) / per - 1, 2.0 * (y + 1) / per - 1};
+}
+
 /* Whether a selected tile holds direction d (a hair's width over its edges counts). */
 static bool covered(const kept *k, int n, terra_vec3 d) {
     double s, t;
@@ -382,8 +549,7 @@ static void count_free(void *q, void *u) { (void)u; free(q); }
 /* The camera `alt` metres above the ground at (lat, lon), heading and pitch in degrees. */
 static terra_camera planet_camera(const terra_planet *p, double lat, double lon, double alt, double heading, double pitch) {
     const terra_vec3 d = terra_planet_latlon_dir(lat, lon);
-    const double r = terra_planet_get_desc(p)->radius_m + terra_planet_height(p, d) + alt;
-    return (terra_camera){.eye = vscale(d, r), .yaw_rad = heading * PI / 180, .pitch_rad = pitch * PI / 180,
+    return (terra_camera){.eye = terra_planet_point(p, d, terra_planet_height(p, d) + alt), .yaw_rad = heading * PI / 180, .pitch_rad = pitch * PI / 180,
                           .fov_y_rad = 60 * PI / 180, .aspect = 16.0 / 9.0, .up = d};
 }
 
@@ -392,14 +558,18 @@ static terra_camera planet_camera(const terra_planet *p, double lat, double lon,
  * seen); and counted, kept tiles whose every sampled ground point is hidden by the planet. Selection
  * allocates nothing once made. */
 static void test_select_brute(void) {
-    terra_planet *p = planet();
+    terra_planet *p = P;
     terra_planet_select *sel;
     CHECK(terra_planet_select_create(&(terra_planet_select_desc){.view_height_px = 36, .max_tiles = 1 << 16}, p, &sel) == TERRA_OK,
           "%s", terra_last_error());
     if (!sel) return;
-    const double R = terra_planet_get_desc(p)->radius_m;
+    const double R = terra_planet_get_desc(p)->radius_m, Rb = terra_planet_get_desc(p)->polar_radius_m;
     float glo, ghi;
     terra_planet_height_bounds(p, &glo, &ghi);
+    /* hidden by the planet: the segment from the eye dips into the ellipsoid (a ball in the space
+     * scaled by 1 / a, 1 / b, 1 / a), shrunk by the lowest ground */
+    const double occluder = 1 + fmin(glo, 0) / Rb;
+    const terra_vec3 sc = {1 / R, 1 / Rb, 1 / R};
     const double alts[] = {2, 30, 500, 5e3, 5e4, 5e5, 5e6, 2e7, 4e7};
     const int W = 64, H = 36;
     kept *k = malloc(sizeof *k * (1 << 16));
@@ -415,19 +585,17 @@ static void test_select_brute(void) {
             int n;
             CHECK(terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n) == TERRA_OK, "%s", terra_last_error());
             for (int i = 0; i < n; i++) {
-                const int32_t per = terra_planet_tiles_per_side(p, tiles[i].level);
-                const int32_t x = terra_tile_key_x(tiles[i].key), y = terra_tile_key_y(tiles[i].key);
-                k[i] = (kept){terra_tile_key_face(tiles[i].key), 2.0 * x / per - 1, 2.0 * y / per - 1, 2.0 * (x + 1) / per - 1,
-                              2.0 * (y + 1) / per - 1};
+                k[i] = tile_rect(p, &tiles[i]);
                 /* wholly beyond the horizon: every sampled ground point's segment from the eye dips into the ball */
                 bool seen = false;
                 const int N = terra_planet_get_desc(p)->cells;
                 for (int jj = 0; jj <= 8 && !seen; jj++)
                     for (int ii = 0; ii <= 8 && !seen; ii++) {
                         const terra_vec3 g = terra_planet_ground_point(p, terra_planet_tile_dir(p, tiles[i].key, ii * N / 8, jj * N / 8));
-                        const terra_vec3 dv = vsub(g, cam.eye);
-                        const double t = fmin(fmax(-vdot(cam.eye, dv) / vdot(dv, dv), 0), 1);
-                        seen = vlen(vadd(cam.eye, vscale(dv, t))) >= R + glo;
+                        const terra_vec3 es = {cam.eye.x * sc.x, cam.eye.y * sc.y, cam.eye.z * sc.z};
+                        const terra_vec3 dv = {(g.x - cam.eye.x) * sc.x, (g.y - cam.eye.y) * sc.y, (g.z - cam.eye.z) * sc.z};
+                        const double t = fmin(fmax(-vdot(es, dv) / vdot(dv, dv), 0), 1);
+                        seen = vlen(vadd(es, vscale(dv, t))) >= occluder;
                     }
                 beyond += !seen;
             }
@@ -444,7 +612,7 @@ static void test_select_brute(void) {
                     terra_vec3 d;
                     if (!terra_planet_raycast(p, cam.eye, v, 0, NULL, &d)) continue;
                     hits++;
-                    if (!covered(k, n, d)) cam_wrong++;
+                    if (!covered(k, n, terra_planet_up_at(p, d, NULL))) cam_wrong++;
                 }
             CHECK(cam_wrong == 0, "altitude %g m: %d pixels see ground of culled tiles", alts[a], cam_wrong);
             wrong += cam_wrong;
@@ -472,6 +640,143 @@ static void test_select_brute(void) {
     terra_planet_select_destroy(sel);
 }
 
+/* ---- cracks: morphed edges of neighbours coincide, across levels and face edges ------------------ */
+
+/* A vertex of a built tile in world metres, unmorphed and morphed for this eye (as the vertex stage
+ * morphs: by its unmorphed distance from the eye). */
+static terra_vec3 morphed_at(const terra_grid_vertex *v, terra_vec3 o, terra_vec3 eye, float ms, float me) {
+    const terra_vec3 p = {o.x + v->x, o.y + v->y, o.z + v->z}, t = {o.x + v->mx, o.y + v->my, o.z + v->mz};
+    const double k = terra_morph_factor(vlen(vsub(p, eye)), ms, me);
+    return vadd(p, vscale(vsub(t, p), k));
+}
+
+static double segment_distance(terra_vec3 q, terra_vec3 a, terra_vec3 b) {
+    const terra_vec3 ab = vsub(b, a);
+    const double L2 = vdot(ab, ab), t = L2 > 0 ? fmin(fmax(vdot(vsub(q, a), ab) / L2, 0), 1) : 0;
+    return vlen(vsub(q, vadd(a, vscale(ab, t))));
+}
+
+/* A tile's skirt as the renderer hangs it (gl/renderer.c, planet_skirt_depth): its border's range of
+ * distances from the centre plus its longest border step. */
+static double skirt_of(const terra_grid_vertex *v, terra_vec3 o, int N) {
+    double lo = INFINITY, hi = -INFINITY, step = 0;
+    for (int e = 0; e < 4 * N; e++) {
+        const int side = e / N, m = e % N;
+        const int i = side == 0 ? m : side == 1 ? N : side == 2 ? N - m : 0, j = side == 0 ? 0 : side == 1 ? m : side == 2 ? N : N - m;
+        const int i2 = side == 0 ? m + 1 : side == 1 ? N : side == 2 ? N - m - 1 : 0;
+        const int j2 = side == 0 ? 0 : side == 1 ? m + 1 : side == 2 ? N : N - m - 1;
+        const terra_vec3 a = {o.x + v[j * (N + 1) + i].x, o.y + v[j * (N + 1) + i].y, o.z + v[j * (N + 1) + i].z};
+        const terra_vec3 b = {o.x + v[j2 * (N + 1) + i2].x, o.y + v[j2 * (N + 1) + i2].y, o.z + v[j2 * (N + 1) + i2].z};
+        lo = fmin(lo, vlen(a)), hi = fmax(hi, vlen(a)), step = fmax(step, vlen(vsub(b, a)));
+    }
+    return hi - lo + step;
+}
+
+/* CDLOD on the planet: for cameras from 2 m to 3,000 km, over face edges and cube corners too, every
+ * border vertex of a drawn tile, morphed for the eye as it is drawn, is checked against the morphed
+ * border of the drawn tile beside it (found by the direction half a cell past the edge, so across
+ * face edges as well). Beside a tile of the same level it lies on it: within 1 mm plus the float
+ * rounding of the vertices (2e-7 of the tile's side). Beside another level it may not, where steep
+ * ground makes a tile's bounding sphere wider than the morph margin allows (the selection counts
+ * those, crack_risk): the gap is measured and must be within the skirt the renderer hangs from the
+ * two tiles, which closes it (test_gl_planet sees no hole pixel). */
+static void test_no_cracks_between_neighbours(void) {
+    terra_planet *p = P;
+    terra_planet_select *sel;
+    CHECK(terra_planet_select_create(&(terra_planet_select_desc){.view_height_px = 270, .max_tiles = 1 << 16}, p, &sel) ==
+              TERRA_OK,
+          "%s", terra_last_error());
+    if (!sel) return;
+    const int N = terra_planet_get_desc(p)->cells, nv = terra_grid_vertex_count(N);
+    enum { MAXT = 600 }; /* tiles built a view (each once) */
+    terra_grid_vertex *built = malloc(sizeof *built * (size_t)nv * MAXT);
+    void *scratch = malloc(terra_planet_scratch_bytes(N));
+    kept *k = malloc(sizeof *k * (1 << 16));
+    static const double places[][2] = {{-4.3, -12.3}, {0, 45}, {35.2644, 45}, {89.95, 10}, {-20, 135}};
+    static const double alts[] = {2, 50, 800, 1e4, 2e5, 3e6};
+    long vertices = 0, mixed = 0, gaps = 0, unfinished = 0, risks = 0;
+    double worst = 0, worst_m = 0, worst_skirt = 0;
+    static double skirt[600];
+    for (size_t pl = 0; pl < sizeof places / sizeof places[0]; pl++)
+        for (size_t a = 0; a < sizeof alts / sizeof alts[0]; a++) {
+            const terra_camera cam = planet_camera(p, places[pl][0], places[pl][1], alts[a], urand() * 360, a < 3 ? -20 : -60);
+            terra_frustum fr;
+            terra_camera_frustum(&cam, &fr);
+            const terra_planet_tile *tiles;
+            int n;
+            CHECK(terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n) == TERRA_OK, "%s", terra_last_error());
+            if (n > MAXT) n = MAXT; /* the nearest come first: test those and their neighbours */
+            for (int i = 0; i < n; i++) {
+                k[i] = tile_rect(p, &tiles[i]);
+                CHECK(terra_planet_build(p, tiles[i].key, built + (size_t)i * nv, scratch, NULL) == TERRA_OK, "%s", terra_last_error());
+                skirt[i] = skirt_of(built + (size_t)i * nv, terra_planet_tile_origin(p, tiles[i].key), N);
+            }
+            risks += terra_planet_select_get_stats(sel)->crack_risk;
+            for (int ta = 0; ta < n; ta++) {
+                const terra_planet_tile *A = &tiles[ta];
+                const terra_grid_vertex *va = built + (size_t)ta * nv;
+                const terra_vec3 oa = terra_planet_tile_origin(p, A->key);
+                const int face = terra_tile_key_face(A->key);
+                const double cells = (double)terra_planet_tiles_per_side(p, A->level) * N;
+                for (int e = 0; e < 4 * (N - 1); e++) { /* the border's vertices, corners aside */
+                    const int side = e / (N - 1), m = 1 + e % (N - 1);
+                    const int vi = side == 0 ? 0 : side == 1 ? N : m, vj = side == 2 ? 0 : side == 3 ? N : m;
+                    const double oi = side == 0 ? -0.5 : side == 1 ? 0.5 : 0, oj = side == 2 ? -0.5 : side == 3 ? 0.5 : 0;
+                    const double gi = (double)terra_tile_key_x(A->key) * N + vi + oi, gj = (double)terra_tile_key_y(A->key) * N + vj + oj;
+                    const terra_vec3 past = terra_planet_face_dir(face, 2 * gi / cells - 1, 2 * gj / cells - 1);
+                    double ps, pt;
+                    const int pf = terra_planet_dir_face(past, &ps, &pt);
+                    int tb = -1;
+                    for (int b = 0; b < n && tb < 0; b++)
+                        if (b != ta && k[b].face == pf && ps >= k[b].s0 && ps <= k[b].s1 && pt >= k[b].t0 && pt <= k[b].t1) tb = b;
+                    if (tb < 0) continue; /* the ground beside is culled or off the frustum */
+                    const terra_planet_tile *B = &tiles[tb];
+                    const terra_grid_vertex *vb = built + (size_t)tb * nv;
+                    const terra_vec3 ob = terra_planet_tile_origin(p, B->key);
+                    const terra_vec3 q = morphed_at(&va[vj * (N + 1) + vi], oa, cam.eye, A->morph_start, A->morph_end);
+                    double best = INFINITY;
+                    for (int be = 0; be < 4; be++) /* B's four edges as morphed polylines */
+                        for (int c = 0; c < N; c++) {
+                            const int i0 = be == 0 ? 0 : be == 1 ? N : c, j0 = be == 2 ? 0 : be == 3 ? N : c;
+                            const int i1 = be == 0 ? 0 : be == 1 ? N : c + 1, j1 = be == 2 ? 0 : be == 3 ? N : c + 1;
+                            best = fmin(best, segment_distance(q, morphed_at(&vb[j0 * (N + 1) + i0], ob, cam.eye, B->morph_start, B->morph_end),
+                                                               morphed_at(&vb[j1 * (N + 1) + i1], ob, cam.eye, B->morph_start, B->morph_end)));
+                        }
+                    const double side_m = vlen(vsub(terra_planet_tile_dir(p, A->key, 0, 0), terra_planet_tile_dir(p, A->key, N, 0))) *
+                                          terra_planet_get_desc(p)->radius_m;
+                    const double allowed = 1e-3 + 2e-7 * fmax(side_m, vlen(vsub(oa, ob)));
+                    vertices++;
+                    if (A->level != B->level) { /* closed by the skirts */
+                        mixed++;
+                        unfinished += best > allowed;
+                        worst_m = fmax(worst_m, best);
+                        worst_skirt = fmax(worst_skirt, best / fmax(skirt[ta], skirt[tb]));
+                        CHECK(best <= fmax(skirt[ta], skirt[tb]), "a gap of %g m between levels %d and %d, deeper than their skirts (%g, %g m)",
+                              best, A->level, B->level, skirt[ta], skirt[tb]);
+                        continue;
+                    }
+                    worst = fmax(worst, best / allowed);
+                    if (best > allowed) {
+                        if (gaps < 3)
+                            fprintf(stderr, "  gap %.4g m (allowed %.3g): levels %d|%d, faces %d|%d, eye %.0f m up\n", best, allowed,
+                                    A->level, B->level, face, terra_tile_key_face(B->key), alts[a]);
+                        gaps++;
+                    }
+                }
+            }
+        }
+    printf("     %ld border vertices beside a drawn neighbour: beside the same level worst gap %.3f of the allowance; beside "
+           "another level (%ld) %ld not on its border, worst %.3f m, %.2f of the skirt (%ld tiles at crack risk)\n",
+           vertices, worst, mixed, unfinished, worst_m, worst_skirt, risks);
+    CHECK(!unfinished || risks, "gaps between levels the selection did not count as a crack risk");
+    CHECK(vertices > 20000 && mixed > 2000, "too few border vertices tested (%ld, %ld across levels)", vertices, mixed);
+    CHECK(gaps == 0, "%ld border vertices off a same-level neighbour's border", gaps);
+    free(built);
+    free(scratch);
+    free(k);
+    terra_planet_select_destroy(sel);
+}
+
 int main(void) {
     RUN(test_mapping);
     RUN(test_area_ratio);
@@ -480,7 +785,15 @@ int main(void) {
     RUN(test_user_planet);
     RUN(test_build);
     RUN(test_horizon_brute);
+    P = planet();
     RUN(test_raycast);
     RUN(test_select_brute);
+    RUN(test_no_cracks_between_neighbours);
+    RUN(test_wgs84);
+    RUN(test_overlay);
+    P = wgs84();
+    RUN(test_raycast);
+    RUN(test_select_brute);
+    RUN(test_no_cracks_between_neighbours);
     return finish();
 }

@@ -140,6 +140,18 @@ TERRA_API terra_status terra_archive_writer_finish(terra_archive_writer *w);
 /* Drops everything written; the target path is untouched. Frees the writer. */
 TERRA_API void terra_archive_writer_abort(terra_archive_writer *w);
 
+/* ---- a geographic archive on a planet ------------------------------------------------------- */
+
+typedef struct terra_geo_grid terra_geo_grid;
+/* Samples a geographic archive's ground into a grid over its bounds (metadata "bounds"; else its
+ * deepest tiles' union) for a planet's overlay (planet.h): as finely as its deepest tiles' samples
+ * (the cook's tile_units a side), at most max_side samples along the longer side (0 = 2048); each
+ * sample the height of the deepest tile's triangle holding it, linear within it (coarser levels fill
+ * only what deeper ones leave; a sample none covers takes its covered neighbours' mean, up to four
+ * samples out; NaN beyond). *level (may be NULL): the deepest level.
+ * Refuses local-frame archives. */
+TERRA_API terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, terra_geo_grid **out, int *level);
+
 /* ---- Cesium's view of an archive: z/x/y (TMS) and layer.json ------------------------------- */
 
 /* How archive keys map to Cesium's z/x/y. Geographic archives: z = level, x, y as stored. Local

@@ -124,6 +124,10 @@ typedef struct terra_gl_style {
     bool no_morph;           /* draw every tile unmorphed (to show what morphing prevents) */
     bool no_skirts;          /* draw no skirts, grid tiles' or mesh tiles' (to show what they close) */
     bool level_tint;         /* tint by the tile's level instead of its surfaces */
+    /* ramp[1] > ramp[0]: colour the ground by its height alone, unlit, gray from black at ramp[0]
+     * metres to white at ramp[1] (clamped; on a planet the height over its reference surface, to a
+     * metre): pictures to compare with another renderer's elevation ramp */
+    float ramp[2];
     /* What each surface looks like: its tint times its albedo texture, a normal texture tilting the
      * light, a mask texture scaling its weight where surfaces blend, all repeating every tiling_m
      * metres (textures are read once per table version, resampled to 128², mipmapped; one that

@@ -21,9 +21,16 @@
  * the sphere compute the same cube point (the tangent is taken of |s| and signed, and is exactly 1
  * at an edge), the same direction and the same height, bit for bit.
  *
- * Heights: metres over the sphere of `radius_m` along the unit direction, from the built-in planet
+ * Heights: metres over the reference surface along its unit normal `dir`, from the built-in planet
  * (continents, mountain ranges under a mask, fine detail and flat seas at height 0) or from the
- * user's callbacks. Ground point = direction x (radius + height), in doubles.
+ * user's callbacks. The reference surface is the sphere of `radius_m` (ground point = dir x
+ * (radius + height)) or an ellipsoid of revolution about y (`polar_radius_m`, or `wgs84`): there a
+ * direction is the ellipsoid's normal, so latitude = asin(dir.y) is the geodetic latitude and the
+ * ground point is the ellipsoid's point with that normal plus height x dir, as geodetic coordinates
+ * go to ECEF (terra's x, y, z are ECEF's X, Z, -Y). Either way the faces' lattice rule holds: the
+ * same direction gives the same point, bit for bit. Geographic archives (EPSG:4326 heights over
+ * WGS84, as terra cook and Cesium use) lie on the `wgs84` planet where they belong
+ * (terra_geo_grid below).
  */
 /* Threads: a terra_planet is immutable once created: any number of threads may sample it, build
  * tiles (each with its own out and scratch) and query it; user callbacks are called from those
@@ -40,10 +47,17 @@ extern "C" {
 #endif
 
 #define TERRA_PLANET_EARTH_RADIUS 6371000.0
+#define TERRA_PLANET_WGS84_A 6378137.0          /* the WGS84 ellipsoid's equatorial radius, m */
+#define TERRA_PLANET_WGS84_B 6356752.314245179  /* its polar radius (1/f = 298.257223563), m */
 #define TERRA_PLANET_MAX_LEVELS 24
 
+typedef struct terra_geo_grid terra_geo_grid;
+
 typedef struct terra_planet_desc {
-    double radius_m;         /* 0 = 6,371,000 m (the Earth's mean radius) */
+    double radius_m;         /* 0 = 6,371,000 m (the Earth's mean radius); with polar_radius_m the
+                                equatorial radius */
+    double polar_radius_m;   /* 0 = radius_m (a sphere); from radius_m / 2 to radius_m: an ellipsoid */
+    bool wgs84;              /* the WGS84 ellipsoid (radius_m and polar_radius_m must be 0) */
     uint64_t seed;           /* the built-in planet's; 0 = 1 */
     int cells;               /* cells along a tile's side, power of two in [16, 256]; 0 = 64 */
     int levels;              /* 0 = as many as bring the finest spacing to at most finest_spacing_m */
@@ -58,6 +72,11 @@ typedef struct terra_planet_desc {
     terra_surface (*surface_at)(void *user, terra_vec3 dir, float height);
     void *user;
     float min_height, max_height;
+    /* A geographic archive's ground laid over the planet's (wgs84 only): inside the grid's bounds
+     * its heights exactly, the planet's own beyond overlay_blend_m outside them, a smooth blend
+     * between (no step, so no wall either). Must outlive the planet. */
+    const terra_geo_grid *overlay;
+    double overlay_blend_m;  /* 0 = 4000 m */
 } terra_planet_desc;
 
 typedef struct terra_planet terra_planet;
@@ -85,9 +104,15 @@ TERRA_API void terra_planet_frame(terra_vec3 dir, terra_vec3 *east, terra_vec3 *
 
 /* ---- the ground ------------------------------------------------------------------------------- */
 
-/* Height over the sphere along a direction (any length but 0), and the ground point there. */
+/* Height over the reference surface along a direction (any length but 0), and the ground point there. */
 TERRA_API float terra_planet_height(const terra_planet *p, terra_vec3 dir);
 TERRA_API terra_vec3 terra_planet_ground_point(const terra_planet *p, terra_vec3 dir);
+/* The point `height` metres over the reference surface along its normal `dir` (any length but 0). */
+TERRA_API terra_vec3 terra_planet_point(const terra_planet *p, terra_vec3 dir, double height);
+/* The reverse: the unit normal of the reference surface through `pos` (its foot there) and, when
+ * `height` is not NULL, pos's height over the surface (geodetic height on an ellipsoid, to
+ * micrometres). A sphere's is pos's direction. */
+TERRA_API terra_vec3 terra_planet_up_at(const terra_planet *p, terra_vec3 pos, double *height);
 /* The ground under a body at world position `pos`: its height above the ground (negative below),
  * the up vector (gravity pulls along its negation) and the ground's unit normal there (may be NULL). */
 TERRA_API double terra_planet_altitude(const terra_planet *p, terra_vec3 pos, terra_vec3 *up, terra_vec3 *normal);
@@ -130,7 +155,8 @@ TERRA_API size_t terra_planet_scratch_bytes(int cells);
 /* Meshes a tile into out[terra_grid_vertex_count(cells)] (grid.h's vertex, positions and morph
  * targets relative to terra_planet_tile_origin; normals encoded with +y as the pole as there, so
  * they decode to world (x, y, z) the same way), drawn with terra_grid_indices. Morph targets are
- * the even lattice points beside odd ones, exactly the parent's samples. Allocates nothing. */
+ * the even lattice points beside odd ones, exactly the parent's samples (on a face's edge the
+ * lesser of the two by position, so the faces on both sides morph it alike). Allocates nothing. */
 TERRA_API terra_status terra_planet_build(const terra_planet *p, terra_tile_key key, terra_grid_vertex *out,
                                           void *scratch, terra_grid_info *info);
 
@@ -139,7 +165,7 @@ TERRA_API terra_status terra_planet_build(const terra_planet *p, terra_tile_key 
  * counted). */
 TERRA_API float terra_planet_level_error(const terra_planet *p, int level);
 
-/* The tile of `level` holding a direction (any length but 0). */
+/* The tile of `level` holding a direction (any length but 0; a position's is terra_planet_up_at). */
 TERRA_API terra_tile_key terra_planet_key_at(const terra_planet *p, terra_vec3 dir, int level);
 
 /* ---- colliders: the finest ground around bodies ----------------------------------------------
@@ -178,7 +204,33 @@ TERRA_API const terra_planet_block *terra_planet_colliders_block_at(const terra_
 /* The resolved description (defaults filled in). */
 TERRA_API const terra_planet_colliders_desc *terra_planet_colliders_get_desc(const terra_planet_colliders *c);
 
+/* ---- geographic grids: real ground laid over a planet ---------------------------------------------
+ * Heights over WGS84 at latitudes and longitudes in a regular grid (samples at the bounds' corners
+ * and evenly between, rows from the south), as terra_geo_grid_from_archive (archive_io.h) samples a
+ * geographic archive's tiles; a planet given one as its overlay draws that ground where it lies. */
+typedef struct terra_geo_grid_desc {
+    double bounds[4];     /* west, south, east, north degrees: the outermost samples' */
+    int width, height;    /* samples along a row and a column, 2 to 65536 */
+    const float *heights; /* width x height metres; NaN: no ground there (the planet's own shows) */
+} terra_geo_grid_desc;
+
+TERRA_API terra_status terra_geo_grid_create(const terra_geo_grid_desc *desc, terra_geo_grid **out);
+TERRA_API void terra_geo_grid_destroy(terra_geo_grid *g);
+/* The description, its heights the grid's own copy. */
+TERRA_API const terra_geo_grid_desc *terra_geo_grid_get_desc(const terra_geo_grid *g);
+/* Every height's bounds (NaN samples aside) and whether it has NaN samples (holes may be NULL). */
+TERRA_API void terra_geo_grid_height_bounds(const terra_geo_grid *g, float *lo, float *hi, bool *holes);
+/* The bilinear height at a latitude and longitude: NaN outside the bounds or beside a hole. */
+TERRA_API float terra_geo_grid_height(const terra_geo_grid *g, double lat_deg, double lon_deg);
+/* A conservative range of the heights over a box of degrees (clamped to the bounds); false when the
+ * box misses the grid or holds only holes. */
+TERRA_API bool terra_geo_grid_range(const terra_geo_grid *g, double west, double south, double east, double north, float *lo,
+                                    float *hi);
+
 /* ---- horizon ---------------------------------------------------------------------------------- */
+/* On an ellipsoid selection runs this test in its scaled space (x / a, y / b, z / a), where the
+ * ellipsoid is the unit ball, as Cesium's EllipsoidalOccluder does: a tile's cap is widened by the
+ * map's largest stretch of angles (a / b) and its heights' lean, its top raised to 1 + hi / b. */
 
 /* Whether every point within `angle_rad` of the unit direction `dir` at a distance from the origin
  * up to `top_radius` is hidden from `eye` by the solid ball of `occluder_radius` around the origin

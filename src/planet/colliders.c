@@ -89,11 +89,11 @@ static terra_status stand(terra_planet_colliders *c, terra_tile_key key) {
     return TERRA_OK;
 }
 
-/* The tile under a direction and its eight neighbours: the tiles under the directions of their
+/* The tile under a position and its eight neighbours: the tiles under the directions of their
  * middles, half a tile past each side (the face's mapping goes on past its edges, so across an edge
  * they fall on the face beyond; at a cube's corner two of them are the same tile). */
-static void want_around(terra_planet_colliders *c, terra_vec3 dir) {
-    const terra_tile_key k = terra_planet_key_at(c->d.planet, dir, c->d.level);
+static void want_around(terra_planet_colliders *c, terra_vec3 pos) {
+    const terra_tile_key k = terra_planet_key_at(c->d.planet, terra_planet_up_at(c->d.planet, pos, NULL), c->d.level);
     const int N = c->cells;
     for (int j = -1; j <= 1; j++)
         for (int i = -1; i <= 1; i++) {
@@ -149,7 +149,7 @@ int terra_planet_colliders_blocks(const terra_planet_colliders *c, const terra_p
 }
 
 const terra_planet_block *terra_planet_colliders_block_at(const terra_planet_colliders *c, terra_vec3 pos) {
-    const int32_t at = map_get(&c->index, terra_planet_key_at(c->d.planet, pos, c->d.level));
+    const int32_t at = map_get(&c->index, terra_planet_key_at(c->d.planet, terra_planet_up_at(c->d.planet, pos, NULL), c->d.level));
     return at >= 0 ? &c->view[at] : NULL;
 }
 

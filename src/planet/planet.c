@@ -71,6 +71,8 @@ static inline terra_vec3 v_cross(terra_vec3 a, terra_vec3 b) {
 }
 static inline terra_vec3 v_unit(terra_vec3 a) { return v_scale(a, 1.0 / v_len(a)); }
 
+static float height_of(const terra_planet *p, terra_vec3 dir);
+
 void terra_planet_frame(terra_vec3 dir, terra_vec3 *east, terra_vec3 *north, terra_vec3 *up) {
     /* a camera's frame at yaw and pitch 0 is it: forward north, right east (core.c) */
     terra_camera_basis(&(terra_camera){.up = dir}, north, east, NULL);
@@ -96,6 +98,10 @@ typedef struct noise_sum { octave o[MAX_OCTAVES]; int n; double norm; } noise_su
 
 struct terra_planet {
     terra_planet_desc d;
+    double band_lat, band_lon; /* the overlay's blend band in degrees (lon: at its highest latitude) */
+    double ea, eb;     /* equatorial and polar radius (equal: a sphere) */
+    bool ell;          /* ea != eb */
+    double curv_max;   /* the reference surface's largest radius of curvature, ea^2 / eb */
     noise_sum cont, ridge, detail;
     float lo, hi; /* every height */
     float level_error[TERRA_PLANET_MAX_LEVELS];
@@ -133,6 +139,48 @@ static double noise3(uint64_t seed, double x, double y, double z) {
 }
 
 typedef struct iv { double lo, hi; } iv;
+
+/* ---- the reference surface ------------------------------------------------------------------------
+ * The point with unit normal d on the ellipsoid x^2/a^2 + y^2/b^2 + z^2/a^2 = 1 is
+ * (a^2 dx, b^2 dy, a^2 dz) / sqrt(a^2 (dx^2 + dz^2) + b^2 dy^2); a height goes along d. */
+static inline terra_vec3 ref_point(const terra_planet *p, terra_vec3 d, double h) {
+    if (!p->ell) return v_scale(d, p->ea + h);
+    const double a2 = p->ea * p->ea, b2 = p->eb * p->eb;
+    const double k = sqrt(a2 * (d.x * d.x + d.z * d.z) + b2 * d.y * d.y);
+    return (terra_vec3){a2 * d.x / k + h * d.x, b2 * d.y / k + h * d.y, a2 * d.z / k + h * d.z};
+}
+
+/* The foot normal and height of a position: on an ellipsoid the geodetic latitude by fixed-point
+ * iteration (each step shrinks the error by about e^2, 0.0067 on the Earth), the height by
+ * rho cos(phi) + y sin(phi) - a sqrt(1 - e^2 sin^2(phi)), which has no cancellation at the poles. */
+static terra_vec3 locate(const terra_planet *p, terra_vec3 pos, double *height) {
+    const double r = v_len(pos);
+    if (!p->ell || !(r > 0.5 * p->eb)) {
+        if (height) *height = r - p->ea;
+        return r > 0 ? v_scale(pos, 1 / r) : (terra_vec3){0, 1, 0};
+    }
+    const double a = p->ea, e2 = 1 - (p->eb * p->eb) / (a * a);
+    const double rho = sqrt(pos.x * pos.x + pos.z * pos.z), y = pos.y;
+    double phi = atan2(y, rho * (1 - e2)), sp = sin(phi), cp = cos(phi);
+    for (int k = 0; k < 10; k++) {
+        const double w = sqrt(1 - e2 * sp * sp), n = a / w, h = rho * cp + y * sp - a * w;
+        const double next = atan2(y, rho * (1 - e2 * n / (n + h)));
+        const bool done = fabs(next - phi) < 1e-15;
+        phi = next, sp = sin(phi), cp = cos(phi);
+        if (done) break;
+    }
+    if (height) *height = rho * cp + y * sp - a * sqrt(1 - e2 * sp * sp);
+    return rho > 0 ? (terra_vec3){cp * pos.x / rho, sp, cp * pos.z / rho} : (terra_vec3){0, y < 0 ? -1 : 1, 0};
+}
+
+terra_vec3 terra_planet_point(const terra_planet *p, terra_vec3 dir, double height) { return ref_point(p, v_unit(dir), height); }
+terra_vec3 terra_planet_up_at(const terra_planet *p, terra_vec3 pos, double *height) { return locate(p, pos, height); }
+
+/* The ground point under a position. */
+static terra_vec3 ground_under(const terra_planet *p, terra_vec3 pos) {
+    const terra_vec3 d = locate(p, pos, NULL);
+    return ref_point(p, d, height_of(p, d));
+}
 
 /* The noise's range over the ball of radius rho around (x, y, z). Inside one lattice cell three bounds
  * hold and meet: the hull of its eight values; the value at the centre plus or minus rho times the
@@ -247,9 +295,40 @@ static iv builtin_range(const terra_planet *p, terra_vec3 c, double r) {
     return (iv){fmax(raw.lo, 0), fmax(raw.hi, 0)};
 }
 
-static float height_of(const terra_planet *p, terra_vec3 dir) {
+static float own_height(const terra_planet *p, terra_vec3 dir) {
     if (p->d.height_at) return p->d.height_at(p->d.user, dir);
     return (float)builtin_height(p, dir);
+}
+
+/* ---- a geographic grid laid over the ground -------------------------------------------------------
+ * Inside the grid's bounds its heights (where it has them), the planet's own beyond blend metres
+ * outside; between, the grid's height at the nearest point of the bounds blended into the planet's
+ * own by 1 - smoothstep(distance / blend). Distances by the local lengths of a degree. */
+#define M_PER_DEG_LAT 110574.0
+#define M_PER_DEG_LON 111320.0
+
+static double blend_weight(double dist, double blend) {
+    if (dist >= blend) return 0;
+    const double t = dist / blend;
+    return 1 - t * t * (3 - 2 * t);
+}
+
+static float height_of(const terra_planet *p, terra_vec3 dir) {
+    const terra_geo_grid *g = p->d.overlay;
+    if (!g) return own_height(p, dir);
+    double lat, lon;
+    terra_planet_dir_latlon(dir, &lat, &lon);
+    const double *b = terra_geo_grid_get_desc(g)->bounds;
+    const double cl = fmin(fmax(lat, b[1]), b[3]), co = fmin(fmax(lon, b[0]), b[2]);
+    const double dy = (lat - cl) * M_PER_DEG_LAT, dx = (lon - co) * M_PER_DEG_LON * cos(lat * (PI / 180));
+    const double dist2 = dx * dx + dy * dy, blend = p->d.overlay_blend_m;
+    if (dist2 >= blend * blend) return own_height(p, dir);
+    const float hg = terra_geo_grid_height(g, cl, co);
+    if (hg != hg) return own_height(p, dir);
+    if (dist2 == 0) return hg;
+    const double w = blend_weight(sqrt(dist2), blend);
+    const float own = own_height(p, dir);
+    return (float)(own + (hg - own) * w);
 }
 
 /* Widens a double range to floats that hold it, with a margin for the rounding of the evaluation. */
@@ -259,7 +338,7 @@ static void to_float_range(iv r, float *lo, float *hi) {
     *hi = nextafterf((float)(r.hi + m), INFINITY);
 }
 
-static terra_status range_at(const terra_planet *p, terra_vec3 c, double chord, float *lo, float *hi) {
+static terra_status own_range(const terra_planet *p, terra_vec3 c, double chord, float *lo, float *hi) {
     if (p->d.height_range) {
         terra_status st = p->d.height_range(p->d.user, c, chord, lo, hi);
         if (st != TERRA_OK) return st;
@@ -273,6 +352,62 @@ static terra_status range_at(const terra_planet *p, terra_vec3 c, double chord, 
     iv r = builtin_range(p, c, chord);
     r.lo = fmax(r.lo, p->lo), r.hi = fmin(r.hi, p->hi);
     to_float_range(r, lo, hi);
+    return TERRA_OK;
+}
+
+/* How far, in degrees, the points of [lo, hi] lie from [a, b]: the least and the most. */
+static void gap(double lo, double hi, double a, double b, double *least, double *most) {
+    *least = lo > b ? lo - b : hi < a ? a - hi : 0;
+    *most = fmax(fmax(a - lo, lo - b), fmax(a - hi, hi - b));
+    *most = fmax(*most, 0);
+}
+
+/* With an overlay: the cap's latitude-longitude box. Its heights are own (1 - w) + grid w, the
+ * grid's taken over the box clamped to the bounds (the band's at the nearest border point), w from
+ * the box's least and most distance to the bounds (the distance as height_of measures it): linear
+ * in w, so the range's ends are at w's ends. A grid with holes adds the planet's own range. */
+static terra_status range_at(const terra_planet *p, terra_vec3 c, double chord, float *lo, float *hi) {
+    const terra_geo_grid *g = p->d.overlay;
+    if (!g) return own_range(p, c, chord, lo, hi);
+    double lat, lon;
+    terra_planet_dir_latlon(c, &lat, &lon);
+    const double th = 2 * asin(fmin(chord * 0.5, 1.0)) * (180 / PI) * (1 + 1e-9) + 1e-9;
+    const double s = lat - th, n = lat + th;
+    double w = -180, e = 180;
+    if (s > -90 && n < 90) {
+        const double dl = asin(fmin(sin(th * (PI / 180)) / cos(lat * (PI / 180)), 1.0)) * (180 / PI) * (1 + 1e-9) + 1e-9;
+        w = lon - dl, e = lon + dl;
+    }
+    const double *b = terra_geo_grid_get_desc(g)->bounds;
+    if (e < b[0] - p->band_lon || w > b[2] + p->band_lon || n < b[1] - p->band_lat || s > b[3] + p->band_lat)
+        return own_range(p, c, chord, lo, hi);
+    const double cw = fmin(fmax(w, b[0]), b[2]), ce = fmin(fmax(e, b[0]), b[2]);
+    const double cs = fmin(fmax(s, b[1]), b[3]), cn = fmin(fmax(n, b[1]), b[3]);
+    float gl, gh;
+    if (!terra_geo_grid_range(g, cw, cs, ce, cn, &gl, &gh)) return own_range(p, c, chord, lo, hi);
+    double lat0, lat1, lon0, lon1;
+    gap(s, n, b[1], b[3], &lat0, &lat1);
+    gap(w, e, b[0], b[2], &lon0, &lon1);
+    const double cos_lo = cos(fmin(fmax(fabs(s), fabs(n)), 90) * (PI / 180));
+    const double cos_hi = s <= 0 && n >= 0 ? 1 : cos(fmin(fabs(s), fabs(n)) * (PI / 180));
+    const double dmin = sqrt(pow(lat0 * M_PER_DEG_LAT, 2) + pow(lon0 * M_PER_DEG_LON * cos_lo, 2)) * (1 - 1e-9);
+    const double dmax = sqrt(pow(lat1 * M_PER_DEG_LAT, 2) + pow(lon1 * M_PER_DEG_LON * cos_hi, 2)) * (1 + 1e-9);
+    const double wl = blend_weight(dmax, p->d.overlay_blend_m), wh = blend_weight(dmin, p->d.overlay_blend_m);
+    float ol = 0, oh = 0, lo0, hi0;
+    bool holes;
+    terra_geo_grid_height_bounds(g, &lo0, &hi0, &holes);
+    if (wl < 1 || holes) {
+        const terra_status st = own_range(p, c, chord, &ol, &oh);
+        if (st != TERRA_OK) return st;
+    }
+    double l = INFINITY, h = -INFINITY;
+    for (int k = 0; k < 2; k++) {
+        const double wk = k ? wh : wl;
+        l = fmin(l, ol * (1 - wk) + gl * wk), h = fmax(h, oh * (1 - wk) + gh * wk);
+    }
+    if (holes) l = fmin(l, ol), h = fmax(h, oh);
+    const double m = 1e-3 + 1e-7 * fmax(fabs(l), fabs(h)); /* the float rounding of a blend */
+    *lo = (float)(l - m), *hi = (float)(h + m);
     return TERRA_OK;
 }
 
@@ -344,7 +479,7 @@ terra_status terra_planet_height_range(const terra_planet *p, terra_tile_key key
 }
 
 terra_vec3 terra_planet_tile_origin(const terra_planet *p, terra_tile_key key) {
-    const terra_vec3 c = v_scale(tile_centre_dir(p, key), p->d.radius_m);
+    const terra_vec3 c = ref_point(p, tile_centre_dir(p, key), 0);
     return (terra_vec3){floor(c.x + 0.5), floor(c.y + 0.5), floor(c.z + 0.5)};
 }
 
@@ -363,9 +498,17 @@ static void bounds_of(terra_vec3 c, double chord, double rlo, double rhi, terra_
 void terra_planet_tile_bounds(const terra_planet *p, terra_tile_key key, float lo, float hi, terra_vec3 *centre,
                               double *radius, double *angle_rad) {
     const terra_vec3 c = tile_centre_dir(p, key);
-    const double chord = tile_chord(p, key, c);
-    bounds_of(c, chord, p->d.radius_m + lo, p->d.radius_m + hi, centre, radius);
-    if (angle_rad) *angle_rad = 2 * asin(fmin(chord * 0.5, 1.0));
+    const double chord = tile_chord(p, key, c), arc = 2 * asin(fmin(chord * 0.5, 1.0));
+    if (angle_rad) *angle_rad = arc;
+    if (!p->ell) {
+        bounds_of(c, chord, p->ea + lo, p->ea + hi, centre, radius);
+        return;
+    }
+    /* the ellipsoid's point moves at most curv_max per radian of its normal, a height's end at most
+     * |h| per unit of chord: every ground point lies within this of the point at the mean height */
+    const double hm = 0.5 * ((double)lo + hi);
+    *centre = ref_point(p, c, hm);
+    *radius = (p->curv_max * arc + fmax(fabs((double)lo), fabs((double)hi)) * chord + 0.5 * ((double)hi - lo)) * (1 + 1e-9) + 1e-3;
 }
 
 /* Surfaces by height and slope (the slope: tangent of the normal's angle from up). */
@@ -393,6 +536,10 @@ static inline terra_vec3 normal_at(const terra_vec3 *pos, int w, int i, int j, i
     return v_dot(n, up) < 0 ? v_scale(n, -1) : n;
 }
 
+static inline bool less_than(terra_vec3 a, terra_vec3 b) {
+    return a.x != b.x ? a.x < b.x : a.y != b.y ? a.y < b.y : a.z < b.z;
+}
+
 static inline void encode_normal(terra_vec3 n, int8_t out[2]) {
     terra_oct_encode((const float[3]){(float)n.x, (float)n.z, (float)n.y}, out); /* +y is the pole */
 }
@@ -406,7 +553,7 @@ terra_status terra_planet_build(const terra_planet *p, terra_tile_key key, terra
     const int64_t n = face_cells(p, level), gx = (int64_t)terra_tile_key_x(key) * N, gy = (int64_t)terra_tile_key_y(key) * N;
     terra_vec3 *pos = scratch;
     float *hts = (float *)(pos + (size_t)w * w);
-    const double R = p->d.radius_m;
+    const double R = p->ea;
     for (int j = 0; j < w; j++)
         for (int i = 0; i < w; i++) {
             const terra_vec3 d = lattice_dir(face, gx + i - 2, gy + j - 2, n);
@@ -415,16 +562,22 @@ terra_status terra_planet_build(const terra_planet *p, terra_tile_key key, terra
                 return terra_fail(TERRA_E_SOURCE, "planet: the height at direction (%.9f, %.9f, %.9f) is not finite", d.x,
                                   d.y, d.z);
             hts[j * w + i] = h;
-            pos[j * w + i] = v_scale(d, R + h);
+            pos[j * w + i] = ref_point(p, d, h);
         }
     const terra_vec3 o = terra_planet_tile_origin(p, key);
     float lo = INFINITY, hi = -INFINITY;
     for (int j = 0; j <= N; j++)
         for (int i = 0; i <= N; i++) {
-            const int ci = i + 2, cj = j + 2, ti = (i & ~1) + 2, tj = (j & ~1) + 2;
+            const int ci = i + 2, cj = j + 2;
+            int ti = (i & ~1) + 2, tj = (j & ~1) + 2;
+            /* on a face's edge the face beside runs the other way along it, so an odd sample there takes
+             * the lesser of its two even neighbours (by position, bit-identical on both faces): both
+             * faces morph it to the same point and the edge stays shared while it morphs */
+            if ((j & 1) && (gx + i == 0 || gx + i == n) && less_than(pos[(cj + 1) * w + ci], pos[(cj - 1) * w + ci])) tj = cj + 1;
+            if ((i & 1) && (gy + j == 0 || gy + j == n) && less_than(pos[cj * w + ci + 1], pos[cj * w + ci - 1])) ti = ci + 1;
             const terra_vec3 P = pos[cj * w + ci], T = pos[tj * w + ti];
             const float h = hts[cj * w + ci];
-            const terra_vec3 up = v_unit(P);
+            const terra_vec3 up = p->ell ? lattice_dir(face, gx + i, gy + j, n) : v_unit(P);
             const terra_vec3 nv = normal_at(pos, w, ci, cj, 1, up), nm = normal_at(pos, w, ti, tj, 2, v_unit(T));
             const double cosn = v_dot(nv, up);
             const double slope = sqrt(fmax(1 - cosn * cosn, 0)) / fmax(cosn, 1e-3);
@@ -450,16 +603,17 @@ float terra_planet_height(const terra_planet *p, terra_vec3 dir) { return height
 
 terra_vec3 terra_planet_ground_point(const terra_planet *p, terra_vec3 dir) {
     const terra_vec3 d = v_unit(dir);
-    return v_scale(d, p->d.radius_m + height_of(p, d));
+    return ref_point(p, d, height_of(p, d));
 }
 
 double terra_planet_altitude(const terra_planet *p, terra_vec3 pos, terra_vec3 *up, terra_vec3 *normal) {
-    const terra_vec3 d = v_unit(pos);
+    double hr;
+    const terra_vec3 d = locate(p, pos, &hr);
     if (up) *up = d;
     if (normal) { /* central differences half a metre apart in the local frame */
         terra_vec3 e, n;
         terra_planet_frame(d, &e, &n, NULL);
-        const double k = 0.5 / p->d.radius_m;
+        const double k = 0.5 / p->ea;
         const terra_vec3 pe = terra_planet_ground_point(p, v_sub(d, v_scale(e, -k)));
         const terra_vec3 pw = terra_planet_ground_point(p, v_sub(d, v_scale(e, k)));
         const terra_vec3 pn = terra_planet_ground_point(p, v_sub(d, v_scale(n, -k)));
@@ -467,17 +621,22 @@ double terra_planet_altitude(const terra_planet *p, terra_vec3 pos, terra_vec3 *
         terra_vec3 nv = v_cross(v_sub(pe, pw), v_sub(pn, ps));
         *normal = v_dot(nv, d) < 0 ? v_unit(v_scale(nv, -1)) : v_unit(nv);
     }
-    return v_len(pos) - (p->d.radius_m + height_of(p, d));
+    return hr - height_of(p, d);
 }
 
 /* Depth-first over halves of the ray, nearer half first: a piece of length L around M has every
  * direction within L / |M| of M's (|a/|a| - b/|b|| <= 2 |a - b| / |b|), so it is dropped when its
- * lowest point is above the highest ground there. */
+ * lowest point is above the highest ground there. On an ellipsoid the directions are foot normals
+ * (locate), and a piece is above the ground when its lowest point in the scaled space where the
+ * ellipsoid is the unit ball lies beyond 1 + hi / b (ground up to hi lies within it), or when the
+ * height's tangent bound at M (height is the ellipsoid's signed distance, convex) exceeds hi. */
 bool terra_planet_raycast(const terra_planet *p, terra_vec3 e, terra_vec3 dir, double max_m, double *t_m, terra_vec3 *hit) {
     const double dl = v_len(dir);
     if (!(dl > 0) || !isfinite(dl)) return false;
     const terra_vec3 v = v_scale(dir, 1 / dl);
-    const double top = p->d.radius_m + p->hi;
+    const double top = p->ea + (p->ell ? fmax(p->hi, 0) : p->hi);
+    const terra_vec3 es = {e.x / p->ea, e.y / p->eb, e.z / p->ea}, vs = {v.x / p->ea, v.y / p->eb, v.z / p->ea};
+    const double bs = -v_dot(es, vs) / v_dot(vs, vs);
     const double b = v_dot(e, v), c = v_dot(e, e) - top * top, disc = b * b - c;
     if (disc <= 0) return false;
     double t0 = fmax(-b - sqrt(disc), 0), t1 = -b + sqrt(disc);
@@ -490,15 +649,33 @@ bool terra_planet_raycast(const terra_planet *p, terra_vec3 e, terra_vec3 dir, d
         const double b1 = stack[--n], a0 = stack[--n];
         const double len = b1 - a0, tm = 0.5 * (a0 + b1);
         const terra_vec3 m = {e.x + v.x * tm, e.y + v.y * tm, e.z + v.z * tm};
-        const double tc = fmin(fmax(-b, a0), b1);
-        const terra_vec3 near = {e.x + v.x * tc, e.y + v.y * tc, e.z + v.z * tc};
         float lo, hi;
-        if (range_at(p, v_unit(m), len / v_len(m), &lo, &hi) != TERRA_OK) return false;
-        if (v_len(near) > p->d.radius_m + hi) continue;
-        if (!t_m && !hit && v_len(m) < p->d.radius_m + height_of(p, v_unit(m))) return true; /* under it: met */
+        terra_status st;
+        double hm = 0;
+        terra_vec3 dm = {0, 0, 0};
+        if (p->ell) { /* foot normals turn at most 1 / (b^2 / a + h) per metre at height h, and h drops at most 1 per metre */
+            dm = locate(p, m, &hm);
+            const double denom = p->eb * p->eb / p->ea + hm - 0.5 * len;
+            st = range_at(p, dm, denom > 0 ? fmin(0.5 * len / denom, 2.0) : 2.0, &lo, &hi);
+        } else {
+            st = range_at(p, v_unit(m), len / v_len(m), &lo, &hi);
+        }
+        if (st != TERRA_OK) return false;
+        if (p->ell) {
+            const double tc = fmin(fmax(bs, a0), b1);
+            const terra_vec3 near = {es.x + vs.x * tc, es.y + vs.y * tc, es.z + vs.z * tc};
+            if (v_len(near) > 1 + fmax(hi, 0) / p->eb) continue;
+            /* the height over the ellipsoid is its signed distance, a convex function: above its tangent at m */
+            if (hm - fabs(v_dot(dm, v)) * 0.5 * len > hi) continue;
+        } else {
+            const double tc = fmin(fmax(-b, a0), b1);
+            const terra_vec3 near = {e.x + v.x * tc, e.y + v.y * tc, e.z + v.z * tc};
+            if (v_len(near) > p->ea + hi) continue;
+        }
+        if (!t_m && !hit && terra_planet_altitude(p, m, NULL, NULL) < 0) return true; /* under it: met */
         if (len < 0.01 + 1e-7 * a0 || n + 4 > (int)(sizeof stack / sizeof stack[0])) {
             if (t_m) *t_m = a0;
-            if (hit) *hit = terra_planet_ground_point(p, m);
+            if (hit) *hit = ground_under(p, m);
             return true;
         }
         stack[n++] = tm, stack[n++] = b1;
@@ -512,14 +689,23 @@ bool terra_planet_raycast(const terra_planet *p, terra_vec3 e, terra_vec3 dir, d
  * triangles (split along v00-v11, as terra_grid_indices does), the ground along its direction, and the
  * radial distance between them. */
 static void measure_level_errors(terra_planet *p) {
-    const int samples = 192;
+    const int samples = 192, extra = p->d.overlay ? 4096 : 0; /* and cells over the overlay */
     for (int l = 0; l <= top_level(p); l++) {
         const int64_t n = face_cells(p, l);
         double worst = 0;
-        for (int k = 0; k < samples; k++) {
+        for (int k = 0; k < samples + extra; k++) {
             const uint64_t h = mix64(0x5eedull + (uint64_t)l * 1000003u + (uint64_t)k);
-            const int face = (int)(h % 6);
-            const int64_t gi = (int64_t)((h >> 8) % (uint64_t)n), gj = (int64_t)((h >> 32) % (uint64_t)n);
+            int face = (int)(h % 6);
+            int64_t gi = (int64_t)((h >> 8) % (uint64_t)n), gj = (int64_t)((h >> 32) % (uint64_t)n);
+            if (k >= samples) {
+                const double *bb = terra_geo_grid_get_desc(p->d.overlay)->bounds;
+                const double la = bb[1] + (bb[3] - bb[1]) * (double)((h >> 8) & 0xffffff) / 16777216.0;
+                const double lo = bb[0] + (bb[2] - bb[0]) * (double)((h >> 32) & 0xffffff) / 16777216.0;
+                double fs, ft;
+                face = terra_planet_dir_face(terra_planet_latlon_dir(la, lo), &fs, &ft);
+                gi = (int64_t)fmin(fmax(floor((fs + 1) * 0.5 * (double)n), 0), (double)(n - 1));
+                gj = (int64_t)fmin(fmax(floor((ft + 1) * 0.5 * (double)n), 0), (double)(n - 1));
+            }
             const double a = (double)((h >> 20) & 1023) / 1024, b = (double)((h >> 44) & 1023) / 1024;
             terra_vec3 q[4];
             for (int c = 0; c < 4; c++) q[c] = terra_planet_ground_point(p, lattice_dir(face, gi + (c & 1), gj + (c >> 1), n));
@@ -528,8 +714,7 @@ static void measure_level_errors(terra_planet *p) {
             const terra_vec3 e1 = a >= b ? v_sub(q[3], q[1]) : v_sub(q[3], q[2]);
             const double u = a >= b ? a : b, w = a >= b ? b : a;
             const terra_vec3 pt = {q[0].x + e0.x * u + e1.x * w, q[0].y + e0.y * u + e1.y * w, q[0].z + e0.z * u + e1.z * w};
-            const terra_vec3 g = terra_planet_ground_point(p, pt);
-            worst = fmax(worst, fabs(v_len(g) - v_len(pt)));
+            worst = fmax(worst, fabs(terra_planet_altitude(p, pt, NULL, NULL)));
         }
         p->level_error[l] = (float)worst;
     }
@@ -557,12 +742,21 @@ static void make_sum(noise_sum *s, uint64_t seed, int octaves, double radius, do
 terra_status terra_planet_create(const terra_planet_desc *desc, terra_planet **out) {
     *out = NULL;
     terra_planet_desc d = desc ? *desc : (terra_planet_desc){0};
+    if (d.wgs84) {
+        if (d.radius_m != 0 || d.polar_radius_m != 0)
+            return terra_fail(TERRA_E_INVALID, "planet: wgs84 sets the radii; radius_m and polar_radius_m must be 0");
+        d.radius_m = TERRA_PLANET_WGS84_A, d.polar_radius_m = TERRA_PLANET_WGS84_B;
+    }
     if (d.radius_m == 0) d.radius_m = TERRA_PLANET_EARTH_RADIUS;
+    if (d.polar_radius_m == 0) d.polar_radius_m = d.radius_m;
     if (d.seed == 0) d.seed = 1;
     if (d.cells == 0) d.cells = 64;
     if (d.finest_spacing_m == 0) d.finest_spacing_m = 2.0;
     if (!(d.radius_m >= 1000 && d.radius_m <= 1e9))
         return terra_fail(TERRA_E_INVALID, "planet: radius_m must be from 1 km to 10^6 km (got %g m)", d.radius_m);
+    if (!(d.polar_radius_m >= 0.5 * d.radius_m && d.polar_radius_m <= d.radius_m))
+        return terra_fail(TERRA_E_INVALID, "planet: polar_radius_m must be from radius_m / 2 to radius_m (got %g m, radius_m %g m)",
+                          d.polar_radius_m, d.radius_m);
     if (d.cells < TERRA_GRID_MIN_CELLS || d.cells > TERRA_GRID_MAX_CELLS || (d.cells & (d.cells - 1)))
         return terra_fail(TERRA_E_INVALID, "planet: cells must be a power of two from 16 to 256 (got %d)", d.cells);
     if (!(d.finest_spacing_m > 0) || !isfinite(d.finest_spacing_m))
@@ -580,12 +774,17 @@ terra_status terra_planet_create(const terra_planet_desc *desc, terra_planet **o
                                            "(a bound every height keeps; selection and horizon culling rely on it)");
     if (!d.height_at && (d.height_range || d.surface_at))
         return terra_fail(TERRA_E_INVALID, "planet: height_range or surface_at given without height_at");
+    if (d.overlay_blend_m == 0) d.overlay_blend_m = 4000;
+    if (!(d.overlay_blend_m > 0) || !isfinite(d.overlay_blend_m))
+        return terra_fail(TERRA_E_INVALID, "planet: overlay_blend_m must be a positive number of metres (got %g)", d.overlay_blend_m);
     if (d.height_at && !(d.min_height <= d.max_height))
         return terra_fail(TERRA_E_INVALID, "planet: min_height %g is above max_height %g", (double)d.min_height,
                           (double)d.max_height);
     terra_planet *p = terra_calloc(1, sizeof *p);
     if (!p) return terra_fail(TERRA_E_NOMEM, "planet: out of memory");
     p->d = d;
+    p->ea = d.radius_m, p->eb = d.polar_radius_m, p->ell = p->eb != p->ea;
+    p->curv_max = p->ea * p->ea / p->eb;
     const double R = d.radius_m;
     make_sum(&p->cont, d.seed * 3 + 1, 6, R, 5.0e6 * R / TERRA_PLANET_EARTH_RADIUS, 0.5);
     make_sum(&p->ridge, d.seed * 3 + 2, 9, R, 8.0e4, 0.5);
@@ -606,6 +805,15 @@ terra_status terra_planet_create(const terra_planet_desc *desc, terra_planet **o
     } else {
         const iv all = builtin_range(p, (terra_vec3){0, 1, 0}, 2.0);
         to_float_range(all, &p->lo, &p->hi);
+    }
+    if (d.overlay) {
+        float glo, ghi;
+        terra_geo_grid_height_bounds(d.overlay, &glo, &ghi, NULL);
+        p->lo = fminf(p->lo, glo), p->hi = fmaxf(p->hi, ghi);
+        const double *b = terra_geo_grid_get_desc(d.overlay)->bounds;
+        p->band_lat = d.overlay_blend_m / M_PER_DEG_LAT * 1.01;
+        const double top = fmin(fmax(fabs(b[1]), fabs(b[3])) + p->band_lat, 89.9);
+        p->band_lon = d.overlay_blend_m / (M_PER_DEG_LON * cos(top * (PI / 180))) * 1.01;
     }
     measure_level_errors(p);
     *out = p;

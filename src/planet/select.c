@@ -34,7 +34,9 @@ struct terra_planet_select {
     float morph_start[TERRA_PLANET_MAX_LEVELS], morph_end[TERRA_PLANET_MAX_LEVELS];
     double allowance2[TERRA_PLANET_MAX_LEVELS];
     float error[TERRA_PLANET_MAX_LEVELS];
-    double sse_k, occluder;
+    double sse_k, occluder; /* occluder: the ball's radius in the horizon's scaled space */
+    double ia, ib;          /* the scaled space: x / a, y / b, z / a (a sphere's: all / radius) */
+    double stretch, lean_k; /* an ellipsoid's: angles grow by a / b at most; a height leans by lean_k per unit */
     tile_b root[6];
     sib_entry *cache;
     uint32_t frame;
@@ -64,7 +66,8 @@ static double level_diagonal(const terra_planet *p, int level, float hi) {
                                    (c10.z - c01.z) * (c10.z - c01.z));
             best = fmax(best, fmax(d1, d2));
         }
-    return best * (terra_planet_get_desc(p)->radius_m + hi);
+    const terra_planet_desc *pd = terra_planet_get_desc(p);
+    return best * (pd->radius_m * pd->radius_m / pd->polar_radius_m + hi); /* the largest radius of curvature */
 }
 
 /* A tile's range: its own, narrowed to the hull of its children's and grandchildren's (interval
@@ -89,9 +92,18 @@ static terra_status measure(const terra_planet_select *s, terra_tile_key k, tile
     if (st != TERRA_OK) return st;
     double angle;
     terra_planet_tile_bounds(s->p, k, lo, hi, &b->c, &b->r, &angle);
-    const double len = sqrt(b->c.x * b->c.x + b->c.y * b->c.y + b->c.z * b->c.z);
-    b->dir = (terra_vec3){b->c.x / len, b->c.y / len, b->c.z / len};
-    const double top = terra_planet_get_desc(s->p)->radius_m + hi;
+    terra_vec3 d = b->c;
+    double top = 1 + hi * s->ia;
+    if (s->stretch > 1) { /* the cap in the scaled space: its centre's image, angles stretched, heights leaning */
+        const int half = terra_planet_get_desc(s->p)->cells / 2;
+        const terra_vec3 n = terra_planet_tile_dir(s->p, k, half, half);
+        const double hmax = fmax(fabs((double)lo), fabs((double)hi)) * s->ib;
+        d = (terra_vec3){n.x / s->ia, n.y / s->ib, n.z / s->ia};
+        angle = angle * s->stretch + s->lean_k * hmax / fmax(1 - hmax, 0.5);
+        top = 1 + fmax(hi, 0) * s->ib;
+    }
+    const double len = sqrt(d.x * d.x + d.y * d.y + d.z * d.z);
+    b->dir = (terra_vec3){d.x / len, d.y / len, d.z / len};
     b->reach = angle + acos(fmin(s->occluder / fmax(top, s->occluder), 1.0)) + 1e-9;
     b->cos_reach = cos(b->reach), b->sin_reach = sin(b->reach);
     return TERRA_OK;
@@ -132,7 +144,17 @@ terra_status terra_planet_select_create(const terra_planet_select_desc *desc, co
     for (int i = 0; i < SETS * WAYS; i++) s->cache[i] = (sib_entry){.key = ~(terra_tile_key)0};
     float lo, hi;
     terra_planet_height_bounds(p, &lo, &hi);
-    s->occluder = terra_planet_get_desc(p)->radius_m + lo;
+    {
+        const double a = terra_planet_get_desc(p)->radius_m, b = terra_planet_get_desc(p)->polar_radius_m;
+        s->ia = 1 / a, s->ib = 1 / b;
+        /* ground at heights >= 0 lies outside the ellipsoid, which is the unit ball here; lower ground
+         * outside the ball shrunk by lo / b (a length shrinks by at most 1 / b) */
+        s->occluder = a == b ? 1 + lo / a : 1 + fmin(lo, 0) / b;
+        s->stretch = a / b;
+        /* a height h along a normal n moves the scaled point by h (n.x / a, n.y / b, n.z / a): off the
+         * image of n by at most twice the largest angle the scaling turns a vector, atan((k - 1) / (2 sqrt k)) */
+        s->lean_k = a == b ? 0 : 2.02 * atan((s->stretch - 1) / (2 * sqrt(s->stretch)));
+    }
     s->sse_k = d.view_height_px / (2.0 * tan(0.5 * d.view_fov_y_rad));
     /* ranges as on the plane (select.c, derive_ranges): the next level's error projects to tau there,
      * no sooner than the morph margin of this level's diagonal allows; the face's own level draws
@@ -299,10 +321,11 @@ terra_status terra_planet_select_run(terra_planet_select *s, terra_vec3 eye, con
     s->count = 0;
     s->frame++;
     s->eye = eye;
-    const double de = sqrt(eye.x * eye.x + eye.y * eye.y + eye.z * eye.z);
+    const terra_vec3 es = {eye.x * s->ia, eye.y * s->ib, eye.z * s->ia};
+    const double de = sqrt(es.x * es.x + es.y * es.y + es.z * es.z);
     s->eye_reach = -1;
     if (de > s->occluder) {
-        s->eye_dir = (terra_vec3){eye.x / de, eye.y / de, eye.z / de};
+        s->eye_dir = (terra_vec3){es.x / de, es.y / de, es.z / de};
         s->eye_reach = acos(s->occluder / de);
         s->cos_eye = cos(s->eye_reach), s->sin_eye = sin(s->eye_reach);
     }

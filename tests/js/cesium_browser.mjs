@@ -8,16 +8,14 @@
 // terrain provider reported no error and nothing outside loopback was asked for. It also prints the
 // height the drawn globe has under the camera beside the archive's finest height there (Cesium's
 // sampleTerrainMostDetailed, asked after the picture): equal up to the sag of the drawn triangles,
-// which are flat in ECEF (tens of metres for a 33 x 33 grid over 11 degrees). CesiumJS's
-// Build/Cesium is served by a small static server in this process.
+// which are flat in ECEF (tens of metres for a 33 x 33 grid over 11 degrees). The page, the small
+// static server in this process that serves it and CesiumJS's Build/Cesium, the browser's launch and
+// the guard on its requests are cesium_page.mjs's.
 // Usage: node cesium_browser.mjs TERRAIN_URL LON LAT HEIGHT_M SCREENSHOT.png LOAD_S
 //   TERRAIN_URL: terra serve's root (http://127.0.0.1:PORT/); LON, LAT: degrees; HEIGHT_M: the
 //   camera's height above the ellipsoid; LOAD_S: seconds the globe may take to load.
-import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import puppeteer from 'puppeteer-core';
+import { guardRequests, launchChromium, serveCesium, tileKeyOf } from './cesium_page.mjs';
 
 const [terrainUrl, lonArg, latArg, heightArg, shotPath, loadArg] = process.argv.slice(2);
 if (!loadArg) {
@@ -26,8 +24,6 @@ if (!loadArg) {
 }
 const lon = Number(lonArg), lat = Number(latArg), height = Number(heightArg);
 const chromium = process.env.CHROMIUM || '/usr/bin/chromium';
-const here = path.dirname(fileURLToPath(import.meta.url));
-const cesiumRoot = path.join(here, 'node_modules', 'cesium', 'Build', 'Cesium');
 const BACKGROUND = [255, 0, 255]; // magenta: the height ramp never comes near it
 const RAMP = ['#1d5e2a', '#4f9a3a', '#c8c25a', '#9a6a3a', '#f4f4f4']; // low .. high
 const WIDTH = 640, HEIGHT = 480;
@@ -63,58 +59,12 @@ if (!layer.available[deepest].some((r) => dx >= r.startX && dx <= r.endX && dy >
 const deepTile = await fetchBytes(new URL(`${deepKey}.terrain`, terrainUrl).href);
 const rampRange = [deepTile.readFloatLE(24), deepTile.readFloatLE(28)];
 
-// ---- static files: the page and CesiumJS -----------------------------------------------------
-const pageHtml = `<!doctype html><html><head><meta charset="utf-8">
-<style>html,body,#globe{margin:0;padding:0;width:100%;height:100%;overflow:hidden}</style>
-<script>window.CESIUM_BASE_URL = '/cesium/';</script>
-<link rel="stylesheet" href="/cesium/Widgets/widgets.css">
-<script src="/cesium/Cesium.js"></script></head><body><div id="globe"></div></body></html>`;
-const MIME = { '.js': 'text/javascript', '.json': 'application/json', '.wasm': 'application/wasm', '.css': 'text/css',
-  '.png': 'image/png', '.jpg': 'image/jpeg', '.xml': 'application/xml', '.glb': 'model/gltf-binary',
-  '.ktx2': 'image/ktx2', '.html': 'text/html' };
-const server = http.createServer((req, res) => {
-  const p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  if (p === '/favicon.ico') {
-    res.writeHead(204).end();
-    return;
-  }
-  if (p === '/') {
-    res.writeHead(200, { 'Content-Type': 'text/html' });
-    res.end(pageHtml);
-    return;
-  }
-  const file = path.resolve(cesiumRoot, '.' + p.replace(/^\/cesium\//, '/'));
-  if (!p.startsWith('/cesium/') || !file.startsWith(cesiumRoot + path.sep)) {
-    res.writeHead(404).end();
-    return;
-  }
-  fs.readFile(file, (err, data) => {
-    if (err) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] || 'application/octet-stream' });
-    res.end(data);
-  });
+// ---- the page, CesiumJS and the browser (cesium_page.mjs) ------------------------------------
+const { server, pageUrl } = await serveCesium();
+const browser = await launchChromium({
+  chromium, width: WIDTH, height: HEIGHT, protocolTimeoutMs: LOAD_TIMEOUT_MS + 10000,
 });
-await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-const pageUrl = `http://127.0.0.1:${server.address().port}/`;
-
-// ---- the browser -----------------------------------------------------------------------------
-const browser = await puppeteer.launch({
-  executablePath: chromium,
-  headless: true,
-  protocolTimeout: LOAD_TIMEOUT_MS + 10000,
-  timeout: 20000,
-  args: ['--no-sandbox', '--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader',
-    '--disable-background-networking', `--window-size=${WIDTH},${HEIGHT}`],
-});
-const terrainOrigin = new URL(terrainUrl).origin;
-const tileOf = (url) => {
-  const u = new URL(url);
-  const m = u.origin === terrainOrigin && u.pathname.match(/^\/(\d+)\/(\d+)\/(\d+)\.terrain$/);
-  return m && `${m[1]}/${m[2]}/${m[3]}`;
-};
+const tileOf = tileKeyOf(terrainUrl);
 const requested = new Map(); // "z/x/y" -> times requested
 const answered = new Map();  // "z/x/y" -> HTTP status
 let drawn, sampled;
@@ -124,18 +74,7 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') console.error(`  browser: ${m.text()}`); });
   page.on('pageerror', (e) => fail(`page error: ${e.message}`));
   page.on('response', (r) => { if (r.status() >= 400) console.error(`  browser: HTTP ${r.status()} for ${r.url()}`); });
-  await page.setRequestInterception(true);
-  page.on('request', (r) => {
-    const u = new URL(r.url());
-    if (u.protocol === 'data:' || u.protocol === 'blob:') return r.continue();
-    if (u.hostname !== '127.0.0.1') {
-      fail(`a request outside loopback: ${r.url()}`);
-      return r.abort();
-    }
-    const k = tileOf(r.url());
-    if (k) requested.set(k, (requested.get(k) || 0) + 1);
-    return r.continue();
-  });
+  await guardRequests(page, { tileKey: tileOf, onTile: (k) => requested.set(k, (requested.get(k) || 0) + 1), fail });
   page.on('requestfinished', (r) => { const k = tileOf(r.url()); if (k) answered.set(k, r.response().status()); });
   page.on('requestfailed', (r) => { const k = tileOf(r.url()); if (k) fail(`tile ${k}: ${r.failure()?.errorText}`); });
   await page.goto(pageUrl, { waitUntil: 'load', timeout: 20000 });
@@ -172,20 +111,8 @@ try {
       destination: C.Cartesian3.fromDegrees(a.lon, a.lat, a.height),
       orientation: { heading: 0, pitch: -C.Math.PI_OVER_TWO, roll: 0 },
     });
-    // loaded = tilesLoaded held for SETTLE_FRAMES frames in a row (it is true for a frame before
-    // refinement starts)
-    const t0 = performance.now();
-    let frames = 0;
-    const settled = await new Promise((done) => {
-      let run = 0;
-      const stop = setTimeout(() => { remove(); done(false); }, a.timeout);
-      const remove = s.postRender.addEventListener(() => {
-        frames++;
-        run = s.globe.tilesLoaded ? run + 1 : 0;
-        if (run >= a.settle) { clearTimeout(stop); remove(); done(true); }
-      });
-    });
-    const seconds = (performance.now() - t0) / 1000;
+    // loaded = tilesLoaded held for SETTLE_FRAMES frames in a row (cesium_page.mjs's settleGlobe)
+    const { settled, frames, seconds } = await window.settleGlobe(s, a.settle, a.timeout);
     s.render();
     const c = document.createElement('canvas');
     c.width = s.canvas.width;

@@ -1,0 +1,162 @@
+/* libterra-io: a geographic archive's ground sampled into a terra_geo_grid (planet.h), to lay over
+ * a planet where it belongs. */
+#include "terra/archive_io.h"
+#include "terra/planet.h"
+#include "terra/qmesh.h"
+
+#include "json.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Writes every sample of the grid inside the triangle (barycentric, edges included) whose mark is
+ * 0 or this pass's. */
+static void raster_triangle(double v[3][3], float *heights, uint8_t *mark, uint8_t pass, int W, int H, const double *b) {
+    const double dx = (b[2] - b[0]) / (W - 1), dy = (b[3] - b[1]) / (H - 1);
+    const double area = (v[1][0] - v[0][0]) * (v[2][1] - v[0][1]) - (v[2][0] - v[0][0]) * (v[1][1] - v[0][1]);
+    if (!(fabs(area) > 0)) return;
+    double lo_x = fmin(v[0][0], fmin(v[1][0], v[2][0])), hi_x = fmax(v[0][0], fmax(v[1][0], v[2][0]));
+    double lo_y = fmin(v[0][1], fmin(v[1][1], v[2][1])), hi_y = fmax(v[0][1], fmax(v[1][1], v[2][1]));
+    const int i0 = (int)fmax(ceil((lo_x - b[0]) / dx - 1e-9), 0), i1 = (int)fmin(floor((hi_x - b[0]) / dx + 1e-9), W - 1);
+    const int j0 = (int)fmax(ceil((lo_y - b[1]) / dy - 1e-9), 0), j1 = (int)fmin(floor((hi_y - b[1]) / dy + 1e-9), H - 1);
+    const double eps = -1e-9;
+    for (int j = j0; j <= j1; j++)
+        for (int i = i0; i <= i1; i++) {
+            const size_t k = (size_t)j * W + i;
+            if (mark[k] && mark[k] != pass) continue;
+            const double x = b[0] + i * dx, y = b[1] + j * dy;
+            const double l1 = ((x - v[0][0]) * (v[2][1] - v[0][1]) - (v[2][0] - v[0][0]) * (y - v[0][1])) / area;
+            const double l2 = ((v[1][0] - v[0][0]) * (y - v[0][1]) - (x - v[0][0]) * (v[1][1] - v[0][1])) / area;
+            const double l0 = 1 - l1 - l2;
+            if (l0 < eps || l1 < eps || l2 < eps) continue;
+            heights[k] = (float)(l0 * v[0][2] + l1 * v[1][2] + l2 * v[2][2]);
+            mark[k] = pass;
+        }
+}
+
+/* The metadata's bounds and the cook's samples along a finest tile's side (256 when unsaid). */
+static bool read_metadata(const terra_archive *a, double bounds[4], int *tile_units) {
+    *tile_units = 256;
+    cJSON *m = terra_json_parse(terra_archive_get_info(a)->metadata);
+    bool have = false;
+    const cJSON *b = cJSON_GetObjectItem(m, "bounds");
+    if (cJSON_IsArray(b) && cJSON_GetArraySize(b) == 4) {
+        have = true;
+        for (int i = 0; i < 4; i++) {
+            const cJSON *v = cJSON_GetArrayItem(b, i);
+            have = have && cJSON_IsNumber(v);
+            if (have) bounds[i] = v->valuedouble;
+        }
+    }
+    const cJSON *u = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "source"), "cook"), "tile_units");
+    if (cJSON_IsNumber(u) && u->valuedouble >= 2 && u->valuedouble <= 65536) *tile_units = (int)u->valuedouble;
+    cJSON_Delete(m);
+    return have;
+}
+
+terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, terra_geo_grid **out, int *level_out) {
+    *out = NULL;
+    const char *path = terra_archive_path(a);
+    const terra_archive_info *info = terra_archive_get_info(a);
+    if (info->frame != TERRA_FRAME_GEOGRAPHIC)
+        return terra_fail(TERRA_E_INVALID, "%s: a %s-frame archive; only geographic archives (terra cook's or terra bake --frame "
+                          "geographic) lie on a planet", path, terra_frame_name(info->frame));
+    if (max_side == 0) max_side = 2048;
+    if (max_side < 2 || max_side > 16384) return terra_fail(TERRA_E_INVALID, "geo grid: max_side must be from 2 to 16384 (got %d)", max_side);
+    int deepest = -1;
+    double tiles_b[4] = {180, 90, -180, -90};
+    for (int pass = 0; pass < 2; pass++) /* the deepest level, then its tiles' union */
+        for (uint64_t i = 0; i < info->tile_count; i++) {
+            terra_archive_entry e;
+            terra_status st = terra_archive_entry_at(a, i, &e);
+            if (st != TERRA_OK) return st;
+            const int l = terra_tile_key_level(e.key);
+            if (pass == 0) deepest = l > deepest ? l : deepest;
+            else if (l == deepest) {
+                double w, s, ea, n;
+                terra_qmesh_geographic_tile_bounds(l, terra_tile_key_x(e.key), terra_tile_key_y(e.key), &w, &s, &ea, &n);
+                tiles_b[0] = fmin(tiles_b[0], w), tiles_b[1] = fmin(tiles_b[1], s);
+                tiles_b[2] = fmax(tiles_b[2], ea), tiles_b[3] = fmax(tiles_b[3], n);
+            }
+        }
+    if (deepest < 0) return terra_fail(TERRA_E_INVALID, "%s: the archive has no tiles", path);
+    double b[4];
+    int units;
+    if (!read_metadata(a, b, &units) || !(b[0] < b[2] && b[1] < b[3])) memcpy(b, tiles_b, sizeof b);
+    b[0] = fmax(b[0], -180), b[1] = fmax(b[1], -90), b[2] = fmin(b[2], 180), b[3] = fmin(b[3], 90);
+    const double step = fmax(180.0 / ldexp(1, deepest) / units, fmax(b[2] - b[0], b[3] - b[1]) / (max_side - 1));
+    const int W = (int)ceil((b[2] - b[0]) / step - 1e-9) + 1, H = (int)ceil((b[3] - b[1]) / step - 1e-9) + 1;
+    const size_t n = (size_t)W * (size_t)H;
+    float *heights = terra_alloc(n * sizeof *heights);
+    uint8_t *mark = terra_calloc(n, 1);
+    if (!heights || !mark) {
+        terra_free(heights);
+        terra_free(mark);
+        return terra_fail(TERRA_E_NOMEM, "geo grid: out of memory for %d x %d samples", W, H);
+    }
+    for (size_t k = 0; k < n; k++) heights[k] = NAN;
+    /* the deepest level first; coarser ones fill only what it left */
+    terra_status st = TERRA_OK;
+    size_t filled = 0;
+    for (int l = deepest; l >= 0 && st == TERRA_OK && filled < n; l--) {
+        const uint8_t pass = (uint8_t)(deepest - l + 1);
+        for (uint64_t i = 0; i < info->tile_count && st == TERRA_OK; i++) {
+            terra_archive_entry e;
+            st = terra_archive_entry_at(a, i, &e);
+            if (st != TERRA_OK || terra_tile_key_level(e.key) != l) continue;
+            double tw, ts, te, tn;
+            terra_qmesh_geographic_tile_bounds(l, terra_tile_key_x(e.key), terra_tile_key_y(e.key), &tw, &ts, &te, &tn);
+            if (te < b[0] || tw > b[2] || tn < b[1] || ts > b[3]) continue;
+            uint8_t *raw = NULL;
+            size_t raw_n = 0;
+            st = terra_archive_read_entry(a, &e, &raw, &raw_n);
+            terra_qmesh q;
+            if (st == TERRA_OK) st = terra_qmesh_decode(raw, raw_n, NULL, &q);
+            terra_free(raw);
+            if (st != TERRA_OK) break;
+            const double hl = q.header.min_height, hs = (q.header.max_height - q.header.min_height) / 32767.0;
+            for (uint32_t t = 0; t < q.triangle_count; t++) {
+                double v[3][3];
+                for (int c = 0; c < 3; c++) {
+                    const uint32_t k = q.indices[3 * t + c];
+                    v[c][0] = tw + (te - tw) * q.u[k] / 32767.0;
+                    v[c][1] = ts + (tn - ts) * q.v[k] / 32767.0;
+                    v[c][2] = hl + hs * q.h[k];
+                }
+                raster_triangle(v, heights, mark, pass, W, H, b);
+            }
+            terra_qmesh_free(&q);
+        }
+        filled = 0;
+        for (size_t k = 0; k < n; k++) filled += mark[k] != 0;
+    }
+    /* a sample no tile holds beside ones that are takes their mean, four times over: the tiles'
+     * lattice can start a fraction of a step inside the bounds (the cook's samples lie on its own
+     * lattice, not on the input's edge), and the blend into the planet starts from the border */
+    for (int round = 0; round < 4 && st == TERRA_OK && filled < n; round++) {
+        memset(mark, 0, n);
+        for (int j = 0; j < H; j++)
+            for (int i = 0; i < W; i++) {
+                const size_t k = (size_t)j * W + i;
+                if (heights[k] == heights[k]) continue;
+                double sum = 0;
+                int c = 0;
+                const int nb[4][2] = {{i - 1, j}, {i + 1, j}, {i, j - 1}, {i, j + 1}};
+                for (int q = 0; q < 4; q++) {
+                    if (nb[q][0] < 0 || nb[q][0] >= W || nb[q][1] < 0 || nb[q][1] >= H) continue;
+                    const size_t m = (size_t)nb[q][1] * W + nb[q][0];
+                    if (heights[m] == heights[m] && !mark[m]) sum += heights[m], c++;
+                }
+                if (c) heights[k] = (float)(sum / c), mark[k] = 1, filled++;
+            }
+    }
+    terra_free(mark);
+    if (st == TERRA_OK)
+        st = terra_geo_grid_create(&(terra_geo_grid_desc){.bounds = {b[0], b[1], b[2], b[3]}, .width = W, .height = H,
+                                                          .heights = heights},
+                                   out);
+    terra_free(heights);
+    if (st == TERRA_OK && level_out) *level_out = deepest;
+    return st;
+}
