@@ -57,4 +57,13 @@ static inline double bench_ideal_spacing(double allowed, const float *err, int l
     return s;
 }
 
+/* The same for the error-bounded mesh of the source's own levels: the spacing of the coarsest level
+ * whose error is within the allowed one (level 0's when none is), no interpolation between levels:
+ * each point meshed at the coarsest level the screen cannot tell from the ground there. */
+static inline double bench_level_spacing(double allowed, const float *err, int levels, double s0) {
+    int l = 0;
+    while (l + 1 < levels && err[l + 1] <= allowed) l++;
+    return s0 * ldexp(1.0, l);
+}
+
 #endif

@@ -101,8 +101,10 @@ static bool held(const terra_planet *p, const terra_planet_tile *t, int n, terra
 }
 
 /* The ideal for tau over a tile: 8 x 8 pieces, each meshed at the coarsest spacing whose error (the
- * planet's level errors, interpolated log-log) projects within tau at the piece's distance. */
-static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t, int n, terra_vec3 eye, double k_px) {
+ * planet's level errors, interpolated log-log) projects within tau at the piece's distance; with
+ * `by_level` at the coarsest level's spacing whose error does (the error-bounded mesh of the planet's
+ * own levels, bench_level_spacing). */
+static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t, int n, terra_vec3 eye, double k_px, bool by_level) {
     const int N = terra_planet_get_desc(p)->cells, levels = terra_planet_get_desc(p)->levels;
     /* level 0's spacing along a face's middle, and every level's error */
     const double s0 = terra_planet_get_desc(p)->radius_m * PI / 2 / ldexp(N, levels - 1);
@@ -119,15 +121,15 @@ static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t,
                 const double area = 0.5 * vlen(vcross(vsub(c, a), vsub(d, b)));
                 const terra_vec3 mid = vscale(vadd(vadd(a, b), vadd(c, d)), 0.25);
                 const double allowed = 2.0 * vlen(vsub(mid, eye)) / k_px;
-                const double s = bench_ideal_spacing(allowed, err, levels, s0);
+                const double s = by_level ? bench_level_spacing(allowed, err, levels, s0) : bench_ideal_spacing(allowed, err, levels, s0);
                 sum += 2.0 * area / (s * s);
             }
     return sum;
 }
 
-static void bench_horizon(const terra_planet *p, bool by_error, const char *suffix) {
+static void bench_horizon(const terra_planet *p, bool morph_margin, const char *suffix) {
     terra_planet_select *sel;
-    if (terra_planet_select_create(&(terra_planet_select_desc){.max_tiles = 1 << 16, .by_error = by_error}, p, &sel) != TERRA_OK) {
+    if (terra_planet_select_create(&(terra_planet_select_desc){.max_tiles = 1 << 16, .morph_margin = morph_margin}, p, &sel) != TERRA_OK) {
         fprintf(stderr, "%s\n", terra_last_error());
         exit(1);
     }
@@ -137,7 +139,7 @@ static void bench_horizon(const terra_planet *p, bool by_error, const char *suff
                            1 / terra_planet_get_desc(p)->radius_m};
     const int W = 96, H = 54, N = terra_planet_get_desc(p)->cells;
     long wrong = 0, hits = 0, drawn = 0, beyond = 0;
-    double ratio[64];
+    double ratio[64], mesh_r[64];
     int nr = 0;
     uint64_t rng = 99;
     for (int v = 0; v < 3 * NALTS; v++) {
@@ -178,12 +180,15 @@ static void bench_horizon(const terra_planet *p, bool by_error, const char *suff
                 hits++;
                 wrong += !held(p, t, n, terra_planet_up_at(p, g, NULL));
             }
-        if (nr < 64) ratio[nr++] = 2.0 * N * N * n / ideal_triangles(p, t, n, cam.eye, k_px);
+        if (nr < 64) {
+            mesh_r[nr] = 2.0 * N * N * n / ideal_triangles(p, t, n, cam.eye, k_px, true);
+            ratio[nr++] = 2.0 * N * N * n / ideal_triangles(p, t, n, cam.eye, k_px, false);
+        }
     }
-    printf("  (%s: %ld pixel rays met the ground in %d views; %ld tiles drawn)\n", by_error ? "by error" : "CDLOD", hits,
+    printf("  (%s: %ld pixel rays met the ground in %d views; %ld tiles drawn)\n", morph_margin ? "CDLOD with the morph margin" : "CDLOD", hits,
            3 * NALTS, drawn);
     char mode[32], name[96];
-    snprintf(mode, sizeof mode, "%s%s", by_error ? ".by_error" : "", suffix);
+    snprintf(mode, sizeof mode, "%s%s", morph_margin ? ".morph_margin" : "", suffix);
     snprintf(name, sizeof name, "planet.horizon_wrongly_culled%s", mode);
     bench_record(name, (double)wrong, "pixels", 3 * NALTS, "sum");
     snprintf(name, sizeof name, "planet.horizon_kept_beyond%s", mode);
@@ -193,6 +198,12 @@ static void bench_horizon(const terra_planet *p, bool by_error, const char *suff
     snprintf(name, sizeof name, "planet.triangles_vs_ideal%s", mode);
     bench_record(name, bench_median(ratio, nr), "x", nr, "median");
     snprintf(name, sizeof name, "planet.triangles_vs_ideal%s.worst", mode);
+    bench_record(name, worst, "x", nr, "max");
+    snprintf(name, sizeof name, "planet.triangles_vs_error_bounded_mesh%s", mode);
+    bench_record(name, bench_median(mesh_r, nr), "x", nr, "median");
+    worst = 0;
+    for (int i = 0; i < nr; i++) worst = fmax(worst, mesh_r[i]);
+    snprintf(name, sizeof name, "planet.triangles_vs_error_bounded_mesh%s.worst", mode);
     bench_record(name, worst, "x", nr, "max");
     terra_planet_select_destroy(sel);
 }

@@ -234,9 +234,11 @@ static void bench_sse(const terra_source *src) {
 /* Triangles drawn against the ideal for tau: the ideal mesh at each point has the coarsest spacing
  * whose error (the measured level errors, interpolated log-log in the spacing) the screen cannot
  * see there, never finer than level 0's; it is integrated over the drawn tiles (8 x 8 pieces each,
- * at each piece's distance) and compared with the triangles drawn. */
+ * at each piece's distance) and compared with the triangles drawn. With `levels`, the spacing is
+ * the coarsest level's whose error is within tau there (bench_level_spacing): the error-bounded
+ * mesh of the source's own levels. */
 static double ideal_triangles(const terra_select *sel, const terra_select_desc *d, const terra_selected_tile *t, int n,
-                              terra_vec3 eye) {
+                              terra_vec3 eye, bool levels) {
     const double s0 = d->grid.tile0_size / d->grid.cells;
     double sum = 0;
     for (int i = 0; i < n; i++) {
@@ -246,7 +248,8 @@ static double ideal_triangles(const terra_select *sel, const terra_select_desc *
                 const double x = t[i].box.min.x + (pi + 0.5) * piece, z = t[i].box.min.z + (pj + 0.5) * piece;
                 const double dist = sqrt((x - eye.x) * (x - eye.x) + (z - eye.z) * (z - eye.z) + (ymid - eye.y) * (ymid - eye.y));
                 const double allowed = d->max_sse_px * dist / terra_select_sse_px(sel, 1.0, 1.0); /* metres */
-                const double s = bench_ideal_spacing(allowed, d->level_error, d->levels, s0);
+                const double s = levels ? bench_level_spacing(allowed, d->level_error, d->levels, s0)
+                                        : bench_ideal_spacing(allowed, d->level_error, d->levels, s0);
                 sum += 2.0 * piece * piece / (s * s);
             }
     }
@@ -268,7 +271,7 @@ static double floor_ratio(const terra_select *floor_sel, const terra_select *sel
     const int top = d->levels - 1;
     for (int i = 0; i < count; i++)
         if (t[i].level < top || terra_box3_distance(&t[i].box, eye) <= terra_select_range(sel, top)) keep[n++] = t[i];
-    return 2.0 * d->grid.cells * d->grid.cells * n / ideal_triangles(sel, d, keep, n, eye);
+    return 2.0 * d->grid.cells * d->grid.cells * n / ideal_triangles(sel, d, keep, n, eye, false);
 }
 
 static void bench_triangles_vs_ideal(const terra_source *src) {
@@ -287,7 +290,7 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
         exit(1);
     }
     terra_selected_tile *keep = malloc(sizeof *keep * (size_t)fd.max_tiles);
-    double ratio[48], floor_r[48], sse_max = 0;
+    double ratio[48], floor_r[48], mesh_r[48], sse_max = 0;
     int n = 0;
     for (int k = 0; k < 48; k++) { /* 48 views: 2 m to 3 km up, all around */
         terra_camera cam = same_ground_camera(src, 1000.0 * k, exp(log(2.0) + (log(3000.0) - log(2.0)) * (k % 8) / 7.0));
@@ -299,7 +302,8 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
         if (terra_select_run(sel, cam.eye, &fr, &t, &count) != TERRA_OK) continue;
         sse_max = fmax(sse_max, terra_select_get_stats(sel)->sse_px_max);
         const double drawn = 2.0 * d.grid.cells * d.grid.cells * count;
-        const double r = drawn / ideal_triangles(sel, &d, t, count, cam.eye);
+        const double r = drawn / ideal_triangles(sel, &d, t, count, cam.eye, false);
+        mesh_r[n] = drawn / ideal_triangles(sel, &d, t, count, cam.eye, true);
         floor_r[n] = floor_ratio(floor_sel, sel, &d, &fr, cam.eye, keep);
         ratio[n++] = r;
     }
@@ -309,6 +313,10 @@ static void bench_triangles_vs_ideal(const terra_source *src) {
     bench_record("render.triangles_vs_ideal.worst", worst, "x", n, "max");
     bench_record("render.sse_px_max", sse_max, "px", n, "max");
     bench_record("render.triangles_vs_ideal.whole_tile_floor", bench_median(floor_r, n), "x", n, "median");
+    bench_record("render.triangles_vs_error_bounded_mesh", bench_median(mesh_r, n), "x", n, "median");
+    worst = 0;
+    for (int i = 0; i < n; i++) worst = fmax(worst, mesh_r[i]);
+    bench_record("render.triangles_vs_error_bounded_mesh.worst", worst, "x", n, "max");
     bench_record("select.derived.range0", d.range0, "m", 1, "value");
     bench_record("select.derived.range_ratio", d.range_ratio, "x", 1, "value");
     terra_select_destroy(sel);

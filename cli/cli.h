@@ -111,7 +111,7 @@ typedef struct cli_scene {
     bool have_eye, have_above; /* given (without --eye, --above is implied) */
     bool level_tint, no_morph;
     double clear[3];           /* --clear R,G,B (0..255) */
-    bool have_clear;
+    bool have_clear, have_cells;
     bool planet;               /* --planet: the built-in planet of `seed` instead of the plane */
     bool wgs84;                /* --wgs84 (implied by --planet --archive): the planet on the WGS84 ellipsoid */
     double lat, lon, alt, heading; /* degrees; metres over the ground under the eye; degrees from north toward east */

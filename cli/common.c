@@ -204,8 +204,8 @@ typedef struct scene_opt {
 #define AT(field) offsetof(cli_scene, field)
 static const scene_opt scene_opts[] = {
     {"seed", "N", CLI_WORLD, K_SEED, 0, 0, NULL, AT(seed), 0, "world seed, %R (default %D)"},
-    {"cells", "N", CLI_WORLD, K_CELLS, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS, NULL, AT(sel.grid.cells), 0,
-     "cells per tile side, a power of two %R (default %D)"},
+    {"cells", "N", CLI_WORLD, K_CELLS, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS, NULL, AT(sel.grid.cells), AT(have_cells),
+     "cells per tile side, a power of two %R (default %D; with\n--planet 16)"},
     {"tile0", "M", CLI_WORLD, K_DOUBLE, 0.01, TILE0_MAX, "metres", AT(sel.grid.tile0_size), 0,
      "side of a level-0 tile in metres, %R (default %D)"},
     {"levels", "N", CLI_WORLD, K_INT, 1, 24 /* select.h */, NULL, AT(sel.levels), 0, "number of levels, %R (default %D)"},
@@ -530,7 +530,7 @@ terra_status cli_planet_open(const cli_scene *s, terra_planet **planet) {
                 g->bounds[2], g->bounds[3], (g->bounds[3] - g->bounds[1]) / (g->height - 1) * 110574.0, lo, hi,
                 holes ? ", with holes (the planet's ground shows there)" : "");
     }
-    const terra_status st = terra_planet_create(&(terra_planet_desc){.seed = s->seed, .cells = s->sel.grid.cells,
+    const terra_status st = terra_planet_create(&(terra_planet_desc){.seed = s->seed, .cells = s->have_cells ? s->sel.grid.cells : 0,
                                                                       .wgs84 = s->wgs84 || grid, .overlay = grid},
                                                 planet);
     if (st != TERRA_OK) terra_geo_grid_destroy(grid);

@@ -145,7 +145,7 @@ terra_status terra_gl_planet_create(const terra_gl_planet_desc *desc, terra_gl_p
     *out = NULL;
     if (!desc || !desc->planet) return terra_fail(TERRA_E_INVALID, "gl planet: no planet given");
     terra_gl_planet_desc d = *desc;
-    if (d.capacity_tiles == 0) d.capacity_tiles = 2048;
+    if (d.capacity_tiles == 0) d.capacity_tiles = 131072 / terra_planet_get_desc(d.planet)->cells; /* 8192 16-cell tiles */
     if (d.capacity_tiles < 16 || d.capacity_tiles > 65536)
         return terra_fail(TERRA_E_INVALID, "gl planet: capacity_tiles must be from 16 to 65536 (got %d)", d.capacity_tiles);
     if (!(d.budget_ms >= 0) || !(d.budget_ms <= 1000))

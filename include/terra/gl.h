@@ -240,7 +240,8 @@ typedef struct terra_gl_planet_desc {
     terra_planet_select_desc select;  /* tau, view and mode (planet.h); the view's height is the
                                          picture's when not given, max_tiles capacity_tiles */
     int width, height;                /* offscreen size; 0 x 0: the current framebuffer */
-    int capacity_tiles;               /* tiles held, the six faces among them; 0 = 2048 */
+    int capacity_tiles;               /* tiles held, the six faces among them; 0 = 131072 / cells (8192
+                                         of the planet's default 16 cells: 12 MiB of vertices per 1,000) */
     int threads;                      /* meshing workers; 0 = one per core */
     /* 0: every frame whole (the tiles it wants meshed before it is drawn). > 0: real time: meshing
      * goes on across frames (64 tiles at once, coarsest first), a frame uploads what is meshed within

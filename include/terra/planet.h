@@ -59,7 +59,8 @@ typedef struct terra_planet_desc {
     double polar_radius_m;   /* 0 = radius_m (a sphere); from radius_m / 2 to radius_m: an ellipsoid */
     bool wgs84;              /* the WGS84 ellipsoid (radius_m and polar_radius_m must be 0) */
     uint64_t seed;           /* the built-in planet's; 0 = 1 */
-    int cells;               /* cells along a tile's side, power of two in [16, 256]; 0 = 64 */
+    int cells;               /* cells along a tile's side, power of two in [16, 256]; 0 = 16 (small tiles
+                                follow tau closely on smooth ground: docs/BENCHMARKS.md) */
     int levels;              /* 0 = as many as bring the finest spacing to at most finest_spacing_m */
     double finest_spacing_m; /* 0 = 2 m */
     /* The user's ground (all NULL: the built-in planet). height_at answers metres over the sphere
@@ -251,11 +252,18 @@ typedef struct terra_planet_select_desc {
     double morph_start_ratio; /* 0 = 0.5, as on the plane */
     int max_tiles;            /* 0 = 4096, up to 2^20 */
     bool no_horizon_culling;  /* for measuring: keep tiles over the horizon */
-    /* false (CDLOD): ranges by level from tau, morphing, crack-free by the morph margin, which on
-     * ground smoother than a level's spacing sets the ranges (see below). true: each tile refined
-     * while its level's error, projected from the true distance to its bounding sphere, exceeds tau;
-     * drawn unmorphed (morph start = end = 0): level changes need skirts, as on the plane's archive path. */
+    /* false (CDLOD): ranges by level from tau (a tile is split exactly where its children's error
+     * projects to tau), each level morphing into the next across the far part of its range; where
+     * neighbours meet at different levels or morphs their skirts close the gap (gl.h). true: drawn
+     * unmorphed (morph start = end = 0), each tile refined while its level's error projected from its
+     * distance exceeds tau: the same tiles, popping where CDLOD morphs. */
     bool by_error;
+    /* CDLOD's morph margin (as on the plane): a level is never drawn nearer than its tile's diagonal
+     * over morph_start_ratio past the level below, so morphed neighbours meet by construction, one
+     * level apart at most. On ground smoother than a level's spacing (the planet's: errors 2-8% of
+     * it) the margin, not tau, sets the ranges: with 16-cell tiles about twice the triangles, with
+     * 64-cell tiles ten times (docs/BENCHMARKS.md). Ignored with by_error. */
+    bool morph_margin;
 } terra_planet_select_desc;
 
 /* One tile to draw: its key, morph range and bounding sphere. */
@@ -277,14 +285,15 @@ typedef struct terra_planet_select_stats {
 
 typedef struct terra_planet_select terra_planet_select;
 
-/* Ranges by level follow from tau, the view and the planet's level errors as on the plane
- * (select.h, level_error): a level hands over where the next one's error projects to tau, no
- * sooner than the morph margin (a level's tile diagonal over morph_start_ratio) allows. */
+/* Ranges by level follow from tau, the view and the planet's level errors (select.h, level_error):
+ * a level hands over where the next one's error projects to tau (with morph_margin no sooner than
+ * the margin allows). */
 TERRA_API terra_status terra_planet_select_create(const terra_planet_select_desc *desc, const terra_planet *p,
                                                   terra_planet_select **out);
 TERRA_API void terra_planet_select_destroy(terra_planet_select *s);
-/* The walk: each of the six faces from its root down, by the true 3-D distance from the eye to each
- * tile's bounding sphere; a tile is dropped when its sphere is outside the frustum (may be NULL) or
+/* The walk: each of the six faces from its root down, by the least 3-D distance from the eye to each
+ * tile's ground (its bounding sphere's, or its cap's between its lowest and highest ground, whichever
+ * is farther); a tile is dropped when its sphere is outside the frustum (may be NULL) or
  * its cap, raised to its highest ground, is hidden by the ball of radius + the planet's lowest height
  * (terra_horizon_hides).
  * Allocates nothing; *tiles is valid until the next run. */

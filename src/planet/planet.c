@@ -750,7 +750,7 @@ terra_status terra_planet_create(const terra_planet_desc *desc, terra_planet **o
     if (d.radius_m == 0) d.radius_m = TERRA_PLANET_EARTH_RADIUS;
     if (d.polar_radius_m == 0) d.polar_radius_m = d.radius_m;
     if (d.seed == 0) d.seed = 1;
-    if (d.cells == 0) d.cells = 64;
+    if (d.cells == 0) d.cells = 16;
     if (d.finest_spacing_m == 0) d.finest_spacing_m = 2.0;
     if (!(d.radius_m >= 1000 && d.radius_m <= 1e9))
         return terra_fail(TERRA_E_INVALID, "planet: radius_m must be from 1 km to 10^6 km (got %g m)", d.radius_m);

@@ -19,6 +19,10 @@ typedef struct tile_b {
     double r;
     terra_vec3 dir;           /* the tile's centre direction */
     double reach, cos_reach, sin_reach; /* its cap's angle plus its top's horizon angle (terra_horizon_hides) */
+    /* its ground as a cap about the centre: every ground point's direction from the planet's centre
+     * within gang (cos, sin) of gdir, its distance from the centre from rlo to rhi (cap_distance) */
+    terra_vec3 gdir;
+    double cos_gang, sin_gang, rlo, rhi;
 } tile_b;
 typedef struct sib_entry {
     terra_tile_key key; /* the parent's; ~0 empty */
@@ -44,6 +48,9 @@ struct terra_planet_select {
     int count;
     terra_planet_select_stats stats;
     terra_vec3 eye, eye_dir;
+    terra_vec3 eye_unit; /* the eye's direction from the centre and its distance */
+    double eye_len;
+    double geo_lean;     /* an ellipsoid's: how far a ground point's direction from the centre may lie from its normal */
     double eye_reach, cos_eye, sin_eye; /* the eye's horizon angle; eye_reach < 0: inside the ball */
     const terra_frustum *frustum;
     terra_status status;
@@ -92,6 +99,19 @@ static terra_status measure(const terra_planet_select *s, terra_tile_key k, tile
     if (st != TERRA_OK) return st;
     double angle;
     terra_planet_tile_bounds(s->p, k, lo, hi, &b->c, &b->r, &angle);
+    { /* the cap: on a sphere the tile's own; on an ellipsoid a normal turned by psi moves the point at
+       * most a^2 / b psi at a distance of at least b from the centre, and a point lies within geo_lean
+       * of its normal (the most geodetic and geocentric latitudes differ), heights along it less */
+        const terra_planet_desc *pd = terra_planet_get_desc(s->p);
+        const double a = pd->radius_m, bb = pd->polar_radius_m;
+        const terra_vec3 cd = terra_planet_tile_dir(s->p, k, pd->cells / 2, pd->cells / 2);
+        const terra_vec3 cp = terra_planet_point(s->p, cd, 0);
+        const double cl = sqrt(cp.x * cp.x + cp.y * cp.y + cp.z * cp.z);
+        const double gang = a == bb ? angle : 2 * asin(fmin(a * a / bb * angle / (2 * bb) * (1 + 1e-9), 1.0)) + 2 * s->geo_lean;
+        b->gdir = (terra_vec3){cp.x / cl, cp.y / cl, cp.z / cl};
+        b->cos_gang = cos(gang), b->sin_gang = sin(gang);
+        b->rlo = (bb + (lo < 0 ? lo : lo * cos(s->geo_lean))) * (1 - 1e-12), b->rhi = (a + hi) * (1 + 1e-12);
+    }
     terra_vec3 d = b->c;
     double top = 1 + hi * s->ia;
     if (s->stretch > 1) { /* the cap in the scaled space: its centre's image, angles stretched, heights leaning */
@@ -154,17 +174,20 @@ terra_status terra_planet_select_create(const terra_planet_select_desc *desc, co
         /* a height h along a normal n moves the scaled point by h (n.x / a, n.y / b, n.z / a): off the
          * image of n by at most twice the largest angle the scaling turns a vector, atan((k - 1) / (2 sqrt k)) */
         s->lean_k = a == b ? 0 : 2.02 * atan((s->stretch - 1) / (2 * sqrt(s->stretch)));
+        s->geo_lean = a == b ? 0 : atan((a * a - b * b) / (2 * a * b)) * (1 + 1e-9);
     }
     s->sse_k = d.view_height_px / (2.0 * tan(0.5 * d.view_fov_y_rad));
-    /* ranges as on the plane (select.c, derive_ranges): the next level's error projects to tau there,
-     * no sooner than the morph margin of this level's diagonal allows; the face's own level draws
-     * however far (it has no parent to hand over to) */
+    /* ranges: the next level's error projects to tau there (so a tile is split exactly where by_error
+     * splits it); with morph_margin, as on the plane (select.c, derive_ranges), no sooner than the
+     * morph margin of this level's diagonal allows. The face's own level draws however far (it has
+     * no parent to hand over to). */
     double prev = 0;
     for (int l = 0; l < s->levels; l++) {
         s->error[l] = terra_planet_level_error(p, l);
-        double r = prev + level_diagonal(p, l, hi) / d.morph_start_ratio;
+        double r = d.morph_margin ? prev + level_diagonal(p, l, hi) / d.morph_start_ratio : 0;
         if (l + 1 < s->levels) r = fmax(r, terra_planet_level_error(p, l + 1) * s->sse_k / d.max_sse_px);
         else r = fmax(r, 2 * prev);
+        r = fmax(r, prev * (1 + 1e-6) + 1e-3); /* a level whose error is no more than the one below draws nowhere */
         s->range[l] = r, s->range2[l] = r * r;
         s->morph_start[l] = (float)(prev + (r - prev) * d.morph_start_ratio);
         s->morph_end[l] = (float)r;
@@ -241,15 +264,38 @@ static int cull_sphere(const terra_frustum *f, terra_vec3 c, double r, int mask)
     return straddles;
 }
 
-static void emit(terra_planet_select *s, terra_tile_key key, int level, const tile_b *b, double dist) {
+/* Lower bounds of the distance from the eye to the tile's ground: to its bounding sphere (cheap), and
+ * to its cap (points within gang of gdir seen from the centre, rlo to rhi from it), nearer the truth
+ * for tiles wide against their distance: at an angle g from the eye's direction past the cap's edge
+ * the nearest such point is at the distance from the centre nearest re cos g (the law of cosines);
+ * inside the cap straight above or below. The walk takes the cap's only where the sphere's would
+ * refine. */
+static inline double sphere_distance(const terra_planet_select *s, const tile_b *b) {
+    const double dx = b->c.x - s->eye.x, dy = b->c.y - s->eye.y, dz = b->c.z - s->eye.z;
+    return fmax(sqrt(dx * dx + dy * dy + dz * dz) - b->r, 0);
+}
+
+static inline double cap_distance(const terra_planet_select *s, const tile_b *b) {
+    const double re = s->eye_len, cg = s->eye_unit.x * b->gdir.x + s->eye_unit.y * b->gdir.y + s->eye_unit.z * b->gdir.z;
+    if (cg >= b->cos_gang) return fmax(b->rlo - re, re - b->rhi);
+    const double cos_g = cg * b->cos_gang + sqrt(fmax(1 - cg * cg, 0)) * b->sin_gang; /* cos(gamma - gang) */
+    const double r = fmin(fmax(re * cos_g, b->rlo), b->rhi);
+    return sqrt(fmax(re * re + r * r - 2 * re * r * cos_g, 0));
+}
+
+static inline double tile_distance(const terra_planet_select *s, const tile_b *b) {
+    return fmax(sphere_distance(s, b), cap_distance(s, b));
+}
+
+static void emit(terra_planet_select *s, terra_tile_key key, int level, const tile_b *b) {
     if (s->count >= s->d.max_tiles) {
         if (s->status == TERRA_OK)
             s->status = terra_fail(TERRA_E_CAPACITY, "planet select: more than max_tiles (%d) tiles selected; raise max_tiles",
                                    s->d.max_tiles);
         return;
     }
-    if (level > 0) {
-        const double sse = s->error[level] * s->sse_k / fmax(dist, 1e-9);
+    if (level > 0 && s->error[level] * s->sse_k > s->stats.sse_px_max * sphere_distance(s, b)) { /* may be the largest */
+        const double sse = s->error[level] * s->sse_k / fmax(tile_distance(s, b), 1e-9);
         if (sse > s->stats.sse_px_max) s->stats.sse_px_max = sse;
     }
     s->out[s->count++] = (terra_planet_tile){key, level, s->morph_start[level], s->morph_end[level], b->c, b->r};
@@ -258,10 +304,6 @@ static void emit(terra_planet_select *s, terra_tile_key key, int level, const ti
 
 enum { OUT_OF_RANGE, HANDLED };
 
-static inline double sphere_distance(const terra_planet_select *s, terra_vec3 c, double r) {
-    const double dx = c.x - s->eye.x, dy = c.y - s->eye.y, dz = c.z - s->eye.z;
-    return fmax(sqrt(dx * dx + dy * dy + dz * dz) - r, 0);
-}
 
 /* The horizon test of terra_horizon_hides with the tile's angles measured once: hidden when the angle
  * from the eye's direction to the tile's exceeds the eye's reach plus the tile's (cosines compared). */
@@ -286,21 +328,24 @@ static int node(terra_planet_select *s, terra_tile_key key, const tile_b *b, int
         s->stats.culled_horizon++;
         return HANDLED;
     }
-    const double dist = sphere_distance(s, b->c, b->r);
-    if (s->d.by_error) {
-        if (level == 0 || s->error[level] * s->sse_k <= s->d.max_sse_px * dist) {
-            emit(s, key, level, b, dist);
-            return HANDLED;
+    double dist = sphere_distance(s, b);
+    for (int tight = 0;; tight++) { /* the sphere's distance, then the cap's where that would refine */
+        if (s->d.by_error) {
+            if (level == 0 || s->error[level] * s->sse_k <= s->d.max_sse_px * dist) {
+                emit(s, key, level, b);
+                return HANDLED;
+            }
+        } else {
+            if (dist > s->range[level] && level != s->levels - 1) return OUT_OF_RANGE;
+            if (level == 0 || dist > s->range[level - 1]) {
+                emit(s, key, level, b);
+                return HANDLED;
+            }
         }
-    } else {
-        const bool top = level == s->levels - 1;
-        if (dist > s->range[level] && !top) return OUT_OF_RANGE;
-        if (level == 0 || dist > s->range[level - 1]) {
-            emit(s, key, level, b, dist);
-            return HANDLED;
-        }
-        if (4 * b->r * b->r > s->allowance2[level]) s->stats.crack_risk++;
+        if (tight) break;
+        dist = fmax(dist, cap_distance(s, b));
     }
+    if (!s->d.by_error && 4 * b->r * b->r > s->allowance2[level]) s->stats.crack_risk++;
     const sib_entry *e = children(s, key);
     if (!e) return HANDLED;
     const sib_entry kids = *e; /* the walk below may replace the entry */
@@ -308,7 +353,7 @@ static int node(terra_planet_select *s, terra_tile_key key, const tile_b *b, int
         const terra_tile_key ck = terra_tile_key_make(terra_tile_key_face(key), level - 1,
                                                       terra_tile_key_x(key) * 2 + (k & 1), terra_tile_key_y(key) * 2 + (k >> 1));
         if (node(s, ck, &kids.b[k], planes) == OUT_OF_RANGE)
-            emit(s, ck, level - 1, &kids.b[k], sphere_distance(s, kids.b[k].c, kids.b[k].r));
+            emit(s, ck, level - 1, &kids.b[k]);
     }
     return HANDLED;
 }
@@ -321,13 +366,15 @@ terra_status terra_planet_select_run(terra_planet_select *s, terra_vec3 eye, con
     s->count = 0;
     s->frame++;
     s->eye = eye;
+    s->eye_len = sqrt(eye.x * eye.x + eye.y * eye.y + eye.z * eye.z);
+    s->eye_unit = s->eye_len > 0 ? (terra_vec3){eye.x / s->eye_len, eye.y / s->eye_len, eye.z / s->eye_len} : (terra_vec3){0, 1, 0};
     const terra_vec3 es = {eye.x * s->ia, eye.y * s->ib, eye.z * s->ia};
     const double de = sqrt(es.x * es.x + es.y * es.y + es.z * es.z);
     s->eye_reach = -1;
     if (de > s->occluder) {
         s->eye_dir = (terra_vec3){es.x / de, es.y / de, es.z / de};
-        s->eye_reach = acos(s->occluder / de);
-        s->cos_eye = cos(s->eye_reach), s->sin_eye = sin(s->eye_reach);
+        s->cos_eye = s->occluder / de, s->sin_eye = sqrt(1 - s->cos_eye * s->cos_eye);
+        s->eye_reach = acos(s->cos_eye);
     }
     s->frustum = frustum;
     s->status = TERRA_OK;
