@@ -127,6 +127,27 @@ static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t,
     return sum;
 }
 
+/* The error-bounded mesh over the ground the view shows: the 96 x 54 grid of pixel rays (each 20
+ * pixels apart at 1080 px) that met the ground, a quad between four neighbours counted with its
+ * area at its corner's distance (none across a silhouette, where neighbours lie far apart). */
+static double visible_ideal(const terra_planet *p, terra_vec3 at[54][96], bool met[54][96], terra_vec3 eye, double k_px) {
+    const int N = terra_planet_get_desc(p)->cells, levels = terra_planet_get_desc(p)->levels;
+    const double s0 = terra_planet_get_desc(p)->radius_m * PI / 2 / ldexp(N, levels - 1);
+    float err[TERRA_PLANET_MAX_LEVELS];
+    for (int l = 0; l < levels; l++) err[l] = terra_planet_level_error(p, l);
+    double sum = 0;
+    for (int j = 0; j + 1 < 54; j++)
+        for (int i = 0; i + 1 < 96; i++) {
+            if (!met[j][i] || !met[j][i + 1] || !met[j + 1][i] || !met[j + 1][i + 1]) continue;
+            const terra_vec3 a = at[j][i], b = at[j][i + 1], c = at[j + 1][i + 1], d = at[j + 1][i];
+            const double da = vlen(vsub(a, eye)), dc = vlen(vsub(c, eye));
+            if (fabs(da - dc) > 0.2 * da) continue;
+            const double s = bench_level_spacing(2.0 * da / k_px, err, levels, s0);
+            sum += 2.0 * 0.5 * vlen(vcross(vsub(c, a), vsub(d, b))) / (s * s);
+        }
+    return sum;
+}
+
 static void bench_horizon(const terra_planet *p, bool morph_margin, const char *suffix) {
     terra_planet_select *sel;
     if (terra_planet_select_create(&(terra_planet_select_desc){.max_tiles = 1 << 16, .morph_margin = morph_margin}, p, &sel) != TERRA_OK) {
@@ -139,7 +160,7 @@ static void bench_horizon(const terra_planet *p, bool morph_margin, const char *
                            1 / terra_planet_get_desc(p)->radius_m};
     const int W = 96, H = 54, N = terra_planet_get_desc(p)->cells;
     long wrong = 0, hits = 0, drawn = 0, beyond = 0;
-    double ratio[64], mesh_r[64];
+    double ratio[64], mesh_r[64], visible_r[64];
     int nr = 0;
     uint64_t rng = 99;
     for (int v = 0; v < 3 * NALTS; v++) {
@@ -172,16 +193,21 @@ static void bench_horizon(const terra_planet *p, bool morph_margin, const char *
         terra_vec3 f, r, u;
         terra_camera_basis(&cam, &f, &r, &u);
         const double ty = tan(cam.fov_y_rad / 2), tx = ty * cam.aspect;
+        static terra_vec3 at[54][96];
+        static bool met[54][96];
         for (int py = 0; py < H; py++)
             for (int px = 0; px < W; px++) {
                 const terra_vec3 dir = vadd(f, vadd(vscale(r, ((px + 0.5) / W * 2 - 1) * tx), vscale(u, (1 - (py + 0.5) / H * 2) * ty)));
                 terra_vec3 g;
-                if (!terra_planet_raycast(p, cam.eye, dir, 0, NULL, &g)) continue;
+                met[py][px] = terra_planet_raycast(p, cam.eye, dir, 0, NULL, &g);
+                if (!met[py][px]) continue;
+                at[py][px] = g;
                 hits++;
                 wrong += !held(p, t, n, terra_planet_up_at(p, g, NULL));
             }
         if (nr < 64) {
             mesh_r[nr] = 2.0 * N * N * n / ideal_triangles(p, t, n, cam.eye, k_px, true);
+            visible_r[nr] = 2.0 * N * N * n / visible_ideal(p, at, met, cam.eye, k_px);
             ratio[nr++] = 2.0 * N * N * n / ideal_triangles(p, t, n, cam.eye, k_px, false);
         }
     }
@@ -205,6 +231,8 @@ static void bench_horizon(const terra_planet *p, bool morph_margin, const char *
     for (int i = 0; i < nr; i++) worst = fmax(worst, mesh_r[i]);
     snprintf(name, sizeof name, "planet.triangles_vs_error_bounded_mesh%s.worst", mode);
     bench_record(name, worst, "x", nr, "max");
+    snprintf(name, sizeof name, "planet.triangles_vs_error_bounded_mesh%s.visible", mode);
+    bench_record(name, bench_median(visible_r, nr), "x", nr, "median");
     terra_planet_select_destroy(sel);
 }
 

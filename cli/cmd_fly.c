@@ -375,7 +375,7 @@ int cmd_fly(int argc, char **argv) {
     long sum_tiles = 0, max_tiles = 0, max_calls = 0, level_sum[TERRA_TILE_MAX_LEVEL + 1] = {0};
     double sum_tris = 0;
     size_t max_held = 0;
-    int maps_written = 0, fallback_frames = 0;
+    int maps_written = 0, fallback_frames = 0, standin_max = 0, waited_frames = 0;
     for (int f = 0; f < n; f++) {
         const double t = n > 1 ? (double)f / (n - 1) : 0.0;
         terra_camera cam = path_camera(&o.scene, src, t);
@@ -399,6 +399,8 @@ int cmd_fly(int argc, char **argv) {
         if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
         if (fs.bytes_held > max_held) max_held = fs.bytes_held;
         fallback_frames += fs.fallbacks > 0;
+        if (fs.standin_levels > standin_max) standin_max = fs.standin_levels;
+        if (fs.updates > 1 && f > 0 && !o.settle) waited_frames++;
         for (int l = 0; l < d->levels; l++) level_sum[l] += fs.per_level[l];
         if (!o.quiet) {
             float g;
@@ -433,8 +435,8 @@ int cmd_fly(int argc, char **argv) {
     }
     if ((rc = sheet_write(&cs, o.out, o.quiet)) != EXIT_OK) goto done;
     printf("summary: %d frames; tiles drawn mean %.1f, max %ld; triangles mean %.0f; draw calls per frame max %ld; "
-           "frames with ancestors standing in %d\n",
-           n, (double)sum_tiles / n, max_tiles, sum_tris / n, max_calls, fallback_frames);
+           "frames with ancestors standing in %d (at most %d levels coarser; %d frames waited for them)\n",
+           n, (double)sum_tiles / n, max_tiles, sum_tris / n, max_calls, fallback_frames, standin_max, waited_frames);
     printf("summary: CPU ms median: select %.3f, stream %.3f, upload %.3f, submit %.3f; apart (the driver's, %s): "
            "inside the draw call %.2f, raster + read-back %.2f\n",
            median_of(ms[0], n), median_of(ms[1], n), median_of(ms[2], n), median_of(ms[3], n), terra_gl_renderer_name(),

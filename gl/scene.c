@@ -12,6 +12,7 @@ struct terra_gl_scene {
     terra_gl *gl;
     terra_select *sel; /* the stream's options: ranges for callers */
     terra_focus camera;
+    int max_standin; /* desc's max_standin_levels resolved: 0 no bound */
 };
 
 terra_gl *terra_gl_scene_renderer(terra_gl_scene *s) { return s->gl; }
@@ -46,10 +47,12 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
     terra_gl_scene *s = terra_calloc(1, sizeof *s);
     if (!s) return terra_fail(TERRA_E_NOMEM, "gl scene: out of memory");
     s->d = *desc;
+    s->max_standin = desc->max_standin_levels < 0 ? 0 : desc->max_standin_levels ? desc->max_standin_levels : 2;
     int capacity = desc->capacity_tiles ? desc->capacity_tiles : 2048;
     terra_stream_desc sd = {.select = desc->select, .source = desc->source, .budget_ms = desc->budget_ms,
                             .max_cameras = 1, .max_foci = 4, .capacity_bytes = desc->capacity_bytes,
-                            .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64};
+                            .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64,
+                            .max_standin_levels = s->max_standin};
     if (!sd.select.view_height_px && desc->height > 0) sd.select.view_height_px = desc->height;
     if (desc->archive) { /* its own tiles, decoded by the pool; as many slots as it has tiles at most */
         terra_archive_mesh_stream_desc(desc->archive, &sd);
@@ -93,6 +96,10 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
     return TERRA_OK;
 }
 
+/* A real-time frame waits at most this long for stand-ins within max_standin_levels (a source too
+ * slow for that gets coarser stand-ins rather than a frozen view) */
+#define STANDIN_WAIT_S 1.0
+
 static void nap_ms(double ms) {
     struct timespec ts = {0, (long)(ms * 1e6)};
     nanosleep(&ts, NULL);
@@ -117,6 +124,7 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
 
     double t0;
     const double deadline = terra_now_s() + (max_wait_s > 0 ? max_wait_s : 60.0);
+    const double standin_deadline = terra_now_s() + STANDIN_WAIT_S;
     double stream_ms = 0;
     const terra_stream_stats *ss = terra_stream_get_stats(s->stream);
     for (;;) {
@@ -130,7 +138,8 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
         /* settled: every wanted tile stands or has failed (a failed tile is never asked for again,
          * its ancestor stands in for good: waiting for it would only run out the clock) */
         fs->settled = ss->waiting == 0;
-        if (!settle || fs->settled || terra_now_s() > deadline) break;
+        const bool too_deep = s->max_standin > 0 && ss->standin_levels > s->max_standin && terra_now_s() < standin_deadline;
+        if ((!settle && !too_deep) || fs->settled || terra_now_s() > deadline) break;
         if (ss->in_flight == 0 && ss->ready == 0 && ss->arrived == 0 && ss->requested == 0) break; /* stuck: cache full */
         if (ss->pieces[TERRA_WORK_UPLOAD] == 0 && ss->arrived == 0) nap_ms(0.5); /* workers still meshing */
     }
@@ -149,6 +158,7 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
     fs->draw_calls = gs->draw_calls;
     fs->fallbacks = ss->fallbacks;
     fs->failed = ss->failed_wanted;
+    fs->standin_levels = ss->standin_levels;
     for (int l = 0; l <= TERRA_TILE_MAX_LEVEL; l++) fs->per_level[l] = gs->per_level[l];
     fs->bytes_held = ss->bytes_held + gs->gpu_bytes;
     return TERRA_OK;

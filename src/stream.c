@@ -193,6 +193,7 @@ typedef struct wanted_tile {
     int level;
     double dist; /* to the nearest focus, in sides of the tile (metres over its side) */
     bool top;    /* of the coarsest level */
+    bool urgent; /* a stand-in within max_standin_levels of a tile still coming (request order) */
 } wanted_tile;
 
 typedef struct camera_lists {
@@ -225,6 +226,7 @@ struct terra_stream {
     wanted_tile *wanted, *missing; /* this frame's wanted tiles; scratch for those not held */
     int nwanted, max_wanted;
     key_set fallback_set; /* ancestors drawn this frame (per camera) */
+    key_set urgent_set;   /* stand-ins asked for first this frame (max_standin_levels) */
     int *order;           /* scratch: slot indices */
 
     /* Tiles whose load failed, not asked for again until the source is replaced: a ring of at most
@@ -312,6 +314,7 @@ void terra_stream_destroy(terra_stream *s) {
     terra_free(s->foci);
     set_free(&s->wanted_set);
     set_free(&s->fallback_set);
+    set_free(&s->urgent_set);
     map_free(&s->failed_index);
     terra_free(s->failed_ring);
     terra_free(s->wanted);
@@ -334,6 +337,8 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     if (d.unload_radius == 0) d.unload_radius = 1.25 * d.load_radius;
     if (d.capacity_tiles < 1) return terra_fail(TERRA_E_INVALID, "stream: capacity_tiles must be positive");
     if (d.max_in_flight < 1) return terra_fail(TERRA_E_INVALID, "stream: max_in_flight must be positive");
+    if (d.max_standin_levels < 0)
+        return terra_fail(TERRA_E_INVALID, "stream: max_standin_levels must not be negative (got %d)", d.max_standin_levels);
     if (!(d.budget_ms > 0)) return terra_fail(TERRA_E_INVALID, "stream: budget_ms must be positive (got %g)", d.budget_ms);
     if (d.load_radius < 0 || !(d.unload_radius >= d.load_radius))
         return terra_fail(TERRA_E_INVALID, "stream: radii must satisfy 0 <= load_radius <= unload_radius (got %g, %g)",
@@ -401,6 +406,7 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     }
     ok = ok && set_init(&s->wanted_set, s->max_wanted);
     ok = ok && set_init(&s->fallback_set, max_tiles);
+    if (d.max_standin_levels > 0) ok = ok && set_init(&s->urgent_set, d.max_cameras * max_tiles); /* one a wanted tile */
     ok = ok && (s->wanted = terra_alloc(sizeof *s->wanted * (size_t)s->max_wanted)) != NULL;
     ok = ok && (s->missing = terra_alloc(sizeof *s->missing * (size_t)s->max_wanted)) != NULL;
     ok = ok && (s->order = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
@@ -587,7 +593,7 @@ static uint64_t ticket_of(const terra_stream *s, int i) {
 static void add_wanted(terra_stream *s, terra_tile_key k, int level) {
     if (s->nwanted >= s->max_wanted || !set_add(&s->wanted_set, k)) return;
     s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k) / terra_select_tile_side(s->sel, level),
-                                            level == s->sd->levels - 1};
+                                            level == s->sd->levels - 1, false};
     slot *sl = slot_of(s, k);
     if (sl) {
         sl->last_wanted = s->frame;
@@ -885,6 +891,16 @@ static void check_replaced(terra_stream *s) {
     end_replacing(s);
 }
 
+/* The level of the coarsest ancestor of k in `set` (the one drawn over it), -1 when none is. */
+static int outermost_in(const key_set *set, terra_tile_key k, int top) {
+    int found = -1;
+    for (int l = terra_tile_key_level(k); l < top; l++) {
+        k = terra_tile_key_parent(k);
+        if (set_has(set, k)) found = l + 1;
+    }
+    return found;
+}
+
 static void resolve_draws(terra_stream *s, camera_lists *cl) {
     const int top = s->sd->levels - 1;
     key_set *anc = &s->fallback_set;
@@ -893,6 +909,15 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
     for (int k = 0; k < cl->nwanted; k++) {
         slot *sl = slot_of(s, cl->wanted[k].key);
         if (drawable(s, sl)) continue;
+        if (s->d.max_standin_levels > 0 && !is_failed(s, cl->wanted[k].key)) { /* its stand-in within reach, asked for first */
+            terra_tile_key a = cl->wanted[k].key;
+            int l = cl->wanted[k].level;
+            for (int up = 1; up < s->d.max_standin_levels && l < top; up++) a = terra_tile_key_parent(a), l++;
+            if (!drawable(s, slot_of(s, a)) && !is_failed(s, a)) {
+                set_add(&s->urgent_set, a);
+                add_wanted(s, a, l);
+            }
+        }
         if (is_failed(s, cl->wanted[k].key)) {
             /* for good: the view settles once the tile asked for in its place stands */
             s->stats.failed_wanted++;
@@ -910,11 +935,12 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
         if (found) set_add(anc, a);
         else s->stats.uncovered++;
     }
-    /* standing wanted tiles not under a fallback ancestor */
+    /* standing wanted tiles not under a fallback ancestor; how deep the stand-ins are */
     for (int k = 0; k < cl->nwanted; k++) {
+        const int over = anc->count ? outermost_in(anc, cl->wanted[k].key, top) : -1;
+        if (over >= 0 && over - cl->wanted[k].level > s->stats.standin_levels) s->stats.standin_levels = over - cl->wanted[k].level;
         slot *sl = slot_of(s, cl->wanted[k].key);
-        if (!drawable(s, sl)) continue;
-        if (anc->count && has_ancestor_in(anc, sl->key, top)) continue;
+        if (!drawable(s, sl) || over >= 0) continue;
         push_draw(s, cl, sl, false);
     }
     /* fallback ancestors not under another */
@@ -949,6 +975,7 @@ static int eviction_victim(const terra_stream *s) {
 static int cmp_request(const void *a, const void *b) {
     const wanted_tile *x = a, *y = b;
     if (x->top != y->top) return x->top ? -1 : 1;
+    if (x->urgent != y->urgent) return x->urgent ? -1 : 1;
     if (x->dist != y->dist) return x->dist < y->dist ? -1 : 1;
     if (x->level != y->level) return y->level - x->level;
     return x->key < y->key ? -1 : (x->key > y->key); /* deterministic */
@@ -974,9 +1001,10 @@ static void request_missing(terra_stream *s) {
     int n = 0;
     for (int k = 0; k < s->nwanted; k++) {
         const slot *have = slot_of(s, s->wanted[k].key);
-        if ((!have || (have->stale && have->replacement < 0 && have->state != SLOT_LOADING)) &&
-            !is_failed(s, s->wanted[k].key))
-            s->missing[n++] = s->wanted[k];
+        if ((have && !(have->stale && have->replacement < 0 && have->state != SLOT_LOADING)) || is_failed(s, s->wanted[k].key))
+            continue;
+        s->missing[n] = s->wanted[k];
+        s->missing[n++].urgent = s->urgent_set.count && set_has(&s->urgent_set, s->wanted[k].key);
     }
     qsort(s->missing, (size_t)n, sizeof *s->missing, cmp_request);
     for (int k = 0; k < n && flying < s->d.max_in_flight; k++) {
@@ -1059,6 +1087,7 @@ terra_status terra_stream_update(terra_stream *s) {
     if (status != TERRA_OK) return status;
     take_in(s);
     check_replaced(s);
+    if (s->urgent_set.keys) set_clear(&s->urgent_set);
     for (int c = 0; c < s->d.max_cameras; c++)
         if (s->cams[c].handle) resolve_draws(s, &s->cams[c]);
     request_missing(s);

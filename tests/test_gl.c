@@ -123,7 +123,9 @@ static void one_draw_call_whatever_the_tiles(void) {
 static void uploads_follow_the_streamer(void) {
     terra_source *src;
     CHECK(terra_world_create(&(terra_world_desc){.seed = 4}, &src) == TERRA_OK);
-    terra_gl_scene_desc d = {.source = src, .width = TW, .height = TH, .capacity_tiles = 1200, .threads = 2};
+    /* no bound on stand-ins: a frame never waits, so it runs the streamer exactly once */
+    terra_gl_scene_desc d = {.source = src, .width = TW, .height = TH, .capacity_tiles = 1200, .threads = 2,
+                             .max_standin_levels = -1};
     d.select.grid.cells = 16;
     terra_gl_scene *scene = NULL;
     CHECK(terra_gl_scene_create(&d, &scene) == TERRA_OK, "%s", terra_last_error());

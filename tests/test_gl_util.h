@@ -421,7 +421,7 @@ typedef struct archive_flight {
     bool ok;                 /* false: a scene or a frame failed (terra_last_error) */
     long sky_max;            /* the most sky pixels on a frame (every view looks down into the area) */
     int frames, collapsed;   /* frames below half the previous one's tiles, a teleport's first not counted */
-    int standin_max;         /* the coarsest stand-in, levels above what it stands for, after frame 10 */
+    int standin_max;         /* the coarsest stand-in, levels above what it stands for, on any frame */
     int fallback_frames, calls_max, failed;
 } archive_flight;
 typedef terra_camera (*archive_camera)(const double *area, int f, int n);
@@ -460,7 +460,7 @@ static inline archive_flight fly_archive(terra_archive_mesh *m, archive_camera c
         r.collapsed += f > 0 && !jump && fs.tiles * 2 < prev_tiles;
         prev_tiles = fs.tiles;
         const int lv = fallback_levels(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene));
-        if (f >= 10 && lv > r.standin_max) r.standin_max = lv;
+        if (lv > r.standin_max) r.standin_max = lv;
         r.fallback_frames += fs.fallbacks > 0;
         if (fs.draw_calls > r.calls_max) r.calls_max = fs.draw_calls;
         r.frames++;

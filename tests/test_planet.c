@@ -694,80 +694,108 @@ static void test_no_cracks_between_neighbours(void) {
     kept *k = malloc(sizeof *k * (1 << 16));
     static const double places[][2] = {{-4.3, -12.3}, {0, 45}, {35.2644, 45}, {89.95, 10}, {-20, 135}};
     static const double alts[] = {2, 50, 800, 1e4, 2e5, 3e6};
-    long vertices = 0, mixed = 0, gaps = 0, unfinished = 0, risks = 0;
+    /* the views: those places at those heights, then over the middle of each of the cube's 12 edges
+     * (50 m and 10 km up) and each of its 8 corners (50 m up) */
+    enum { NPLACES = 5, NALTS = 6, NVIEWS = NPLACES * NALTS + 12 * 2 + 8 };
+    double views[NVIEWS][3];
+    int nv_ = 0;
+    for (int pl = 0; pl < NPLACES; pl++)
+        for (int a = 0; a < NALTS; a++) views[nv_][0] = places[pl][0], views[nv_][1] = places[pl][1], views[nv_++][2] = alts[a];
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            for (int sg = 0; sg < 4; sg++) {
+                double v[3] = {0, 0, 0};
+                v[i] = sg & 1 ? -1 : 1, v[j] = sg & 2 ? -1 : 1;
+                for (int h = 0; h < 2; h++) {
+                    terra_planet_dir_latlon((terra_vec3){v[0], v[1], v[2]}, &views[nv_][0], &views[nv_][1]);
+                    views[nv_++][2] = h ? 1e4 : 50;
+                }
+            }
+    for (int c = 0; c < 8; c++) {
+        terra_planet_dir_latlon((terra_vec3){c & 1 ? -1 : 1, c & 2 ? -1 : 1, c & 4 ? -1 : 1}, &views[nv_][0], &views[nv_][1]);
+        views[nv_++][2] = 50;
+    }
+    bool edge_seen[6][6] = {{false}}; /* faces a and b met at a border vertex tested */
+    long vertices = 0, mixed = 0, gaps = 0, unfinished = 0, risks = 0, across = 0;
     double worst = 0, worst_m = 0, worst_skirt = 0;
     static double skirt[600];
-    for (size_t pl = 0; pl < sizeof places / sizeof places[0]; pl++)
-        for (size_t a = 0; a < sizeof alts / sizeof alts[0]; a++) {
-            const terra_camera cam = planet_camera(p, places[pl][0], places[pl][1], alts[a], urand() * 360, a < 3 ? -20 : -60);
-            terra_frustum fr;
-            terra_camera_frustum(&cam, &fr);
-            const terra_planet_tile *tiles;
-            int n;
-            CHECK(terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n) == TERRA_OK, "%s", terra_last_error());
-            if (n > MAXT) n = MAXT; /* the nearest come first: test those and their neighbours */
-            for (int i = 0; i < n; i++) {
-                k[i] = tile_rect(p, &tiles[i]);
-                CHECK(terra_planet_build(p, tiles[i].key, built + (size_t)i * nv, scratch, NULL) == TERRA_OK, "%s", terra_last_error());
-                skirt[i] = skirt_of(built + (size_t)i * nv, terra_planet_tile_origin(p, tiles[i].key), N);
-            }
-            risks += terra_planet_select_get_stats(sel)->crack_risk;
-            for (int ta = 0; ta < n; ta++) {
-                const terra_planet_tile *A = &tiles[ta];
-                const terra_grid_vertex *va = built + (size_t)ta * nv;
-                const terra_vec3 oa = terra_planet_tile_origin(p, A->key);
-                const int face = terra_tile_key_face(A->key);
-                const double cells = (double)terra_planet_tiles_per_side(p, A->level) * N;
-                for (int e = 0; e < 4 * (N - 1); e++) { /* the border's vertices, corners aside */
-                    const int side = e / (N - 1), m = 1 + e % (N - 1);
-                    const int vi = side == 0 ? 0 : side == 1 ? N : m, vj = side == 2 ? 0 : side == 3 ? N : m;
-                    const double oi = side == 0 ? -0.5 : side == 1 ? 0.5 : 0, oj = side == 2 ? -0.5 : side == 3 ? 0.5 : 0;
-                    const double gi = (double)terra_tile_key_x(A->key) * N + vi + oi, gj = (double)terra_tile_key_y(A->key) * N + vj + oj;
-                    const terra_vec3 past = terra_planet_face_dir(face, 2 * gi / cells - 1, 2 * gj / cells - 1);
-                    double ps, pt;
-                    const int pf = terra_planet_dir_face(past, &ps, &pt);
-                    int tb = -1;
-                    for (int b = 0; b < n && tb < 0; b++)
-                        if (b != ta && k[b].face == pf && ps >= k[b].s0 && ps <= k[b].s1 && pt >= k[b].t0 && pt <= k[b].t1) tb = b;
-                    if (tb < 0) continue; /* the ground beside is culled or off the frustum */
-                    const terra_planet_tile *B = &tiles[tb];
-                    const terra_grid_vertex *vb = built + (size_t)tb * nv;
-                    const terra_vec3 ob = terra_planet_tile_origin(p, B->key);
-                    const terra_vec3 q = morphed_at(&va[vj * (N + 1) + vi], oa, cam.eye, A->morph_start, A->morph_end);
-                    double best = INFINITY;
-                    for (int be = 0; be < 4; be++) /* B's four edges as morphed polylines */
-                        for (int c = 0; c < N; c++) {
-                            const int i0 = be == 0 ? 0 : be == 1 ? N : c, j0 = be == 2 ? 0 : be == 3 ? N : c;
-                            const int i1 = be == 0 ? 0 : be == 1 ? N : c + 1, j1 = be == 2 ? 0 : be == 3 ? N : c + 1;
-                            best = fmin(best, segment_distance(q, morphed_at(&vb[j0 * (N + 1) + i0], ob, cam.eye, B->morph_start, B->morph_end),
-                                                               morphed_at(&vb[j1 * (N + 1) + i1], ob, cam.eye, B->morph_start, B->morph_end)));
-                        }
-                    const double side_m = vlen(vsub(terra_planet_tile_dir(p, A->key, 0, 0), terra_planet_tile_dir(p, A->key, N, 0))) *
-                                          terra_planet_get_desc(p)->radius_m;
-                    const double allowed = 1e-3 + 2e-7 * fmax(side_m, vlen(vsub(oa, ob)));
-                    vertices++;
-                    if (A->level != B->level) { /* closed by the skirts */
-                        mixed++;
-                        unfinished += best > allowed;
-                        worst_m = fmax(worst_m, best);
-                        worst_skirt = fmax(worst_skirt, best / fmax(skirt[ta], skirt[tb]));
-                        CHECK(best <= fmax(skirt[ta], skirt[tb]), "a gap of %g m between levels %d and %d, deeper than their skirts (%g, %g m)",
-                              best, A->level, B->level, skirt[ta], skirt[tb]);
-                        continue;
+    for (int vw = 0; vw < NVIEWS; vw++) {
+        const double alt = views[vw][2];
+        const terra_camera cam = planet_camera(p, views[vw][0], views[vw][1], alt, urand() * 360, alt < 5e3 ? -20 : -60);
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_planet_tile *tiles;
+        int n;
+        CHECK(terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n) == TERRA_OK, "%s", terra_last_error());
+        if (n > MAXT) n = MAXT; /* the nearest come first: test those and their neighbours */
+        for (int i = 0; i < n; i++) {
+            k[i] = tile_rect(p, &tiles[i]);
+            CHECK(terra_planet_build(p, tiles[i].key, built + (size_t)i * nv, scratch, NULL) == TERRA_OK, "%s", terra_last_error());
+            skirt[i] = skirt_of(built + (size_t)i * nv, terra_planet_tile_origin(p, tiles[i].key), N);
+        }
+        risks += terra_planet_select_get_stats(sel)->crack_risk;
+        for (int ta = 0; ta < n; ta++) {
+            const terra_planet_tile *A = &tiles[ta];
+            const terra_grid_vertex *va = built + (size_t)ta * nv;
+            const terra_vec3 oa = terra_planet_tile_origin(p, A->key);
+            const int face = terra_tile_key_face(A->key);
+            const double cells = (double)terra_planet_tiles_per_side(p, A->level) * N;
+            for (int e = 0; e < 4 * (N - 1); e++) { /* the border's vertices, corners aside */
+                const int side = e / (N - 1), m = 1 + e % (N - 1);
+                const int vi = side == 0 ? 0 : side == 1 ? N : m, vj = side == 2 ? 0 : side == 3 ? N : m;
+                const double oi = side == 0 ? -0.5 : side == 1 ? 0.5 : 0, oj = side == 2 ? -0.5 : side == 3 ? 0.5 : 0;
+                const double gi = (double)terra_tile_key_x(A->key) * N + vi + oi, gj = (double)terra_tile_key_y(A->key) * N + vj + oj;
+                const terra_vec3 past = terra_planet_face_dir(face, 2 * gi / cells - 1, 2 * gj / cells - 1);
+                double ps, pt;
+                const int pf = terra_planet_dir_face(past, &ps, &pt);
+                int tb = -1;
+                for (int b = 0; b < n && tb < 0; b++)
+                    if (b != ta && k[b].face == pf && ps >= k[b].s0 && ps <= k[b].s1 && pt >= k[b].t0 && pt <= k[b].t1) tb = b;
+                if (tb < 0) continue; /* the ground beside is culled or off the frustum */
+                const terra_planet_tile *B = &tiles[tb];
+                const terra_grid_vertex *vb = built + (size_t)tb * nv;
+                const terra_vec3 ob = terra_planet_tile_origin(p, B->key);
+                const terra_vec3 q = morphed_at(&va[vj * (N + 1) + vi], oa, cam.eye, A->morph_start, A->morph_end);
+                double best = INFINITY;
+                for (int be = 0; be < 4; be++) /* B's four edges as morphed polylines */
+                    for (int c = 0; c < N; c++) {
+                        const int i0 = be == 0 ? 0 : be == 1 ? N : c, j0 = be == 2 ? 0 : be == 3 ? N : c;
+                        const int i1 = be == 0 ? 0 : be == 1 ? N : c + 1, j1 = be == 2 ? 0 : be == 3 ? N : c + 1;
+                        best = fmin(best, segment_distance(q, morphed_at(&vb[j0 * (N + 1) + i0], ob, cam.eye, B->morph_start, B->morph_end),
+                                                           morphed_at(&vb[j1 * (N + 1) + i1], ob, cam.eye, B->morph_start, B->morph_end)));
                     }
-                    worst = fmax(worst, best / allowed);
-                    if (best > allowed) {
-                        if (gaps < 3)
-                            fprintf(stderr, "  gap %.4g m (allowed %.3g): levels %d|%d, faces %d|%d, eye %.0f m up\n", best, allowed,
-                                    A->level, B->level, face, terra_tile_key_face(B->key), alts[a]);
-                        gaps++;
-                    }
+                if (terra_tile_key_face(B->key) != face) edge_seen[face][terra_tile_key_face(B->key)] = true, across++;
+                const double side_m = vlen(vsub(terra_planet_tile_dir(p, A->key, 0, 0), terra_planet_tile_dir(p, A->key, N, 0))) *
+                                      terra_planet_get_desc(p)->radius_m;
+                const double allowed = 1e-3 + 2e-7 * fmax(side_m, vlen(vsub(oa, ob)));
+                vertices++;
+                if (A->level != B->level) { /* closed by the skirts */
+                    mixed++;
+                    unfinished += best > allowed;
+                    worst_m = fmax(worst_m, best);
+                    worst_skirt = fmax(worst_skirt, best / fmax(skirt[ta], skirt[tb]));
+                    CHECK(best <= fmax(skirt[ta], skirt[tb]), "a gap of %g m between levels %d and %d, deeper than their skirts (%g, %g m)",
+                          best, A->level, B->level, skirt[ta], skirt[tb]);
+                    continue;
+                }
+                worst = fmax(worst, best / allowed);
+                if (best > allowed) {
+                    if (gaps < 3)
+                        fprintf(stderr, "  gap %.4g m (allowed %.3g): levels %d|%d, faces %d|%d, eye %.0f m up\n", best, allowed,
+                                A->level, B->level, face, terra_tile_key_face(B->key), alt);
+                    gaps++;
                 }
             }
         }
-    printf("     %ld border vertices beside a drawn neighbour: beside the same level worst gap %.3f of the allowance; beside "
-           "another level (%ld) %ld not on its border, worst %.3f m, %.2f of the skirt (%ld tiles at crack risk)\n",
-           vertices, worst, mixed, unfinished, worst_m, worst_skirt, risks);
+    }
+    int edges = 0;
+    for (int a = 0; a < 6; a++)
+        for (int b = a + 1; b < 6; b++) edges += edge_seen[a][b] && edge_seen[b][a];
+    printf("     %ld border vertices beside a drawn neighbour (%ld across a face edge, all %d edges both ways): beside the same "
+           "level worst gap %.3f of the allowance; beside another level (%ld) %ld not on its border, worst %.3f m, %.2f of the "
+           "skirt (%ld tiles at crack risk)\n",
+           vertices, across, edges, worst, mixed, unfinished, worst_m, worst_skirt, risks);
+    CHECK(edges == 12, "only %d of the cube's 12 edges were crossed both ways by a tested border", edges);
     CHECK(!unfinished || risks, "gaps between levels the selection did not count as a crack risk");
     CHECK(vertices > 20000 && mixed > 2000, "too few border vertices tested (%ld, %ld across levels)", vertices, mixed);
     CHECK(gaps == 0, "%ld border vertices off a same-level neighbour's border", gaps);

@@ -213,6 +213,13 @@ typedef struct terra_gl_scene_desc {
     int threads;                /* workers meshing (or decoding) tiles; 0 = terra_default_threads() */
     int max_in_flight;          /* tile requests at once; 0 = 64 (a frame of a software
                                    renderer is long: many tiles can be meshed meanwhile) */
+    /* Real-time frames: a stand-in is at most this many levels coarser than a tile it covers. The
+     * ancestors that keep it so are asked for first (terra_stream_desc.max_standin_levels), and a
+     * frame whose stand-ins would be deeper (after a jump, or flying faster than tiles come) runs the
+     * streamer again, past its budget, until they are within it (at most a second, and within
+     * max_wait_s). 0 = 2; negative: no bound, a frame never waits and stand-ins are whatever
+     * ancestors stand. */
+    int max_standin_levels;
 } terra_gl_scene_desc;
 
 /* What one frame cost and drew. */
@@ -228,7 +235,7 @@ typedef struct terra_gl_frame_stats {
                            logged each once; terra_stream_failed lists them) */
     size_t bytes_held;  /* the streamer's tile memory plus the GPU buffers */
     bool settled;       /* every wanted tile standing or failed: nothing more will come */
-    int standin_levels; /* planet scenes: the most levels a stand-in was coarser than a tile it stood for */
+    int standin_levels; /* the most levels a stand-in was coarser than a tile it stood for */
 } terra_gl_frame_stats;
 
 /* ---- a planet scene: the planet's selection, its tiles meshed on a pool, one renderer -----------
@@ -290,7 +297,8 @@ TERRA_API bool terra_gl_scene_busy(const terra_gl_scene *s);
 /* Moves the camera, runs the streamer and draws. With `settle` the streamer is run (waiting for
  * its workers) until every tile the camera wants is standing, at most max_wait_s seconds
  * (0 = 60), so the frame shows the full detail of the selection; otherwise it runs once, as a
- * real-time frame does, and draws ancestors where tiles are still coming. */
+ * real-time frame does (again while a stand-in would be deeper than max_standin_levels, within
+ * max_wait_s), and draws ancestors where tiles are still coming. */
 TERRA_API terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam, const terra_gl_style *style, bool settle,
                                   double max_wait_s, terra_gl_frame_stats *stats);
 

@@ -107,6 +107,13 @@ typedef struct terra_stream_desc {
     terra_status (*make)(void *user, terra_tile_key key, void *buffer, size_t capacity, size_t *bytes);
     void *make_user;
     size_t make_bytes;
+    /* N > 0: for each wanted tile not yet standing, its ancestor N - 1 levels up (its parent for 2)
+     * is wanted and asked for before everything but the coarsest tiles, so a stand-in at most about
+     * N levels coarser than the tiles it covers soon stands (stats.standin_levels says how deep this
+     * frame's are; a caller that must not draw deeper updates again until it is within N, as
+     * terra_gl_scene does). 0: tiles are asked for coarsest, then nearest first, and a stand-in is
+     * whatever nearest ancestor stands. */
+    int max_standin_levels;
 } terra_stream_desc;
 
 typedef enum terra_focus_kind {
@@ -132,6 +139,8 @@ typedef struct terra_stream_stats {
     int waiting;       /* tiles the cameras want that are neither standing nor failed: still to come
                           (0: every camera's view is settled) */
     int failed_wanted; /* tiles the cameras want whose load failed: ancestors stand in for good */
+    int standin_levels; /* the most levels between a tile a camera wants and the drawn tile over it
+                           (0: every wanted tile drawn itself; its stand-in's level less its own) */
     int failed_known;  /* failed tiles remembered (not asked for again) */
     int in_flight_stale; /* of in_flight, requests started before the last terra_stream_set_source */
     bool replacing;      /* a replaced source's tiles are still drawn (terra_stream_set_source); once this
