@@ -19,6 +19,7 @@ static terra_vec3 vsub(terra_vec3 a, terra_vec3 b) { return (terra_vec3){a.x - b
 static double vdot(terra_vec3 a, terra_vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 static double vlen(terra_vec3 a) { return sqrt(vdot(a, a)); }
 static terra_vec3 vscale(terra_vec3 a, double k) { return (terra_vec3){a.x * k, a.y * k, a.z * k}; }
+static terra_vec3 vunit(terra_vec3 a) { return vscale(a, 1 / vlen(a)); }
 static terra_vec3 vadd(terra_vec3 a, terra_vec3 b) { return (terra_vec3){a.x + b.x, a.y + b.y, a.z + b.z}; }
 static bool same_bits(terra_vec3 a, terra_vec3 b) { return memcmp(&a, &b, sizeof a) == 0; }
 
@@ -67,25 +68,6 @@ static void test_wgs84(void) {
     CHECK(worst_pos < 1e-6 * 5e7 * 1e-3, "a point lies %g m from its ECEF position", worst_pos);
     CHECK(worst_dir < 1e-12, "a normal came back %g off", worst_dir);
     CHECK(worst_h < 1e-6, "a height came back %g m off", worst_h);
-    /* a tile's bounding sphere holds its ground (sampled densely), on the ellipsoid's flattest and roundest tiles */
-    const int N = terra_planet_get_desc(p)->cells;
-    for (int k = 0; k < 200; k++) {
-        const int level = (int)(urand() * terra_planet_get_desc(p)->levels);
-        const int32_t n = terra_planet_tiles_per_side(p, level);
-        const terra_tile_key key = terra_tile_key_make((int)(urand() * 6), level, (int32_t)(urand() * n), (int32_t)(urand() * n));
-        float lo, hi;
-        CHECK(terra_planet_height_range(p, key, &lo, &hi) == TERRA_OK);
-        terra_vec3 c;
-        double r;
-        terra_planet_tile_bounds(p, key, lo, hi, &c, &r, NULL);
-        for (int j = 0; j <= N; j += N / 8)
-            for (int i = 0; i <= N; i += N / 8) {
-                const terra_vec3 d = terra_planet_tile_dir(p, key, i, j);
-                for (int e = 0; e < 2; e++)
-                    CHECK(vlen(vsub(terra_planet_point(p, d, e ? hi : lo), c)) <= r, "tile level %d: a ground point outside its bounds",
-                          level);
-            }
-    }
 }
 
 /* A rugged grid over 45..45.5 N, 7..7.5 E (ridges 1,400 m high, a hole of NaN samples in it). */
@@ -640,6 +622,111 @@ static void test_select_brute(void) {
     terra_planet_select_destroy(sel);
 }
 
+/* terra_cap_distance is a lower bound of the distance to every point of its cap, and exact up to
+ * sampling: random caps (angles up to 100 degrees, shells 1 m to 100 km thick) and eyes inside,
+ * over and far outside them, against 40,000 sampled points each. */
+static void test_cap_distance(void) {
+    double worst_gap = 0;
+    for (int k = 0; k < 300; k++) {
+        const terra_vec3 dir = vunit((terra_vec3){urand() - 0.5, urand() - 0.5, urand() - 0.5});
+        const double angle = pow(10, -5 + urand() * 5.25) * 0.01745, r_lo = 6.37e6 - urand() * 1e4;
+        const double r_hi = r_lo + pow(10, urand() * 5);
+        const double re = k % 3 == 0 ? r_lo + urand() * (r_hi - r_lo) : r_hi + pow(10, urand() * 8);
+        const terra_vec3 eye = vscale(vunit((terra_vec3){urand() - 0.5, urand() - 0.5, urand() - 0.5}), re);
+        const double d = terra_cap_distance(eye, dir, angle, r_lo, r_hi);
+        terra_vec3 e1, e2;
+        terra_planet_frame(dir, &e1, &e2, NULL);
+        double best = INFINITY;
+        for (int m = 0; m < 40000; m++) { /* points of the cap: its rim and edges more often */
+            const double a = angle * (m % 4 == 0 ? 1 : sqrt(urand())), turn = urand() * 2 * PI;
+            const terra_vec3 u = vadd(vscale(dir, cos(a)), vscale(vadd(vscale(e1, cos(turn)), vscale(e2, sin(turn))), sin(a)));
+            const double r = m % 3 == 0 ? r_lo : m % 3 == 1 ? r_hi : r_lo + urand() * (r_hi - r_lo);
+            best = fmin(best, vlen(vsub(vscale(u, r), eye)));
+        }
+        CHECK(d <= best * (1 + 1e-12) + 1e-6, "cap %d: distance %g m, but a point lies %g m away", k, d, best);
+        worst_gap = fmax(worst_gap, (best - d) / fmax(best, 1));
+    }
+    printf("     300 caps: never farther than a sampled point, at most %.3g of the distance nearer\n", worst_gap);
+}
+
+/* terra_planet_tile_bounds' sphere and terra_planet_tile_cap's cap hold every ground point of a
+ * tile between its lowest and highest heights, on the sphere and on WGS84 (dense samples of random
+ * tiles at every level, the ellipsoid's flattest and roundest among them). */
+static void test_tile_bounds_and_caps(void) {
+    for (int shape = 0; shape < 2; shape++) {
+        terra_planet *p = shape ? wgs84() : planet();
+        const int N = terra_planet_get_desc(p)->cells;
+        long points = 0;
+        for (int k = 0; k < 300; k++) {
+            const int level = (int)(urand() * terra_planet_get_desc(p)->levels);
+            const int32_t n = terra_planet_tiles_per_side(p, level);
+            const terra_tile_key key = terra_tile_key_make((int)(urand() * 6), level, (int32_t)(urand() * n), (int32_t)(urand() * n));
+            float lo, hi;
+            CHECK(terra_planet_height_range(p, key, &lo, &hi) == TERRA_OK);
+            terra_vec3 dir;
+            double angle, r_lo, r_hi;
+            terra_planet_tile_cap(p, key, lo, hi, &dir, &angle, &r_lo, &r_hi);
+            terra_vec3 bc;
+            double br;
+            terra_planet_tile_bounds(p, key, lo, hi, &bc, &br, NULL);
+            for (int j = 0; j <= N; j += N / 8)
+                for (int i = 0; i <= N; i += N / 8) {
+                    const terra_vec3 d = terra_planet_tile_dir(p, key, i, j);
+                    for (int e = 0; e < 2; e++) {
+                        const terra_vec3 g = terra_planet_point(p, d, e ? hi : lo);
+                        const double r = vlen(g), c = vdot(vscale(g, 1 / r), dir);
+                        CHECK(r >= r_lo && r <= r_hi, "level %d: a point %g m from the centre, outside %g..%g", level, r, r_lo, r_hi);
+                        CHECK(c >= cos(angle) - 1e-15, "level %d: a point %g rad from the cap's direction, past %g", level,
+                              acos(fmin(c, 1)), angle);
+                        CHECK(vlen(vsub(g, bc)) <= br, "level %d: a ground point outside the tile's bounding sphere", level);
+                        points++;
+                    }
+                }
+        }
+        printf("     %s: %ld points of 300 tiles inside their bounding spheres and caps\n", shape ? "WGS84" : "sphere", points);
+    }
+}
+
+/* The distances the walk splits by are lower bounds (the bounding sphere's, or the cap's where it is
+ * farther): every drawn tile above level 0 has all its vertices at least the range of the level
+ * below away, for 20 views from 2 m to 3,000 km looking down and across (on the sphere and WGS84). */
+static void test_split_distances_hold(void) {
+    terra_planet *p = P;
+    terra_planet_select *sel;
+    CHECK(terra_planet_select_create(&(terra_planet_select_desc){.view_height_px = 270, .max_tiles = 1 << 16}, p, &sel) ==
+              TERRA_OK,
+          "%s", terra_last_error());
+    if (!sel) return;
+    const int N = terra_planet_get_desc(p)->cells;
+    static const double alts[] = {2, 300, 3e4, 3e5, 3e6};
+    long tiles = 0, vertices = 0;
+    double tightest = INFINITY; /* the least ratio of a vertex's distance to the range it must clear */
+    for (int k = 0; k < 20; k++) {
+        const terra_camera cam = planet_camera(p, urand() * 160 - 80, urand() * 360 - 180, alts[k % 5], urand() * 360, k % 2 ? -15 : -60);
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_planet_tile *t;
+        int n;
+        CHECK(terra_planet_select_run(sel, cam.eye, &fr, &t, &n) == TERRA_OK, "%s", terra_last_error());
+        for (int i = 0; i < n; i++) {
+            if (t[i].level == 0) continue;
+            const double need = terra_planet_select_range(sel, t[i].level - 1);
+            double nearest = INFINITY;
+            for (int jj = 0; jj <= N; jj++)
+                for (int ii = 0; ii <= N; ii++)
+                    nearest = fmin(nearest, vlen(vsub(terra_planet_ground_point(p, terra_planet_tile_dir(p, t[i].key, ii, jj)), cam.eye)));
+            tightest = fmin(tightest, nearest / need);
+            CHECK(nearest >= need * (1 - 1e-9), "level %d tile drawn with a vertex %g m away, nearer than the range %g m below",
+                  t[i].level, nearest, need);
+            tiles++, vertices += (long)(N + 1) * (N + 1);
+        }
+    }
+    printf("     %ld tiles, %ld vertices: each at least the range of the level below away (tightest %.4f of it)\n", tiles, vertices,
+           tightest);
+    CHECK(tiles > 400, "too few tiles checked (%ld)", tiles);
+    terra_planet_select_destroy(sel);
+}
+
 /* ---- cracks: morphed edges of neighbours coincide, across levels and face edges ------------------ */
 
 /* A vertex of a built tile in world metres, unmorphed and morphed for this eye (as the vertex stage
@@ -816,12 +903,16 @@ int main(void) {
     P = planet();
     RUN(test_raycast);
     RUN(test_select_brute);
+    RUN(test_cap_distance);
+    RUN(test_tile_bounds_and_caps);
+    RUN(test_split_distances_hold);
     RUN(test_no_cracks_between_neighbours);
     RUN(test_wgs84);
     RUN(test_overlay);
     P = wgs84();
     RUN(test_raycast);
     RUN(test_select_brute);
+    RUN(test_split_distances_hold);
     RUN(test_no_cracks_between_neighbours);
     return finish();
 }

@@ -150,6 +150,13 @@ TERRA_API terra_vec3 terra_planet_tile_origin(const terra_planet *p, terra_tile_
  * direction and a corner's. */
 TERRA_API void terra_planet_tile_bounds(const terra_planet *p, terra_tile_key key, float lo, float hi, terra_vec3 *centre,
                                         double *radius, double *angle_rad);
+/* The same ground as a cap seen from the planet's centre: every ground point of the tile for heights
+ * in [lo, hi] lies within *angle_rad of the unit direction *dir (from the centre) and between *r_lo
+ * and *r_hi from the centre. On a sphere the tile's own cap; on an ellipsoid widened for the
+ * normals' spread (a point lies within the largest geodetic-geocentric difference of its normal).
+ * terra_cap_distance gives the least distance from an eye to it. */
+TERRA_API void terra_planet_tile_cap(const terra_planet *p, terra_tile_key key, float lo, float hi, terra_vec3 *dir,
+                                     double *angle_rad, double *r_lo, double *r_hi);
 
 /* Bytes of scratch terra_planet_build needs. */
 TERRA_API size_t terra_planet_scratch_bytes(int cells);
@@ -242,6 +249,14 @@ TERRA_API bool terra_geo_grid_range(const terra_geo_grid *g, double west, double
  * ball. */
 TERRA_API bool terra_horizon_hides(terra_vec3 eye, double occluder_radius, terra_vec3 dir, double angle_rad,
                                    double top_radius);
+
+/* The least distance from `eye` to any point within `angle_rad` of the unit direction `dir` at a
+ * distance from the origin between r_lo and r_hi (a tile's cap, terra_planet_tile_cap): past the
+ * cap's edge, at an angle g from the eye's direction, the nearest such point lies at the distance
+ * from the origin nearest |eye| cos g (the law of cosines); inside it straight above or below. A
+ * lower bound of the distance to any ground of the tile, tighter than its bounding sphere's for
+ * tiles wide against their distance (planet selection splits by the larger of the two). */
+TERRA_API double terra_cap_distance(terra_vec3 eye, terra_vec3 dir, double angle_rad, double r_lo, double r_hi);
 
 /* ---- selection -------------------------------------------------------------------------------- */
 

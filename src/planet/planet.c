@@ -1,6 +1,8 @@
 /* terra planet: the cube-sphere mapping, the built-in planet's heights and their ranges, tiles. */
 #include "terra/planet.h"
 
+#include "cap.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -828,6 +830,30 @@ void terra_planet_height_bounds(const terra_planet *p, float *lo, float *hi) {
 }
 
 /* ---- horizon ------------------------------------------------------------------------------------------------ */
+
+double terra_cap_distance(terra_vec3 eye, terra_vec3 dir, double angle, double r_lo, double r_hi) {
+    const double re = v_len(eye);
+    const terra_vec3 eu = re > 0 ? v_scale(eye, 1 / re) : (terra_vec3){0, 1, 0};
+    return terra_cap_distance_(re, eu, v_unit(dir), cos(fmin(angle, PI)), sin(fmin(angle, PI)), r_lo, r_hi);
+}
+
+void terra_planet_tile_cap(const terra_planet *p, terra_tile_key key, float lo, float hi, terra_vec3 *dir, double *angle_rad,
+                           double *r_lo, double *r_hi) {
+    const terra_vec3 c = tile_centre_dir(p, key);
+    const double arc = 2 * asin(fmin(tile_chord(p, key, c) * 0.5, 1.0));
+    if (!p->ell) {
+        *dir = c, *angle_rad = arc;
+        *r_lo = (p->ea + lo) * (1 - 1e-12), *r_hi = (p->ea + hi) * (1 + 1e-12);
+        return;
+    }
+    /* a normal turned by psi moves the ellipsoid's point at most a^2 / b psi, at a distance of at
+     * least b from the centre; a height along the normal leans its point at most geo_lean (the most
+     * the geodetic and geocentric latitudes differ) off the direction of the ellipsoid's point */
+    const double a = p->ea, b = p->eb, geo_lean = atan((a * a - b * b) / (2 * a * b)) * (1 + 1e-9);
+    *dir = v_unit(ref_point(p, c, 0));
+    *angle_rad = 2 * asin(fmin(a * a / b * arc / (2 * b) * (1 + 1e-9), 1.0)) + 2 * geo_lean;
+    *r_lo = (b + (lo < 0 ? lo : lo * cos(geo_lean))) * (1 - 1e-12), *r_hi = (a + hi) * (1 + 1e-12);
+}
 
 bool terra_horizon_hides(terra_vec3 eye, double rh, terra_vec3 dir, double angle, double top) {
     const double de = v_len(eye);

@@ -2,6 +2,7 @@
 #include "terra/planet.h"
 
 #include "../keymap.h"
+#include "cap.h"
 
 #include <math.h>
 #include <string.h>
@@ -19,8 +20,8 @@ typedef struct tile_b {
     double r;
     terra_vec3 dir;           /* the tile's centre direction */
     double reach, cos_reach, sin_reach; /* its cap's angle plus its top's horizon angle (terra_horizon_hides) */
-    /* its ground as a cap about the centre: every ground point's direction from the planet's centre
-     * within gang (cos, sin) of gdir, its distance from the centre from rlo to rhi (cap_distance) */
+    /* its ground as a cap seen from the centre (terra_planet_tile_cap): within gang (cos, sin) of
+     * gdir, rlo to rhi from the centre */
     terra_vec3 gdir;
     double cos_gang, sin_gang, rlo, rhi;
 } tile_b;
@@ -50,7 +51,6 @@ struct terra_planet_select {
     terra_vec3 eye, eye_dir;
     terra_vec3 eye_unit; /* the eye's direction from the centre and its distance */
     double eye_len;
-    double geo_lean;     /* an ellipsoid's: how far a ground point's direction from the centre may lie from its normal */
     double eye_reach, cos_eye, sin_eye; /* the eye's horizon angle; eye_reach < 0: inside the ball */
     const terra_frustum *frustum;
     terra_status status;
@@ -99,19 +99,9 @@ static terra_status measure(const terra_planet_select *s, terra_tile_key k, tile
     if (st != TERRA_OK) return st;
     double angle;
     terra_planet_tile_bounds(s->p, k, lo, hi, &b->c, &b->r, &angle);
-    { /* the cap: on a sphere the tile's own; on an ellipsoid a normal turned by psi moves the point at
-       * most a^2 / b psi at a distance of at least b from the centre, and a point lies within geo_lean
-       * of its normal (the most geodetic and geocentric latitudes differ), heights along it less */
-        const terra_planet_desc *pd = terra_planet_get_desc(s->p);
-        const double a = pd->radius_m, bb = pd->polar_radius_m;
-        const terra_vec3 cd = terra_planet_tile_dir(s->p, k, pd->cells / 2, pd->cells / 2);
-        const terra_vec3 cp = terra_planet_point(s->p, cd, 0);
-        const double cl = sqrt(cp.x * cp.x + cp.y * cp.y + cp.z * cp.z);
-        const double gang = a == bb ? angle : 2 * asin(fmin(a * a / bb * angle / (2 * bb) * (1 + 1e-9), 1.0)) + 2 * s->geo_lean;
-        b->gdir = (terra_vec3){cp.x / cl, cp.y / cl, cp.z / cl};
-        b->cos_gang = cos(gang), b->sin_gang = sin(gang);
-        b->rlo = (bb + (lo < 0 ? lo : lo * cos(s->geo_lean))) * (1 - 1e-12), b->rhi = (a + hi) * (1 + 1e-12);
-    }
+    double gang;
+    terra_planet_tile_cap(s->p, k, lo, hi, &b->gdir, &gang, &b->rlo, &b->rhi);
+    b->cos_gang = cos(fmin(gang, 3.14159265358979323846)), b->sin_gang = sin(fmin(gang, 3.14159265358979323846));
     terra_vec3 d = b->c;
     double top = 1 + hi * s->ia;
     if (s->stretch > 1) { /* the cap in the scaled space: its centre's image, angles stretched, heights leaning */
@@ -174,7 +164,6 @@ terra_status terra_planet_select_create(const terra_planet_select_desc *desc, co
         /* a height h along a normal n moves the scaled point by h (n.x / a, n.y / b, n.z / a): off the
          * image of n by at most twice the largest angle the scaling turns a vector, atan((k - 1) / (2 sqrt k)) */
         s->lean_k = a == b ? 0 : 2.02 * atan((s->stretch - 1) / (2 * sqrt(s->stretch)));
-        s->geo_lean = a == b ? 0 : atan((a * a - b * b) / (2 * a * b)) * (1 + 1e-9);
     }
     s->sse_k = d.view_height_px / (2.0 * tan(0.5 * d.view_fov_y_rad));
     /* ranges: the next level's error projects to tau there (so a tile is split exactly where by_error
@@ -265,22 +254,15 @@ static int cull_sphere(const terra_frustum *f, terra_vec3 c, double r, int mask)
 }
 
 /* Lower bounds of the distance from the eye to the tile's ground: to its bounding sphere (cheap), and
- * to its cap (points within gang of gdir seen from the centre, rlo to rhi from it), nearer the truth
- * for tiles wide against their distance: at an angle g from the eye's direction past the cap's edge
- * the nearest such point is at the distance from the centre nearest re cos g (the law of cosines);
- * inside the cap straight above or below. The walk takes the cap's only where the sphere's would
- * refine. */
+ * to its cap (terra_cap_distance), nearer the truth for tiles wide against their distance. The walk
+ * takes the cap's only where the sphere's would split the tile. */
 static inline double sphere_distance(const terra_planet_select *s, const tile_b *b) {
     const double dx = b->c.x - s->eye.x, dy = b->c.y - s->eye.y, dz = b->c.z - s->eye.z;
     return fmax(sqrt(dx * dx + dy * dy + dz * dz) - b->r, 0);
 }
 
 static inline double cap_distance(const terra_planet_select *s, const tile_b *b) {
-    const double re = s->eye_len, cg = s->eye_unit.x * b->gdir.x + s->eye_unit.y * b->gdir.y + s->eye_unit.z * b->gdir.z;
-    if (cg >= b->cos_gang) return fmax(b->rlo - re, re - b->rhi);
-    const double cos_g = cg * b->cos_gang + sqrt(fmax(1 - cg * cg, 0)) * b->sin_gang; /* cos(gamma - gang) */
-    const double r = fmin(fmax(re * cos_g, b->rlo), b->rhi);
-    return sqrt(fmax(re * re + r * r - 2 * re * r * cos_g, 0));
+    return terra_cap_distance_(s->eye_len, s->eye_unit, b->gdir, b->cos_gang, b->sin_gang, b->rlo, b->rhi);
 }
 
 static inline double tile_distance(const terra_planet_select *s, const tile_b *b) {
@@ -303,7 +285,6 @@ static void emit(terra_planet_select *s, terra_tile_key key, int level, const ti
 }
 
 enum { OUT_OF_RANGE, HANDLED };
-
 
 /* The horizon test of terra_horizon_hides with the tile's angles measured once: hidden when the angle
  * from the eye's direction to the tile's exceeds the eye's reach plus the tile's (cosines compared). */
