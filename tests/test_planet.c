@@ -687,15 +687,21 @@ static void test_tile_bounds_and_caps(void) {
     }
 }
 
+/* A selection for a 270-pixel-high view (tiles of several levels in any view). */
+static terra_planet_select *select_270(const terra_planet *p) {
+    terra_planet_select *sel = NULL;
+    CHECK(terra_planet_select_create(&(terra_planet_select_desc){.view_height_px = 270, .max_tiles = 1 << 16}, p, &sel) ==
+              TERRA_OK,
+          "%s", terra_last_error());
+    return sel;
+}
+
 /* The distances the walk splits by are lower bounds (the bounding sphere's, or the cap's where it is
  * farther): every drawn tile above level 0 has all its vertices at least the range of the level
  * below away, for 20 views from 2 m to 3,000 km looking down and across (on the sphere and WGS84). */
 static void test_split_distances_hold(void) {
     terra_planet *p = P;
-    terra_planet_select *sel;
-    CHECK(terra_planet_select_create(&(terra_planet_select_desc){.view_height_px = 270, .max_tiles = 1 << 16}, p, &sel) ==
-              TERRA_OK,
-          "%s", terra_last_error());
+    terra_planet_select *sel = select_270(p);
     if (!sel) return;
     const int N = terra_planet_get_desc(p)->cells;
     static const double alts[] = {2, 300, 3e4, 3e5, 3e6};
@@ -763,16 +769,13 @@ static double skirt_of(const terra_grid_vertex *v, terra_vec3 o, int N) {
  * border vertex of a drawn tile, morphed for the eye as it is drawn, is checked against the morphed
  * border of the drawn tile beside it (found by the direction half a cell past the edge, so across
  * face edges as well). Beside a tile of the same level it lies on it: within 1 mm plus the float
- * rounding of the vertices (2e-7 of the tile's side). Beside another level it may not, where steep
- * ground makes a tile's bounding sphere wider than the morph margin allows (the selection counts
- * those, crack_risk): the gap is measured and must be within the skirt the renderer hangs from the
- * two tiles, which closes it (test_gl_planet sees no hole pixel). */
+ * rounding of the vertices (2e-7 of the tile's side). Beside another level it need not (the ranges
+ * follow tau, not the morph margin, so neighbours may be two levels apart or mid-morph; the selection
+ * counts the tiles at risk, crack_risk): the gap is measured and must be within the skirt the
+ * renderer hangs from the two tiles, which closes it (test_gl_planet sees no hole pixel). */
 static void test_no_cracks_between_neighbours(void) {
     terra_planet *p = P;
-    terra_planet_select *sel;
-    CHECK(terra_planet_select_create(&(terra_planet_select_desc){.view_height_px = 270, .max_tiles = 1 << 16}, p, &sel) ==
-              TERRA_OK,
-          "%s", terra_last_error());
+    terra_planet_select *sel = select_270(p);
     if (!sel) return;
     const int N = terra_planet_get_desc(p)->cells, nv = terra_grid_vertex_count(N);
     enum { MAXT = 600 }; /* tiles built a view (each once) */
