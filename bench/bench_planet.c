@@ -104,12 +104,17 @@ static bool held(const terra_planet *p, const terra_planet_tile *t, int n, terra
  * planet's level errors, interpolated log-log) projects within tau at the piece's distance; with
  * `by_level` at the coarsest level's spacing whose error does (the error-bounded mesh of the planet's
  * own levels, bench_level_spacing). */
+/* Level 0's spacing along a face's middle, and every level's error. */
+static double level_errors(const terra_planet *p, float err[TERRA_PLANET_MAX_LEVELS]) {
+    const int N = terra_planet_get_desc(p)->cells, levels = terra_planet_get_desc(p)->levels;
+    for (int l = 0; l < levels; l++) err[l] = terra_planet_level_error(p, l);
+    return terra_planet_get_desc(p)->radius_m * PI / 2 / ldexp(N, levels - 1);
+}
+
 static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t, int n, terra_vec3 eye, double k_px, bool by_level) {
     const int N = terra_planet_get_desc(p)->cells, levels = terra_planet_get_desc(p)->levels;
-    /* level 0's spacing along a face's middle, and every level's error */
-    const double s0 = terra_planet_get_desc(p)->radius_m * PI / 2 / ldexp(N, levels - 1);
     float err[TERRA_PLANET_MAX_LEVELS];
-    for (int l = 0; l < levels; l++) err[l] = terra_planet_level_error(p, l);
+    const double s0 = level_errors(p, err);
     double sum = 0;
     for (int i = 0; i < n; i++)
         for (int pj = 0; pj < 8; pj++)
@@ -131,10 +136,9 @@ static double ideal_triangles(const terra_planet *p, const terra_planet_tile *t,
  * pixels apart at 1080 px) that met the ground, a quad between four neighbours counted with its
  * area at its corner's distance (none across a silhouette, where neighbours lie far apart). */
 static double visible_ideal(const terra_planet *p, terra_vec3 at[54][96], bool met[54][96], terra_vec3 eye, double k_px) {
-    const int N = terra_planet_get_desc(p)->cells, levels = terra_planet_get_desc(p)->levels;
-    const double s0 = terra_planet_get_desc(p)->radius_m * PI / 2 / ldexp(N, levels - 1);
+    const int levels = terra_planet_get_desc(p)->levels;
     float err[TERRA_PLANET_MAX_LEVELS];
-    for (int l = 0; l < levels; l++) err[l] = terra_planet_level_error(p, l);
+    const double s0 = level_errors(p, err);
     double sum = 0;
     for (int j = 0; j + 1 < 54; j++)
         for (int i = 0; i + 1 < 96; i++) {

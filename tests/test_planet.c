@@ -168,6 +168,15 @@ static void test_overlay(void) {
     terra_geo_grid_destroy(g);
 }
 
+/* The tiles selected for a camera (its frustum from the camera); 0 when the run fails. */
+static int select_view(terra_planet_select *sel, const terra_camera *cam, const terra_planet_tile **tiles) {
+    terra_frustum fr;
+    terra_camera_frustum(cam, &fr);
+    int n = 0;
+    CHECK(terra_planet_select_run(sel, cam->eye, &fr, tiles, &n) == TERRA_OK, "%s", terra_last_error());
+    return n;
+}
+
 /* Faces and directions round-trip; every direction falls on exactly one face's square. */
 static void test_mapping(void) {
     for (int k = 0; k < 20000; k++) {
@@ -561,11 +570,8 @@ static void test_select_brute(void) {
             const double dip = acos(R / (R + alts[a])) * 180 / PI;
             const double pitch = alts[a] < 1e5 ? -15 + 20 * urand() : -dip - 30 + 60 * urand();
             const terra_camera cam = planet_camera(p, urand() * 170 - 85, urand() * 360 - 180, alts[a], urand() * 360, pitch);
-            terra_frustum fr;
-            terra_camera_frustum(&cam, &fr);
             const terra_planet_tile *tiles;
-            int n;
-            CHECK(terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n) == TERRA_OK, "%s", terra_last_error());
+            const int n = select_view(sel, &cam, &tiles);
             for (int i = 0; i < n; i++) {
                 k[i] = tile_rect(p, &tiles[i]);
                 /* wholly beyond the horizon: every sampled ground point's segment from the eye dips into the ball */
@@ -709,11 +715,8 @@ static void test_split_distances_hold(void) {
     double tightest = INFINITY; /* the least ratio of a vertex's distance to the range it must clear */
     for (int k = 0; k < 20; k++) {
         const terra_camera cam = planet_camera(p, urand() * 160 - 80, urand() * 360 - 180, alts[k % 5], urand() * 360, k % 2 ? -15 : -60);
-        terra_frustum fr;
-        terra_camera_frustum(&cam, &fr);
         const terra_planet_tile *t;
-        int n;
-        CHECK(terra_planet_select_run(sel, cam.eye, &fr, &t, &n) == TERRA_OK, "%s", terra_last_error());
+        const int n = select_view(sel, &cam, &t);
         for (int i = 0; i < n; i++) {
             if (t[i].level == 0) continue;
             const double need = terra_planet_select_range(sel, t[i].level - 1);
@@ -812,11 +815,8 @@ static void test_no_cracks_between_neighbours(void) {
     for (int vw = 0; vw < NVIEWS; vw++) {
         const double alt = views[vw][2];
         const terra_camera cam = planet_camera(p, views[vw][0], views[vw][1], alt, urand() * 360, alt < 5e3 ? -20 : -60);
-        terra_frustum fr;
-        terra_camera_frustum(&cam, &fr);
         const terra_planet_tile *tiles;
-        int n;
-        CHECK(terra_planet_select_run(sel, cam.eye, &fr, &tiles, &n) == TERRA_OK, "%s", terra_last_error());
+        int n = select_view(sel, &cam, &tiles);
         if (n > MAXT) n = MAXT; /* the nearest come first: test those and their neighbours */
         for (int i = 0; i < n; i++) {
             k[i] = tile_rect(p, &tiles[i]);
