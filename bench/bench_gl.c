@@ -83,7 +83,8 @@ int main(int argc, char **argv) {
            *upl = malloc(sizeof(double) * frames), *sub = malloc(sizeof(double) * frames),
            *drv = malloc(sizeof(double) * frames), *ras = malloc(sizeof(double) * frames),
            *tris = malloc(sizeof(double) * frames), *ratio = malloc(sizeof(double) * 12),
-           *ideal = malloc(sizeof(double) * 12), *tris_settled = malloc(sizeof(double) * 12);
+           *ideal = malloc(sizeof(double) * 12), *tris_settled = malloc(sizeof(double) * 12),
+           *ratio_whole = malloc(sizeof(double) * 12), *occ = malloc(sizeof(double) * frames);
     float *z = malloc(sizeof(float) * W * H);
     int max_calls = 0, nratio = 0, fallback_frames = 0;
     /* a real-time flight: the streamer settles before the first frame, then runs once a frame */
@@ -98,7 +99,7 @@ int main(int argc, char **argv) {
         glFinish();
         ras[f] = (bench_now() - t0) * 1e3;
         sel[f] = fs.select_ms, str[f] = fs.stream_ms, upl[f] = fs.upload_ms, sub[f] = fs.submit_ms;
-        drv[f] = fs.driver_ms, tris[f] = fs.triangles;
+        drv[f] = fs.driver_ms, tris[f] = fs.triangles, occ[f] = terra_gl_get_stats(gl)->occlusion_ms;
         if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
         fallback_frames += fs.fallbacks > 0;
     }
@@ -112,12 +113,19 @@ int main(int argc, char **argv) {
         const double id = ideal_triangles(&cam, W, H, z, sd);
         ideal[nratio] = id;
         tris_settled[nratio] = fs.triangles;
-        ratio[nratio++] = fs.triangles / id;
+        ratio[nratio] = fs.triangles / id;
+        /* the same draws whole: what occlusion culling leaves out */
+        const terra_stream_draw *draws;
+        int nd;
+        terra_stream_draws(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene), &draws, &nd);
+        terra_gl_draw(gl, &cam, draws, nd, &(terra_gl_style){.no_occlusion = true});
+        ratio_whole[nratio++] = terra_gl_get_stats(gl)->triangles / id;
     }
     bench_record("render.cpu_ms.select", median_d(sel, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.stream", median_d(str, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.upload", median_d(upl, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.submit", median_d(sub, frames), "ms", frames, "median");
+    bench_record("render.cpu_ms.occlusion", median_d(occ, frames), "ms", frames, "median");
     bench_record("render.llvmpipe_ms.draw_call", median_d(drv, frames), "ms", frames, "median");
     bench_record("render.llvmpipe_ms.raster", median_d(ras, frames), "ms", frames, "median");
     bench_record("render.draw_calls_per_frame", max_calls, "calls", frames, "max");
@@ -126,6 +134,8 @@ int main(int argc, char **argv) {
         bench_record("render.triangles_per_frame.settled", median_d(tris_settled, nratio), "tris", nratio, "median");
         bench_record("render.triangles_ideal_per_frame", median_d(ideal, nratio), "tris", nratio, "median");
         bench_record("render.triangles_vs_error_bounded_mesh.visible", median_d(ratio, nratio), "x", nratio, "median");
+        bench_record("render.triangles_vs_error_bounded_mesh.visible.unculled", median_d(ratio_whole, nratio), "x", nratio,
+                     "median");
     }
     printf("  (%d of %d frames drew ancestors for tiles still streaming)\n", fallback_frames, frames);
 
@@ -208,8 +218,8 @@ int main(int argc, char **argv) {
         if (lv > standin_max) standin_max = lv;
         if (own > standin_own) standin_own = own;
         standin_frames += fs.fallbacks > 0, deep_frames += lv > 2;
-        collapsed += f > 0 && 2 * fs.tiles < prev_tiles;
-        prev_tiles = fs.tiles;
+        collapsed += f > 0 && 2 * (fs.tiles + fs.hidden_tiles) < prev_tiles; /* resolved, hidden ones too */
+        prev_tiles = fs.tiles + fs.hidden_tiles;
         if (holes) printf("  real time, frame %d: %ld hole pixels, stand-ins up to %d levels coarser\n", f, holes, lv);
     }
     printf("  real time: %d frames in %.1f s, %d with stand-ins, %d with one more than 2 levels coarser (the nearest "
@@ -263,6 +273,7 @@ int main(int argc, char **argv) {
     }
 
     free(sel), free(str), free(upl), free(sub), free(drv), free(ras), free(tris), free(ratio), free(ideal), free(tris_settled), free(z);
+    free(ratio_whole), free(occ);
     free(rgb), free(top);
     terra_gl_scene_destroy(scene);
     terra_source_destroy(slowed);

@@ -109,7 +109,7 @@ typedef struct cli_scene {
     double above;              /* metres over the ground at the eye's x, z */
     double yaw, pitch;         /* degrees */
     bool have_eye, have_above; /* given (without --eye, --above is implied) */
-    bool level_tint, no_morph;
+    bool level_tint, no_morph, no_occlusion;
     double clear[3];           /* --clear R,G,B (0..255) */
     bool have_clear, have_cells;
     bool planet;               /* --planet: the built-in planet of `seed` instead of the plane */

@@ -108,8 +108,9 @@ int cmd_render(int argc, char **argv) {
     if (st != TERRA_OK) {
         rc = cli_error("render", "%s", terra_last_error());
     } else {
-        printf("wrote %s: %dx%d, eye %.1f,%.1f,%.1f; %d tiles, %d triangles, %d draw call%s%s\n", out, w, h, cam.eye.x,
-               cam.eye.y, cam.eye.z, fs.tiles, fs.triangles, fs.draw_calls, fs.draw_calls == 1 ? "" : "s",
+        printf("wrote %s: %dx%d, eye %.1f,%.1f,%.1f; %d tiles, %d triangles (%d hidden left out), %d draw call%s%s\n", out,
+               w, h, cam.eye.x, cam.eye.y, cam.eye.z, fs.tiles, fs.triangles, fs.occluded_triangles, fs.draw_calls,
+               fs.draw_calls == 1 ? "" : "s",
                fs.settled ? "" : " (streaming had not settled)");
         /* a tile that failed is drawn as its ancestor, but the frame is not what was asked for */
         rc = cli_failed_tiles("render", terra_gl_scene_stream(scene));

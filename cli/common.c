@@ -240,6 +240,8 @@ static const scene_opt scene_opts[] = {
     {"pitch", "DEG", CLI_POSE, K_DOUBLE, -90, 90, "degrees", AT(pitch), 0, "up from the horizon, %R (default %D)"},
     {"level-tint", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(level_tint), 0, "colour tiles by level instead of surface"},
     {"no-morph", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(no_morph), 0, "draw tiles unmorphed (shows what morphing hides)"},
+    {"no-occlusion", NULL, CLI_STYLE, K_FLAG, 0, 0, NULL, AT(no_occlusion), 0,
+     "draw ground hidden behind nearer hills too (the same picture, more\ntriangles: what occlusion culling saves)"},
     {"clear", "R,G,B", CLI_STYLE, K_XYZ, 0, 255, "R,G,B", AT(clear), AT(have_clear),
      "no sky and no fog, only this colour behind the ground (a hole\nshows as it), each %R"},
     {"ramp", "LO,HI", CLI_STYLE, K_PAIR, -12000, 100000, "LO,HI in metres", AT(ramp), AT(have_ramp),
@@ -502,7 +504,8 @@ static const terra_surface_table *script_surfaces(const terra_script *s) { retur
 #endif
 
 terra_gl_style cli_scene_style(const cli_scene *s) {
-    terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .flat = s->have_clear,
+    terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .no_occlusion = s->no_occlusion,
+                         .flat = s->have_clear,
                          .surfaces = s->lua ? script_surfaces(s->lua) : NULL};
     for (int i = 0; i < 3; i++) st.clear_rgb[i] = (float)(s->clear[i] / 255.0);
     if (s->have_ramp) st.ramp[0] = (float)s->ramp[0], st.ramp[1] = (float)s->ramp[1];

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "occlusion.h"
 #include "shaders.h"
 
 /* std430 per-draw record, 48 bytes (DrawRecord in shaders.h). */
@@ -45,8 +46,16 @@ typedef struct gl_tile {
     uint32_t i_off, i_count; /* mesh tiles: their indices (from the index heap's start); grid: 0 */
     uint32_t skirt_triangles;
     float skirt_m; /* grid tiles: the depth of their skirt (see skirt_depth) */
+    float hi;      /* its highest drawn point (any morph) */
+    uint32_t frame;         /* the last frame whose draw list had it, */
+    float morph_start, morph_end; /* with this morph range */
     bool live, mesh;
+    bool occ;      /* a grid tile on the plane with its occlusion summary (occlusion.h) */
 } gl_tile;
+
+/* Commands a frame may have, per tile on average: ground and skirt, each whole or in runs of the
+ * blocks in view (past the room, tiles are drawn whole) */
+#define COMMANDS_PER_TILE 16
 
 /* Compaction copies through a staging buffer of this size where a range moves by less than its
  * length and less than this (a buffer's copy to itself must not overlap; see move_down). */
@@ -93,9 +102,17 @@ struct terra_gl {
     int nfree_ids;
     key_map index;
     uint64_t *order; /* compaction: (offset << 32 | id) per tile */
-    /* per-frame scratch */
+    /* occlusion culling on the plane (occlusion.h): how grid tiles are cut, each tile id's summary,
+     * the frame's tiles and horizon */
+    occ_layout occ;
+    int ring_block[4 * 8]; /* the block each run of `block` skirt cells along the ring hangs from */
+    float *occ_data, *horizon;
+    occ_tile *occ_tiles;
+    /* per-frame scratch; commands: ground from the start, skirts from the end */
     gl_draw_record *recs;
     gl_draw_command *cmds;
+    int cmd_cap;
+    uint32_t frame; /* frames drawn */
     int acc_uploads, acc_releases; /* since the last frame */
     double acc_upload_ms;
     terra_gl_stats stats;
@@ -230,6 +247,9 @@ void terra_gl_destroy(terra_gl *r) {
     map_free(&r->index);
     terra_free(r->recs);
     terra_free(r->cmds);
+    terra_free(r->occ_data);
+    terra_free(r->horizon);
+    terra_free(r->occ_tiles);
     terra_free(r->upload_scratch);
     terra_free(r->ring);
     terra_free(r->skirt_scratch);
@@ -381,7 +401,18 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     ok = ok && (r->order = terra_alloc(sizeof *r->order * (size_t)d.max_tiles)) != NULL;
     ok = ok && map_init(&r->index, d.max_tiles);
     ok = ok && (r->recs = terra_alloc(sizeof *r->recs * (size_t)d.max_draws)) != NULL;
-    ok = ok && (r->cmds = terra_alloc(sizeof *r->cmds * 2 * (size_t)d.max_draws)) != NULL; /* ground, skirts */
+    r->cmd_cap = COMMANDS_PER_TILE * d.max_draws;
+    ok = ok && (r->cmds = terra_alloc(sizeof *r->cmds * (size_t)r->cmd_cap)) != NULL;
+    occ_layout_for(d.grid.cells, &r->occ);
+    for (int c = 0; c < 4 * r->occ.blocks; c++) { /* the ring's sides: j = 0, i = cells, j = cells, i = 0 */
+        const int nb = r->occ.blocks, k = c % nb, side = c / nb;
+        r->ring_block[c] = occ_block_index(side == 0 ? k : side == 1 ? nb - 1 : side == 2 ? nb - 1 - k : 0,
+                                           side == 0 ? 0 : side == 1 ? k : side == 2 ? nb - 1 : nb - 1 - k);
+    }
+    /* summaries: pages are touched only as tile ids are used */
+    ok = ok && (d.planet || (r->occ_data = terra_alloc(sizeof(float) * (size_t)r->occ.floats * (size_t)d.max_tiles)) != NULL);
+    ok = ok && (r->horizon = terra_alloc(sizeof(float) * OCC_BINS)) != NULL;
+    ok = ok && (r->occ_tiles = terra_alloc(sizeof *r->occ_tiles * (size_t)d.max_draws)) != NULL;
     ok = ok && (r->upload_scratch = terra_alloc(r->tile_bytes)) != NULL;
     ok = ok && (r->ring = terra_alloc(sizeof *r->ring * (size_t)skirt_vertices)) != NULL;
     ok = ok && (r->skirt_scratch = terra_alloc(sizeof *r->skirt_scratch * (size_t)skirt_vertices)) != NULL;
@@ -405,7 +436,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     glCreateBuffers(1, &r->vbo);
     glNamedBufferStorage(r->vbo, (GLsizeiptr)vbytes, NULL, GL_DYNAMIC_STORAGE_BIT);
     for (int k = 0; k < skirt_vertices; k++) r->ring[k] = ring_vertex(d.grid.cells, k);
-    terra_grid_indices(d.grid.cells, scratch);
+    occ_grid_indices(&r->occ, scratch); /* block by block: a tile can be drawn in part */
     skirt_indices(d.grid.cells, r->ring, scratch + grid_index_count);
     glCreateBuffers(1, &r->ibo);
     glNamedBufferStorage(r->ibo, (GLsizeiptr)ibytes, NULL, GL_DYNAMIC_STORAGE_BIT);
@@ -418,7 +449,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     glNamedBufferStorage(r->records, (GLsizeiptr)(sizeof(gl_draw_record) * (size_t)d.max_draws), NULL,
                          GL_DYNAMIC_STORAGE_BIT);
     glCreateBuffers(1, &r->commands);
-    glNamedBufferStorage(r->commands, (GLsizeiptr)(sizeof(gl_draw_command) * 2 * (size_t)d.max_draws), NULL,
+    glNamedBufferStorage(r->commands, (GLsizeiptr)(sizeof(gl_draw_command) * (size_t)r->cmd_cap), NULL,
                          GL_DYNAMIC_STORAGE_BIT);
     /* the vertex layout: terra_grid_vertex, 32 bytes */
     glCreateVertexArrays(1, &r->vao);
@@ -441,7 +472,8 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     r->stats.vertex_bytes = vbytes;
     r->stats.index_bytes = d.index_bytes;
     r->stats.gpu_bytes = vbytes + ibytes +
-                         (sizeof(uint32_t) + sizeof(gl_draw_record) + 2 * sizeof(gl_draw_command)) * (size_t)d.max_draws;
+                         (sizeof(uint32_t) + sizeof(gl_draw_record)) * (size_t)d.max_draws +
+                         sizeof(gl_draw_command) * (size_t)r->cmd_cap;
     r->offscreen = d.width > 0;
     st = make_target(r, r->offscreen ? d.width : 1, r->offscreen ? d.height : 1);
     GLenum err = glGetError();
@@ -761,8 +793,13 @@ terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, s
         release_tile(r, id);
         return terra_fail(TERRA_E_CAPACITY, "gl: tile (level %d, %d, %d) could not be placed", level, tx, ty);
     }
+    float hi = -INFINITY;
+    for (uint32_t i = 0; i < nv; i++) hi = fmaxf(hi, fmaxf(verts[i].y, verts[i].my));
     *t = (gl_tile){.key = key, .v_off = v_off, .v_count = need, .i_off = i_off, .i_count = ni, .skirt_triangles = skirts,
-                   .skirt_m = skirt_m, .live = true, .mesh = mesh};
+                   .skirt_m = skirt_m, .hi = hi, .live = true, .mesh = mesh};
+    if (!mesh && !r->d.planet)
+        t->occ = occ_summarise(&r->occ, verts, terra_grid_tile_side(&r->d.grid, level) / r->d.grid.cells,
+                               r->occ_data + (size_t)id * (size_t)r->occ.floats);
     r->stats.mesh_tiles += mesh;
     glNamedBufferSubData(r->vbo, (GLintptr)(sizeof *verts * (size_t)v_off), (GLsizeiptr)(sizeof *verts * nv), verts);
     if (!mesh)
@@ -917,13 +954,30 @@ static void sky_gradient(terra_gl *r, const terra_camera *cam) {
     glTextureSubImage2D(r->sky_tex, 0, 0, 0, 1, r->height, GL_RGBA, GL_FLOAT, r->sky_rows);
 }
 
+/* The skirt runs (bits of the ring's 4 nb runs, nb per side) a grid tile on the plane needs: none on
+ * a side whose neighbour of its level is a grid tile of this frame with its morph range, as every
+ * sample of the side is both tiles' and morphs alike in both (no gap to close). */
+static uint64_t skirt_sides(const terra_gl *r, const gl_tile *t, int nb) {
+    static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0}; /* sides j = 0, i = cells, j = cells, i = 0 */
+    const int level = terra_tile_key_level(t->key);
+    const int32_t x = terra_tile_key_x(t->key), y = terra_tile_key_y(t->key);
+    uint64_t need = 0;
+    for (int side = 0; side < 4; side++) {
+        const int32_t id = map_get(&r->index, terra_tile_key_make(0, level, x + dx[side], y + dy[side]));
+        const gl_tile *o = id >= 0 ? &r->tiles[id] : NULL;
+        if (!o || o->frame != r->frame || o->mesh || o->morph_start != t->morph_start || o->morph_end != t->morph_end)
+            need |= (((uint64_t)1 << nb) - 1) << (side * nb);
+    }
+    return need;
+}
+
 terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_stream_draw *draws, int count,
                            const terra_gl_style *style) {
     const double t0 = terra_now_s();
     static const terra_gl_style defaults = {0};
     if (!style) style = &defaults;
     terra_gl_stats *s = &r->stats;
-    s->draw_calls = s->tiles = s->triangles = s->skirt_triangles = s->not_resident = 0;
+    s->draw_calls = s->tiles = s->triangles = s->skirt_triangles = s->not_resident = s->occluded_triangles = s->hidden_tiles = 0;
     s->call_ms = 0;
     double call_s = 0;
     s->uploads = r->acc_uploads, s->releases = r->acc_releases, s->upload_ms = r->acc_upload_ms;
@@ -932,19 +986,56 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     if (count > r->d.max_draws)
         return terra_fail(TERRA_E_CAPACITY, "gl: %d draws is more than max_draws (%d)", count, r->d.max_draws);
 
-    /* per-draw records: tile origins relative to the eye's whole metres, in double; exact as
-     * floats (whole metres below 2^24), the eye's fraction goes to a uniform */
-    const terra_vec3 eye = {floor(cam->eye.x), floor(cam->eye.y), floor(cam->eye.z)};
-    const float eye_frac[3] = {(float)(cam->eye.x - eye.x), (float)(cam->eye.y - eye.y), (float)(cam->eye.z - eye.z)};
-    int n = 0, nskirts = 0;
+    /* the frame's tiles front to back, each with the blocks of it the ground drawn nearer leaves in
+     * view (on the plane; occlusion.h) */
+    const double t_occ = terra_now_s();
+    r->frame++;
+    int nt = 0;
     for (int i = 0; i < count; i++) {
-        const terra_stream_draw *dr = &draws[i];
-        const int32_t id = map_get(&r->index, dr->key);
+        const int32_t id = map_get(&r->index, draws[i].key);
         if (id < 0) {
             s->not_resident++;
             continue;
         }
-        const gl_tile *t = &r->tiles[id];
+        gl_tile *t = &r->tiles[id];
+        t->frame = r->frame, t->morph_start = draws[i].morph_start, t->morph_end = draws[i].morph_end;
+        const bool grid_data = !t->mesh && draws[i].data && draws[i].bytes == r->tile_bytes;
+        r->occ_tiles[nt++] = (occ_tile){.key = draws[i].key,
+                                        .summary = t->occ ? r->occ_data + (size_t)id * (size_t)r->occ.floats : NULL,
+                                        .verts = grid_data ? draws[i].data : NULL, .hi = t->hi,
+                                        .morph = {t->mesh ? 0.0f : draws[i].morph_start, t->mesh ? 0.0f : draws[i].morph_end},
+                                        .standin = draws[i].fallback, .draw = i, .mask = 1};
+    }
+    occ_stats os = {0};
+    if (!r->d.planet)
+        occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z, !style->no_occlusion,
+                  style->no_morph, r->occ_tiles, nt, r->horizon, &os);
+    s->occlusion_ms = (terra_now_s() - t_occ) * 1e3;
+    s->occlusion = os.active;
+
+    /* per-draw records: tile origins relative to the eye's whole metres, in double; exact as
+     * floats (whole metres below 2^24), the eye's fraction goes to a uniform */
+    const terra_vec3 eye = {floor(cam->eye.x), floor(cam->eye.y), floor(cam->eye.z)};
+    const float eye_frac[3] = {(float)(cam->eye.x - eye.x), (float)(cam->eye.y - eye.y), (float)(cam->eye.z - eye.z)};
+    const int nblocks = r->occ.blocks * r->occ.blocks;
+    const GLuint block_indices = (GLuint)(r->grid_index_count / nblocks);
+    const int nb = r->occ.blocks, C = r->cmd_cap;
+    const GLuint skirt_chunk = (GLuint)(6 * r->occ.block); /* indices of one block's run of skirt */
+    int n = 0, nground = 0, nskirts = 0; /* ground commands from cmds[0] up, skirts' from cmds[C - 1] down */
+    for (int k = 0; k < nt; k++) {
+        const occ_tile *ot = &r->occ_tiles[k];
+        const terra_stream_draw *dr = &draws[ot->draw];
+        const gl_tile *t = &r->tiles[map_get(&r->index, dr->key)];
+        /* grid tiles: the shared indices at the index buffer's start (the grid's, then the skirt's);
+         * mesh tiles: their own (the tile's, then its skirts'). */
+        const GLuint skirt_count = style->no_skirts ? 0 : 3 * t->skirt_triangles;
+        const GLuint first = t->mesh ? (GLuint)r->index_count + t->i_off : 0;
+        const GLuint ground_count = t->mesh ? t->i_count - 3 * t->skirt_triangles : (GLuint)r->grid_index_count;
+        if (!ot->mask) {
+            s->hidden_tiles++;
+            s->occluded_triangles += (int)(ground_count / 3);
+            continue;
+        }
         const int level = terra_tile_key_level(dr->key);
         const double side = terra_grid_tile_side(&r->d.grid, level);
         terra_vec3 o = {(double)terra_tile_key_x(dr->key) * side, 0.0, (double)terra_tile_key_y(dr->key) * side};
@@ -953,25 +1044,49 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         r->recs[n] = (gl_draw_record){{(float)(o.x - eye.x), (float)(o.y - eye.y), (float)(o.z - eye.z), (float)level},
                                       {t->mesh ? 0.0f : dr->morph_start, t->mesh ? 0.0f : dr->morph_end, t->skirt_m, 0.0f},
                                       (int32_t)t->v_off, t->mesh, {0, 0}};
-        /* grid tiles: the shared indices at the index buffer's start (the grid's, then the skirt's);
-         * mesh tiles: their own (the tile's, then its skirts'). Every tile's ground comes first, then
-         * every skirt (a second command per tile, after all of the first): where a skirt's fragment
-         * is exactly as near as the ground's (along the edge it hangs from) the ground, drawn first,
-         * keeps the pixel. No skirt commands with style->no_skirts. */
-        const GLuint skirt_count = 3 * t->skirt_triangles;
-        const GLuint first = t->mesh ? (GLuint)r->index_count + t->i_off : 0;
-        const GLuint ground_count = t->mesh ? t->i_count - skirt_count : (GLuint)r->grid_index_count;
-        r->cmds[n] = (gl_draw_command){ground_count, 1, first, (GLint)t->v_off, (GLuint)n};
-        if (skirt_count && !style->no_skirts)
-            r->cmds[r->d.max_draws + nskirts++] = (gl_draw_command){skirt_count, 1, first + ground_count, (GLint)t->v_off, (GLuint)n};
-        s->triangles += (int)(ground_count / 3) + (style->no_skirts ? 0 : (int)t->skirt_triangles);
-        s->skirt_triangles += style->no_skirts ? 0 : (int)t->skirt_triangles;
+        /* the ground, then (a command of its own, after every tile's ground) the skirt: where a
+         * skirt's fragment is exactly as near as the ground's along the edge it hangs from, the
+         * ground, drawn first, keeps the pixel. Whole, or the runs of blocks in view (the grid's
+         * indices lie block by block, its skirt's side by side, a block's run of it together),
+         * while the room for commands lasts. */
+        const bool part = !t->mesh && ot->summary && C - nground - nskirts >= nblocks / 2 + 2 * nb + 2 * (nt - k);
+        GLuint drawn = ground_count, skirts_drawn = skirt_count;
+        if (!part) {
+            r->cmds[nground++] = (gl_draw_command){ground_count, 1, first, (GLint)t->v_off, (GLuint)n};
+            if (skirt_count)
+                r->cmds[C - 1 - nskirts++] = (gl_draw_command){skirt_count, 1, first + ground_count, (GLint)t->v_off, (GLuint)n};
+        } else {
+            drawn = skirts_drawn = 0;
+            uint64_t ring = 0;
+            for (int c = 0; c < 4 * nb; c++) ring |= (uint64_t)(ot->mask >> r->ring_block[c] & 1) << c;
+            ring &= skirt_sides(r, t, nb);
+            for (int pass = 0; pass < 2; pass++) {
+                const uint64_t bits = pass ? (skirt_count ? ring : 0) : ot->mask;
+                const int pieces = pass ? 4 * nb : nblocks;
+                const GLuint piece = pass ? skirt_chunk : block_indices, base = pass ? first + ground_count : first;
+                for (int m = 0; m < pieces;) {
+                    if (!(bits >> m & 1)) {
+                        m++;
+                        continue;
+                    }
+                    int e = m;
+                    while (e < pieces && (bits >> e & 1)) e++;
+                    const gl_draw_command cmd = {(GLuint)(e - m) * piece, 1, base + (GLuint)m * piece, (GLint)t->v_off, (GLuint)n};
+                    if (pass) r->cmds[C - 1 - nskirts++] = cmd, skirts_drawn += cmd.count;
+                    else r->cmds[nground++] = cmd, drawn += cmd.count;
+                    m = e;
+                }
+            }
+        }
+        s->occluded_triangles += (int)((ground_count - drawn) / 3);
+        s->triangles += (int)((drawn + skirts_drawn) / 3);
+        s->skirt_triangles += (int)(skirts_drawn / 3);
         s->per_level[level]++;
         n++;
     }
     s->tiles = n;
-    memmove(r->cmds + n, r->cmds + r->d.max_draws, sizeof *r->cmds * (size_t)nskirts);
-    const int ncmds = n + nskirts;
+    memmove(r->cmds + nground, r->cmds + C - nskirts, sizeof *r->cmds * (size_t)nskirts);
+    const int ncmds = nground + nskirts;
 
     const GLuint target = r->offscreen ? r->fbo : 0;
     glBindFramebuffer(GL_DRAW_FRAMEBUFFER, target);

@@ -155,6 +155,8 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
     fs->driver_ms = gs->call_ms;
     fs->tiles = gs->tiles;
     fs->triangles = gs->triangles;
+    fs->occluded_triangles = gs->occluded_triangles;
+    fs->hidden_tiles = gs->hidden_tiles;
     fs->draw_calls = gs->draw_calls;
     fs->fallbacks = ss->fallbacks;
     fs->failed = ss->failed_wanted;

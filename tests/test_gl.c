@@ -108,8 +108,8 @@ static void one_draw_call_whatever_the_tiles(void) {
         CHECK(prims == (GLuint)fs.triangles, "frame %d: GL drew %u triangles, the renderer says %d", k, prims,
               fs.triangles);
         CHECK(fs.settled && fs.tiles > 1);
-        if (fs.tiles < min_tiles) min_tiles = fs.tiles;
-        if (fs.tiles > max_tiles) max_tiles = fs.tiles;
+        if (fs.tiles + fs.hidden_tiles < min_tiles) min_tiles = fs.tiles + fs.hidden_tiles; /* the draw list's */
+        if (fs.tiles + fs.hidden_tiles > max_tiles) max_tiles = fs.tiles + fs.hidden_tiles;
     }
     glDeleteQueries(1, &query);
     CHECK(max_tiles > 4 * min_tiles, "tile counts %d..%d do not vary enough to mean anything", min_tiles, max_tiles);

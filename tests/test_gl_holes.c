@@ -366,10 +366,12 @@ static flight_result fly_realtime(const char *name, flight_camera camera, int fr
         if (own > res.standin_own_max) res.standin_own_max = own;
         if (uncovered > res.uncovered_max) res.uncovered_max = uncovered;
         if (terra_now_s() - segment_start > 1.0 && lv > res.standin_max_late) res.standin_max_late = lv;
-        res.collapsed += f > 0 && !jump && 2 * fs.tiles < prev_tiles;
-        if (f > 0 && !jump && prev_tiles - fs.tiles > res.dropped_max) res.dropped_max = prev_tiles - fs.tiles;
+        /* the tiles resolved for drawing (hidden ones too: a hill coming near hides many) */
+        const int resolved = fs.tiles + fs.hidden_tiles;
+        res.collapsed += f > 0 && !jump && 2 * resolved < prev_tiles;
+        if (f > 0 && !jump && prev_tiles - resolved > res.dropped_max) res.dropped_max = prev_tiles - resolved;
         res.fallback_frames += fs.fallbacks > 0;
-        prev_tiles = fs.tiles;
+        prev_tiles = resolved;
         res.frames++;
     }
     res.seconds = terra_now_s() - t0;

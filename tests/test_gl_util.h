@@ -457,8 +457,9 @@ static inline archive_flight fly_archive(terra_archive_mesh *m, archive_camera c
             snprintf(png, sizeof png, "tin_holes_%s_%d.png", name, f);
             save_png(png, rgb, TW, TH);
         }
-        r.collapsed += f > 0 && !jump && fs.tiles * 2 < prev_tiles;
-        prev_tiles = fs.tiles;
+        /* the tiles resolved for drawing (hidden ones too: a hill coming near hides many) */
+        r.collapsed += f > 0 && !jump && (fs.tiles + fs.hidden_tiles) * 2 < prev_tiles;
+        prev_tiles = fs.tiles + fs.hidden_tiles;
         const int lv = fallback_levels(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene));
         if (lv > r.standin_max) r.standin_max = lv;
         r.fallback_frames += fs.fallbacks > 0;

@@ -6,9 +6,9 @@
  *    list) and mesh tiles of any vertex count (tile_mesh.h, expanded for drawing by
  *    terra_tile_mesh_expand: 3-coloured corners, skirts). Every resident tile lives in ONE vertex
  *    buffer (terra_grid_vertex), and ONE index buffer holds the grid's shared indices
- *    (terra_grid_indices) at its start and every mesh tile's own after them. Both are
- *    sub-allocated, no buffer object per tile: a grid tile takes a range of vertices, a mesh tile
- *    a range of vertices and one of indices.
+ *    (terra_grid_indices' triangles, laid block by block) at its start and every mesh tile's own
+ *    after them. Both are sub-allocated, no buffer object per tile: a grid tile takes a range of
+ *    vertices, a mesh tile a range of vertices and one of indices.
  *  - Fragmentation bound: an upload fails for want of room only when the free total of a buffer
  *    it needs (vertices, or indices) is less than the tile asks of it. Ranges are placed first-fit
  *    in a free list that merges neighbours; when no free block is large enough though the total
@@ -18,7 +18,7 @@
  *    that: no copy overlaps itself), which leaves one free block of the whole total. Compaction
  *    costs a GPU copy of what is held, and is rare: grid tiles alone, all one size, never need
  *    it. terra_gl_stats.compactions counts them.
- *  - Skirts close every side. Mesh tiles carry their own (tile_mesh.h). A grid tile gets one at
+ *  - Skirts close every gap. Mesh tiles carry their own (tile_mesh.h). A grid tile gets one at
  *    upload: 4 cells more vertices after its (cells + 1)^2, copies of its border vertices (same
  *    position, morph target, normals and surface; the colour the skirt's 3-colouring needs), and
  *    two triangles per border cell edge (8 cells, after the grid's in the shared index range, which
@@ -33,18 +33,28 @@
  *    with stand-ins two levels coarser against it). The morph alone closes grid to grid when levels
  *    differ by one and the finer tile is fully morphed at the side; skirts close the rest: a
  *    stand-in (terra_stream_draw.fallback) beside finer tiles, and a grid tile beside a mesh tile.
- *    Cost: 8 cells triangles per grid tile on top of its 2 cells^2 (4 / cells more: 25% at 16
- *    cells, 6% at 64) and 4 cells vertices on (cells + 1)^2, hidden under the ground where no gap is.
+ *    Cost: 4 cells vertices on (cells + 1)^2, and up to 8 cells triangles per grid tile on top of
+ *    its 2 cells^2, drawn only along sides that can have a gap (below).
  *  - Tiles arrive through the streamer's `upload` callback, inside its per-frame budget
  *    (terra_gl_attach), and leave when the streamer lets go of them (its `release` callback).
  *  - A frame is ONE glMultiDrawElementsIndirect over the tiles drawn, grid and mesh alike (one
- *    program, one vertex array): one command per tile with its first vertex as the base vertex,
- *    its index range (the shared grid one, or its own) and its index in the frame as the base
- *    instance, which reaches the per-draw record (tile origin relative to the camera, level, morph
- *    range, skirt depth, first vertex, kind) in a shader storage buffer; then one more per tile for
- *    its skirt, after every tile's ground, so that where a skirt is exactly as near as the ground
- *    beside it (along the edge it hangs from) the ground keeps the pixel. Draw calls are counted
- *    (terra_gl_stats.draw_calls); the sky is a blit, not a draw.
+ *    program, one vertex array), nearest first: commands with a tile's first vertex as the base
+ *    vertex, an index range of its (the shared grid one, or its own) and its index in the frame as
+ *    the base instance, which reaches the per-draw record (tile origin relative to the camera,
+ *    level, morph range, skirt depth, first vertex, kind) in a shader storage buffer; then the
+ *    skirts' commands, after every tile's ground, so that where a skirt is exactly as near as the
+ *    ground beside it (along the edge it hangs from) the ground keeps the pixel. Draw calls are
+ *    counted (terra_gl_stats.draw_calls); the sky is a blit, not a draw.
+ *  - Ground hidden behind nearer hills is not drawn (on the plane; style.no_occlusion draws it):
+ *    the tiles are visited front to back and each grid tile in blocks (8 x 8 of them at most, 4
+ *    cells a side at least; the shared grid indices lie block by block, so the blocks in view are
+ *    a command per run of them), a block left out when a horizon around the eye, raised by the
+ *    ground already drawn along its grid lines, lies above all of it (gl/occlusion.h says why that
+ *    hides only what nothing shows; test_gl_occlusion compares pictures culled and whole on random
+ *    views and real-time frames). A grid tile hangs its skirt only along blocks drawn and sides
+ *    whose neighbour is not a grid tile of its level and morph range in the same frame (such a
+ *    neighbour shares every sample of the side and morphs it alike: there is no gap).
+ *    terra_gl_stats counts what was left out (occluded_triangles, hidden_tiles) and its CPU time.
  *  - Positions are camera-relative: each tile's origin minus the eye is computed in double on the
  *    CPU and handed over as a float, so nothing trembles far from the world origin.
  *  - The vertex stage applies the CDLOD morph by distance from the eye (the same rule as
@@ -123,6 +133,8 @@ typedef struct terra_gl_style {
     double fog_distance;     /* metres at which fog reaches half strength; 0 = 60 km, < 0 none */
     bool no_morph;           /* draw every tile unmorphed (to show what morphing prevents) */
     bool no_skirts;          /* draw no skirts, grid tiles' or mesh tiles' (to show what they close) */
+    bool no_occlusion;       /* draw every tile whole, hidden ground too (the picture is the same: to
+                                measure what occlusion culling saves) */
     bool level_tint;         /* tint by the tile's level instead of its surfaces */
     /* ramp[1] > ramp[0]: colour the ground by its height alone, unlit, gray from black at ramp[0]
      * metres to white at ramp[1] (clamped; on a planet the height over its reference surface, to a
@@ -153,6 +165,12 @@ typedef struct terra_gl_stats {
                             vertices there, on the calling thread), not terra's */
     int skirt_triangles; /* of triangles: skirts (grid tiles' 8 cells each, mesh tiles' their own) */
     int mesh_tiles;      /* of resident: mesh tiles */
+    int occluded_triangles; /* ground triangles of the last frame's tiles not drawn: hidden behind nearer
+                               ground (occlusion culling, plane only) */
+    int hidden_tiles;    /* tiles of the draw list wholly hidden (not in `tiles`) */
+    bool occlusion;      /* the last frame was culled (not with style.no_occlusion, on a planet, or
+                            where the eye was not above the drawn ground) */
+    double occlusion_ms; /* CPU time ordering the tiles front to back and culling them */
     size_t vertex_bytes_used, vertex_bytes; /* the vertex buffer: held by tiles, in all */
     size_t index_bytes_used, index_bytes;   /* mesh tiles' indices: held, room (the grid's apart) */
     int compactions;     /* since creation: times a buffer was compacted to place a tile */
@@ -231,6 +249,9 @@ typedef struct terra_gl_frame_stats {
     double driver_ms;   /* inside the draw call (a software driver's vertex work), not terra's */
     int updates;        /* streamer updates this frame (more than 1 when settling) */
     int tiles, triangles, draw_calls, fallbacks, per_level[TERRA_TILE_MAX_LEVEL + 1];
+    int occluded_triangles; /* ground triangles left out as hidden (terra_gl_stats) */
+    int hidden_tiles;       /* tiles of the draw list wholly hidden, not in `tiles` (tiles + hidden_tiles:
+                               the tiles the streamer resolved for the frame) */
     int failed;         /* wanted tiles whose load failed, drawn as their ancestors (the streamer
                            logged each once; terra_stream_failed lists them) */
     size_t bytes_held;  /* the streamer's tile memory plus the GPU buffers */

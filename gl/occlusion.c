@@ -1,0 +1,364 @@
+/* libterra-gl, internal: occlusion culling on the plane by a horizon around the eye (occlusion.h). */
+#include "occlusion.h"
+
+#include "terra/core.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+enum {
+    STRIP = 8,     /* cells per strip within a block, as terra_grid_indices lays them */
+    MIN_BLOCK = 4, /* cells along a block's side, at least */
+    MAX_SIDE = 8   /* blocks along a tile's side, at most */
+};
+
+/* Azimuth margins (in pseudo-angle units, about radians) and height margins (metres) that cover the
+ * float rounding of drawn positions (a centimetre at 100 km) and heights. */
+#define EPS_ANGLE 1e-5
+#define PAD_M 0.01
+#define MIN_OCCLUDER_M 2.0 /* nearer pieces may lie inside the near plane: never occluders */
+
+void occ_layout_for(int cells, occ_layout *out) {
+    const int block = cells / MAX_SIDE > MIN_BLOCK ? cells / MAX_SIDE : MIN_BLOCK;
+    out->cells = cells;
+    out->block = block < cells ? block : cells;
+    out->blocks = cells / out->block;
+    out->floats = out->blocks * out->blocks + 2 * (cells / 2 + 1) * (cells / 2) + (cells / 2) * (cells / 2);
+}
+
+int occ_block_index(int x, int y) {
+    int m = 0;
+    for (int b = 0; b < 3; b++) m |= ((x >> b) & 1) << (2 * b) | ((y >> b) & 1) << (2 * b + 1);
+    return m;
+}
+
+void occ_grid_indices(const occ_layout *L, uint32_t *out) {
+    const uint32_t stride = (uint32_t)L->cells + 1;
+    const int nb = L->blocks, B = L->block;
+    size_t k = 0;
+    for (int m = 0; m < nb * nb; m++) {
+        int bi = 0, bj = 0;
+        for (int x = 0; x < nb; x++)
+            for (int y = 0; y < nb; y++)
+                if (occ_block_index(x, y) == m) bi = x, bj = y;
+        for (int c0 = bi * B; c0 < (bi + 1) * B; c0 += STRIP)
+            for (int j = bj * B; j < (bj + 1) * B; j++)
+                for (int i = c0; i < c0 + STRIP && i < (bi + 1) * B; i++) {
+                    const uint32_t v00 = (uint32_t)j * stride + (uint32_t)i, v10 = v00 + 1, v01 = v00 + stride, v11 = v01 + 1;
+                    /* as terra_grid_indices: diagonal v00-v11, counter-clockwise seen from +y */
+                    out[k++] = v00, out[k++] = v01, out[k++] = v11;
+                    out[k++] = v00, out[k++] = v11, out[k++] = v10;
+                }
+    }
+}
+
+static float lowest(const terra_grid_vertex *v) { return v->y < v->my ? v->y : v->my; }
+static float highest(const terra_grid_vertex *v) { return v->y > v->my ? v->y : v->my; }
+
+bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spacing, float *out) {
+    const int n = L->cells, s = n + 1, nb = L->blocks, B = L->block;
+    /* the lattice's rule, checked: samples at (i * spacing, j * spacing); on an even row each morphs
+     * along the row to within its cell pair, on an even column along the column */
+    for (int j = 0; j <= n; j++)
+        for (int i = 0; i <= n; i++) {
+            const terra_grid_vertex *p = &v[j * s + i];
+            if (!(fabs(p->x - i * spacing) <= 1e-3 * spacing) || !(fabs(p->z - j * spacing) <= 1e-3 * spacing)) return false;
+            const int i0 = i & ~1, j0 = j & ~1, i1 = i0 + 2 < n ? i0 + 2 : n, j1 = j0 + 2 < n ? j0 + 2 : n;
+            if ((j % 2 == 0 && (p->mz != p->z || p->mx < v[j * s + i0].x || p->mx > v[j * s + i1].x)) ||
+                (i % 2 == 0 && (p->mx != p->x || p->mz < v[j0 * s + i].z || p->mz > v[j1 * s + i].z)))
+                return false;
+            if (!isfinite(p->y) || !isfinite(p->my)) return false;
+        }
+    for (int bj = 0; bj < nb; bj++)
+        for (int bi = 0; bi < nb; bi++) {
+            float hi = -INFINITY;
+            for (int j = bj * B; j <= (bj + 1) * B; j++)
+                for (int i = bi * B; i <= (bi + 1) * B; i++) hi = fmaxf(hi, highest(&v[j * s + i]));
+            out[occ_block_index(bi, bj)] = hi;
+        }
+    /* line r (row or column 2 r), piece k (between samples 2 k and 2 k + 2) */
+    float *rows = out + nb * nb, *cols = rows + (n / 2 + 1) * (n / 2);
+    for (int r = 0; r <= n / 2; r++)
+        for (int k = 0; k < n / 2; k++) {
+            const terra_grid_vertex *a = &v[2 * r * s + 2 * k], *c = &v[2 * k * s + 2 * r];
+            rows[r * (n / 2) + k] = fminf(lowest(a), fminf(lowest(a + 1), lowest(a + 2)));
+            cols[r * (n / 2) + k] = fminf(lowest(c), fminf(lowest(c + s), lowest(c + 2 * s)));
+        }
+    /* each two-cell patch's highest point (aligned at even samples: its own morph within it) */
+    float *patch = cols + (n / 2 + 1) * (n / 2);
+    for (int pj = 0; pj < n / 2; pj++)
+        for (int pi = 0; pi < n / 2; pi++) {
+            float hi = -INFINITY;
+            for (int j = 2 * pj; j <= 2 * pj + 2; j++)
+                for (int i = 2 * pi; i <= 2 * pi + 2; i++) hi = fmaxf(hi, highest(&v[j * s + i]));
+            patch[pj * (n / 2) + pi] = hi;
+        }
+    return true;
+}
+
+/* ---- the frame ------------------------------------------------------------------------------------------ */
+
+/* A pseudo-angle of the direction (x, z) in [0, 4): monotonic in atan2(z, x), and that of the
+ * opposite direction is 2 more (mod 4), so an arc under half a turn spans less than 2. */
+static double pangle(double x, double z) {
+    if (z >= 0) return x >= 0 ? z / (x + z) : 1 + -x / (z - x);
+    return x < 0 ? 2 + -z / (-x - z) : 3 + x / (x - z);
+}
+
+static double wrap(double d) { return d > 2 ? d - 4 : d <= -2 ? d + 4 : d; }
+
+#define BIN_SCALE (OCC_BINS / 4.0)
+#define BIN(b) ((unsigned)(b) & (OCC_BINS - 1))
+
+typedef struct frame {
+    double ex, ey, ez;
+    float *h;
+} frame;
+
+/* A sample of a grid line relative to the eye's foot: where, how far, its pseudo-angle. */
+typedef struct point {
+    double x, z, r, p;
+} point;
+
+static point at(double x, double z) {
+    const double r = sqrt(x * x + z * z);
+    return (point){x, z, r, r > 0 ? pangle(x, z) : 0};
+}
+
+/* Raises the horizon over the bins the ground piece a-b spans whole, drawn no lower than `low`. */
+static void raise(frame *f, const point *a, const point *b, float low) {
+    if (a->r < MIN_OCCLUDER_M || b->r < MIN_OCCLUDER_M) return;
+    const double d = wrap(b->p - a->p);
+    if (fabs(d) > 1.9) return;
+    const double lo = d > 0 ? a->p : a->p + d, hi = lo + fabs(d);
+    const long b0 = (long)ceil((lo + EPS_ANGLE) * BIN_SCALE), b1 = (long)floor((hi - EPS_ANGLE) * BIN_SCALE) - 1;
+    if (b1 < b0) return;
+    /* the piece's nearest point to the foot: its distance bounds the slope of a low piece */
+    const double ux = b->x - a->x, uz = b->z - a->z, uu = ux * ux + uz * uz;
+    double t = uu > 0 ? -(a->x * ux + a->z * uz) / uu : 0;
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    const double nx = a->x + t * ux, nz = a->z + t * uz, rmin = sqrt(nx * nx + nz * nz);
+    if (rmin < MIN_OCCLUDER_M) return;
+    const double rise = (double)low - PAD_M - f->ey;
+    const float slope = (float)(rise >= 0 ? rise / fmax(a->r, b->r) : rise / rmin);
+    for (long k = b0; k <= b1; k++)
+        if (f->h[BIN(k)] < slope) f->h[BIN(k)] = slope;
+}
+
+/* Whether the square [x0, x1] x [z0, z1] (relative to the foot) with ground no higher than `hi`
+ * lies below the horizon everywhere; *span: the bins its azimuths cross. */
+static bool hidden(const frame *f, double x0, double x1, double z0, double z1, float hi, double *span) {
+    *span = 4;
+    if (x0 <= 0 && x1 >= 0 && z0 <= 0 && z1 >= 0) return false;
+    const double cx[4] = {x0, x1, x0, x1}, cz[4] = {z0, z0, z1, z1};
+    const double p0 = pangle(cx[0], cz[0]);
+    double lo = 0, up = 0, rmax = 0;
+    for (int k = 0; k < 4; k++) {
+        const double d = k ? wrap(pangle(cx[k], cz[k]) - p0) : 0;
+        lo = d < lo ? d : lo;
+        up = d > up ? d : up;
+        rmax = fmax(rmax, sqrt(cx[k] * cx[k] + cz[k] * cz[k]));
+    }
+    *span = (up - lo) * BIN_SCALE;
+    const double nx = x0 > 0 ? x0 : x1 < 0 ? -x1 : 0, nz = z0 > 0 ? z0 : z1 < 0 ? -z1 : 0;
+    const double rmin = sqrt(nx * nx + nz * nz);
+    const double rise = (double)hi + PAD_M - f->ey;
+    const float slope = (float)(rise >= 0 ? rise / rmin : rise / rmax);
+    const long b0 = (long)floor((p0 + lo - EPS_ANGLE) * BIN_SCALE), b1 = (long)floor((p0 + up + EPS_ANGLE) * BIN_SCALE);
+    if (b1 - b0 >= OCC_BINS) return false;
+    for (long b = b0; b <= b1; b++)
+        if (!(f->h[BIN(b)] > slope)) return false;
+    return true;
+}
+
+static int64_t floor_shift(int64_t v, int k) { return v >= 0 ? v >> k : -((-v - 1) >> k) - 1; }
+
+static int cmp_order(const void *a, const void *b) {
+    const uint64_t x = ((const occ_tile *)a)->order, y = ((const occ_tile *)b)->order;
+    return (x > y) - (x < y);
+}
+
+/* Visibility order: the recursive front-to-back walk of the quadtree, as a key. Over the coarsest
+ * level's tiles, the Manhattan distance (in tiles) from the eye's (along any ray from the eye both
+ * tile indices move away from the eye's, so it grows); then per level the child's rank among its
+ * parent's four (0 on the eye's side of both split lines, 3 on neither; the two between cannot
+ * hide each other). False where the key would not fit 64 bits. */
+static bool order_keys(occ_tile *t, int n, double tile0, double ex, double ez) {
+    int lmin = TERRA_TILE_MAX_LEVEL, lmax = 0;
+    for (int k = 0; k < n; k++) {
+        const int l = terra_tile_key_level(t[k].key);
+        lmin = l < lmin ? l : lmin;
+        lmax = l > lmax ? l : lmax;
+    }
+    const int digits = 2 * (lmax - lmin);
+    if (digits > 48) return false;
+    const double top_side = ldexp(tile0, lmax);
+    const int64_t ecx = (int64_t)floor(ex / top_side), ecz = (int64_t)floor(ez / top_side);
+    for (int k = 0; k < n; k++) {
+        const int l = terra_tile_key_level(t[k].key);
+        const int64_t x = terra_tile_key_x(t[k].key), z = terra_tile_key_y(t[k].key);
+        const int64_t dx = floor_shift(x, lmax - l) - ecx, dz = floor_shift(z, lmax - l) - ecz;
+        const uint64_t root = (uint64_t)(llabs(dx) + llabs(dz));
+        if (root >> (63 - digits)) return false;
+        uint64_t key = root << digits;
+        for (int m = lmax - 1; m >= l; m--) {
+            const int64_t ax = floor_shift(x, m - l), az = floor_shift(z, m - l);
+            const double parent_side = ldexp(tile0, m + 1);
+            const int sx = ex >= ((double)floor_shift(ax, 1) + 0.5) * parent_side;
+            const int sz = ez >= ((double)floor_shift(az, 1) + 0.5) * parent_side;
+            const int off_x = (int)(ax & 1) != sx, off_z = (int)(az & 1) != sz;
+            const uint64_t digit = off_x && off_z ? 3 : off_x ? 1 : off_z ? 2 : 0;
+            key |= digit << (2 * (m - lmin));
+        }
+        t[k].order = key;
+    }
+    return true;
+}
+
+/* The drawn ground's height at the eye's foot, from the tile under it: a grid tile's triangles
+ * morphed as the vertex stage morphs them (within a cell of the foot's cell: morph moves a sample
+ * at most one cell), else (a mesh tile, or no triangle found) its highest point; NAN: no tile
+ * drawn there. */
+static double ground_at_foot(const occ_layout *L, const occ_tile *t, int n, double tile0, double ex, double ey, double ez,
+                             bool no_morph) {
+    for (int k = 0; k < n; k++) {
+        const double side = ldexp(tile0, terra_tile_key_level(t[k].key));
+        const double ox = terra_tile_key_x(t[k].key) * side, oz = terra_tile_key_y(t[k].key) * side;
+        const double x = ex - ox, z = ez - oz;
+        if (!(x >= 0 && x <= side && z >= 0 && z <= side)) continue;
+        if (!t[k].verts) return t[k].hi;
+        const int c = L->cells, s = c + 1;
+        int ci = (int)(x / side * c), cj = (int)(z / side * c);
+        ci = ci < c ? ci : c - 1, cj = cj < c ? cj : c - 1;
+        double p[4][4][3]; /* the morphed samples (ci - 1 .. ci + 2, cj - 1 .. cj + 2) relative to the foot */
+        bool in[4][4];
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 4; i++) {
+                const int vi = ci - 1 + i, vj = cj - 1 + j;
+                in[j][i] = vi >= 0 && vi <= c && vj >= 0 && vj <= c;
+                if (!in[j][i]) continue;
+                const terra_grid_vertex *v = &t[k].verts[vj * s + vi];
+                const double px = ox + v->x - ex, py = v->y - ey, pz = oz + v->z - ez;
+                const double ms = t[k].morph[0], me = t[k].morph[1], d = sqrt(px * px + py * py + pz * pz);
+                const double m = me > ms && !no_morph ? fmin(fmax((d - ms) / (me - ms), 0), 1) : 0;
+                p[j][i][0] = px + (ox + v->mx - ex - px) * m;
+                p[j][i][1] = v->y + (v->my - v->y) * m;
+                p[j][i][2] = pz + (oz + v->mz - ez - pz) * m;
+            }
+        double g = -INFINITY;
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < 3; i++) {
+                if (!in[j][i] || !in[j][i + 1] || !in[j + 1][i] || !in[j + 1][i + 1]) continue;
+                /* the cell's two triangles, split along (i, j)-(i + 1, j + 1) */
+                const double *tri[2][3] = {{p[j][i], p[j + 1][i], p[j + 1][i + 1]}, {p[j][i], p[j + 1][i + 1], p[j][i + 1]}};
+                for (int h = 0; h < 2; h++) {
+                    const double *a = tri[h][0], *b = tri[h][1], *q = tri[h][2];
+                    const double det = (b[0] - a[0]) * (q[2] - a[2]) - (q[0] - a[0]) * (b[2] - a[2]);
+                    if (fabs(det) < 1e-12) continue; /* folded flat by the morph */
+                    const double u = ((0 - a[0]) * (q[2] - a[2]) - (q[0] - a[0]) * (0 - a[2])) / det;
+                    const double w = ((b[0] - a[0]) * (0 - a[2]) - (0 - a[0]) * (b[2] - a[2])) / det;
+                    if (u < -1e-6 || w < -1e-6 || u + w > 1 + 1e-6) continue;
+                    g = fmax(g, a[1] + u * (b[1] - a[1]) + w * (q[1] - a[1]));
+                }
+            }
+        if (g > -INFINITY) return g + 1e-6 * side; /* float rounding of the drawn positions */
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < 4; i++)
+                if (in[j][i]) g = fmax(g, highest(&t[k].verts[(cj - 1 + j) * s + ci - 1 + i]));
+        return g;
+    }
+    return NAN;
+}
+
+/* Draws what is not hidden of one grid tile with a summary, nearest block first, raising the horizon
+ * along the lines of each block drawn. */
+static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, double z0, double side, occ_stats *st) {
+    const int nb = L->blocks, B = L->block, n = L->cells;
+    const double spacing = side / n, bs = B * spacing;
+    const float *rows = t->summary + nb * nb, *cols = rows + (n / 2 + 1) * (n / 2), *patch = cols + (n / 2 + 1) * (n / 2);
+    /* blocks by Manhattan distance from the eye's block (clamped next to the tile: same order) */
+    int ebi = (int)fmax(-1, fmin(nb, floor((f->ex - x0) / bs))), ebj = (int)fmax(-1, fmin(nb, floor((f->ez - z0) / bs)));
+    for (int d = 0; d <= 2 * (nb + 1); d++)
+        for (int bi = 0; bi < nb; bi++) {
+            const int dj = d - abs(bi - ebi);
+            if (dj < 0) continue;
+            for (int side_j = 0; side_j < (dj ? 2 : 1); side_j++) {
+                const int bj = side_j ? ebj + dj : ebj - dj;
+                if (bj < 0 || bj >= nb) continue;
+                const int m = occ_block_index(bi, bj);
+                st->blocks++;
+                const double bx = x0 + bi * bs - f->ex, bz = z0 + bj * bs - f->ez;
+                double span;
+                bool hide = hidden(f, bx, bx + bs, bz, bz + bs, t->summary[m], &span);
+                /* else, hidden all the same where each of its two-cell patches is */
+                if (!hide && span >= 1) {
+                    hide = true;
+                    for (int q = 0; hide && q < B * B / 4; q++) {
+                        const int pi = q % (B / 2), pj = q / (B / 2);
+                        const double px = bx + 2 * pi * spacing, pz = bz + 2 * pj * spacing;
+                        double ps;
+                        hide = hidden(f, px, px + 2 * spacing, pz, pz + 2 * spacing,
+                                      patch[(bj * B / 2 + pj) * (n / 2) + bi * B / 2 + pi], &ps);
+                    }
+                }
+                if (hide) {
+                    st->hidden++;
+                    continue;
+                }
+                t->mask |= (uint64_t)1 << m;
+                if (span < 1) continue; /* no piece of it spans a whole bin */
+                /* its samples of even index, then the pieces between them along rows and columns */
+                point p[(TERRA_GRID_MAX_CELLS / MAX_SIDE / 2 + 1) * (TERRA_GRID_MAX_CELLS / MAX_SIDE / 2 + 1)];
+                const int h = B / 2, w = h + 1;
+                for (int vj = 0; vj <= h; vj++)
+                    for (int vi = 0; vi <= h; vi++) p[vj * w + vi] = at(bx + 2 * vi * spacing, bz + 2 * vj * spacing);
+                for (int vj = 0; vj <= h; vj++)
+                    for (int vi = 0; vi < h; vi++) {
+                        raise(f, &p[vj * w + vi], &p[vj * w + vi + 1], rows[(bj * h + vj) * (n / 2) + bi * h + vi]);
+                        raise(f, &p[vi * w + vj], &p[(vi + 1) * w + vj], cols[(bi * h + vj) * (n / 2) + bj * h + vi]);
+                    }
+            }
+        }
+}
+
+void occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull, bool no_morph, occ_tile *tiles, int n, float *horizon, occ_stats *stats) {
+    *stats = (occ_stats){0};
+    const uint64_t all = L->blocks * L->blocks >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << (L->blocks * L->blocks)) - 1;
+    for (int k = 0; k < n; k++) tiles[k].mask = tiles[k].summary ? all : 1;
+    if (n == 0 || !order_keys(tiles, n, tile0_size, eye_x, eye_z)) return;
+    qsort(tiles, (size_t)n, sizeof *tiles, cmp_order);
+    /* the eye above the drawn ground at its foot (where no tile of the frame is there, the ground under
+     * the eye is out of view, below the rays from it), and no stand-in near the eye reaching its height:
+     * one far coarser than the ground about it (the eye under it) leaves the drawn ground open */
+    double g = ground_at_foot(L, tiles, n, tile0_size, eye_x, eye_y, eye_z, no_morph);
+    bool over_eye = false;
+    for (int k = 0; k < n && !over_eye; k++) {
+        if (!tiles[k].standin || !(tiles[k].hi + PAD_M >= eye_y)) continue;
+        const double side = ldexp(tile0_size, terra_tile_key_level(tiles[k].key));
+        const double x = eye_x - terra_tile_key_x(tiles[k].key) * side, z = eye_z - terra_tile_key_y(tiles[k].key) * side;
+        over_eye = x > -2 * side && x < 3 * side && z > -2 * side && z < 3 * side;
+    }
+    if (!cull || over_eye || !(isnan(g) || eye_y > g + PAD_M)) return;
+    stats->active = true;
+    for (int b = 0; b < OCC_BINS; b++) horizon[b] = -INFINITY;
+    frame f = {eye_x, eye_y, eye_z, horizon};
+    for (int k = 0; k < n; k++) {
+        occ_tile *t = &tiles[k];
+        const double side = ldexp(tile0_size, terra_tile_key_level(t->key));
+        const double x0 = terra_tile_key_x(t->key) * side, z0 = terra_tile_key_y(t->key) * side;
+        t->mask = 0;
+        /* the whole tile first: hidden, so is each block of it */
+        const int blocks = t->summary ? L->blocks * L->blocks : 1;
+        double span;
+        if (hidden(&f, x0 - eye_x, x0 + side - eye_x, z0 - eye_z, z0 + side - eye_z, t->hi, &span)) {
+            stats->blocks += blocks, stats->hidden += blocks;
+            continue;
+        }
+        if (t->summary) {
+            visit_grid(L, &f, t, x0, z0, side, stats);
+        } else {
+            stats->blocks++;
+            t->mask = 1;
+        }
+    }
+}

@@ -1,0 +1,73 @@
+/* libterra-gl, internal: occlusion culling on the plane by a horizon around the eye.
+ *
+ * Ground hidden behind nearer hills is most of what a low view over mountains draws. Tiles are
+ * visited front to back (a visibility order: a tile that can hide another along some ray from the
+ * eye comes first), each in blocks of cells; a block is drawn unless the horizon built from the
+ * ground already drawn lies above all of it, and a drawn block raises the horizon.
+ *
+ * The horizon is a maximum elevation slope ((height - eye height) / horizontal distance) per bin of
+ * azimuth around the eye, raised only where the drawn ground surely reaches: along the tile's grid
+ * lines of even index every sample stays on its line whatever the morph (odd ones move toward the
+ * even one below), so the drawn ground over a two-cell piece of such a line runs over exactly that
+ * piece of the plane, no lower than the least of its three samples and their morph targets; a
+ * bin is raised by a piece only where the piece spans the whole bin. Why a block whose points all
+ * lie below the horizon of their azimuth is hidden: along the vertical half-plane of an azimuth,
+ * the ray from the eye to such a point passes under a drawn point nearer (the front-to-back order:
+ * every piece raising the bin lies nearer than anything visited later along that azimuth), and the
+ * eye is above the drawn ground at its foot (checked every frame; else nothing is culled), so the
+ * ray meets the drawn ground before the point. test_gl_occlusion draws random views with and
+ * without culling and finds the pictures equal.
+ */
+#ifndef TERRA_GL_OCCLUSION_H
+#define TERRA_GL_OCCLUSION_H
+
+#include "terra/grid.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* How a grid tile of `cells` is cut: blocks of `block` cells, `blocks` along a side (at most 8: a
+ * tile's blocks fit a 64-bit mask), the shared grid indices laid out block by block in Morton
+ * order (occ_grid_indices); `floats` of summary per tile. */
+typedef struct occ_layout {
+    int cells, block, blocks, floats;
+} occ_layout;
+
+void occ_layout_for(int cells, occ_layout *out);
+/* The Morton position of block (bi, bj) (bi along x): its bit in a mask, its place in the indices. */
+int occ_block_index(int bi, int bj);
+/* The grid's shared indices (terra_grid_index_count(cells)), block after block in Morton order,
+ * each block's cells in strips as terra_grid_indices lays them. */
+void occ_grid_indices(const occ_layout *L, uint32_t *out);
+/* A grid tile's summary (its blocks' highest points, its lines' lower bounds) into out[L->floats];
+ * false where its samples (`spacing` apart) do not lie and morph as the lattice has them. */
+bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spacing, float *out);
+
+/* One tile of the frame. In: key, summary (NULL for a mesh tile or a tile without one: a single
+ * block that hides nothing), hi (its highest drawn point), verts (a grid tile's vertices while
+ * drawn, or NULL). Out: mask, the blocks to draw (bit = Morton position); order (scratch). */
+typedef struct occ_tile {
+    uint64_t key, order;
+    const float *summary;
+    const terra_grid_vertex *verts;
+    float hi, morph[2]; /* morph: its morph range this frame */
+    bool standin;       /* drawn in place of finer tiles still coming */
+    int draw;
+    uint64_t mask;
+} occ_tile;
+
+typedef struct occ_stats {
+    int blocks, hidden; /* blocks visited, blocks hidden */
+    bool active;        /* false: the frame culled nothing (see occ_frame) */
+} occ_stats;
+
+/* Sorts tiles[0, n) front to back from the eye and fills every mask: all blocks where `cull` is
+ * false or the frame cannot be culled (the eye not above the drawn ground at its foot, the
+ * morphed triangles there, or a stand-in within two of its sides of the foot reaching the eye's
+ * height). `no_morph`: the frame is drawn unmorphed. `horizon` is
+ * scratch of OCC_BINS floats. */
+#define OCC_BINS 16384
+void occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull,
+               bool no_morph, occ_tile *tiles, int n, float *horizon, occ_stats *stats);
+
+#endif
