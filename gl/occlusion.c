@@ -126,7 +126,7 @@ static point at(double x, double z) {
 }
 
 /* Raises the horizon over the bins the ground piece a-b spans whole, drawn no lower than `low`. */
-static void raise(frame *f, const point *a, const point *b, float low) {
+static void raise_horizon(frame *f, const point *a, const point *b, float low) {
     if (a->r < MIN_OCCLUDER_M || b->r < MIN_OCCLUDER_M) return;
     const double d = wrap(b->p - a->p);
     if (fabs(d) > 1.9) return;
@@ -272,7 +272,7 @@ static double ground_at_foot(const occ_layout *L, const occ_tile *t, int n, doub
 
 /* Draws what is not hidden of one grid tile with a summary, nearest block first, raising the horizon
  * along the lines of each block drawn. */
-static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, double z0, double side, occ_stats *st) {
+static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, double z0, double side) {
     const int nb = L->blocks, B = L->block, n = L->cells;
     const double spacing = side / n, bs = B * spacing;
     const float *rows = t->summary + nb * nb, *cols = rows + (n / 2 + 1) * (n / 2), *patch = cols + (n / 2 + 1) * (n / 2);
@@ -286,7 +286,6 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                 const int bj = side_j ? ebj + dj : ebj - dj;
                 if (bj < 0 || bj >= nb) continue;
                 const int m = occ_block_index(bi, bj);
-                st->blocks++;
                 const double bx = x0 + bi * bs - f->ex, bz = z0 + bj * bs - f->ez;
                 double span;
                 bool hide = hidden(f, bx, bx + bs, bz, bz + bs, t->summary[m], &span);
@@ -301,10 +300,7 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                                       patch[(bj * B / 2 + pj) * (n / 2) + bi * B / 2 + pi], &ps);
                     }
                 }
-                if (hide) {
-                    st->hidden++;
-                    continue;
-                }
+                if (hide) continue;
                 t->mask |= (uint64_t)1 << m;
                 if (span < 1) continue; /* no piece of it spans a whole bin */
                 /* its samples of even index, then the pieces between them along rows and columns */
@@ -314,23 +310,23 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                     for (int vi = 0; vi <= h; vi++) p[vj * w + vi] = at(bx + 2 * vi * spacing, bz + 2 * vj * spacing);
                 for (int vj = 0; vj <= h; vj++)
                     for (int vi = 0; vi < h; vi++) {
-                        raise(f, &p[vj * w + vi], &p[vj * w + vi + 1], rows[(bj * h + vj) * (n / 2) + bi * h + vi]);
-                        raise(f, &p[vi * w + vj], &p[(vi + 1) * w + vj], cols[(bi * h + vj) * (n / 2) + bj * h + vi]);
+                        raise_horizon(f, &p[vj * w + vi], &p[vj * w + vi + 1], rows[(bj * h + vj) * (n / 2) + bi * h + vi]);
+                        raise_horizon(f, &p[vi * w + vj], &p[(vi + 1) * w + vj], cols[(bi * h + vj) * (n / 2) + bj * h + vi]);
                     }
             }
         }
 }
 
-void occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull, bool no_morph, occ_tile *tiles, int n, float *horizon, occ_stats *stats) {
-    *stats = (occ_stats){0};
+bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull, bool no_morph,
+               occ_tile *tiles, int n, float *horizon) {
     const uint64_t all = L->blocks * L->blocks >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << (L->blocks * L->blocks)) - 1;
     for (int k = 0; k < n; k++) tiles[k].mask = tiles[k].summary ? all : 1;
-    if (n == 0 || !order_keys(tiles, n, tile0_size, eye_x, eye_z)) return;
+    if (n == 0 || !order_keys(tiles, n, tile0_size, eye_x, eye_z)) return false;
     qsort(tiles, (size_t)n, sizeof *tiles, cmp_order);
     /* the eye above the drawn ground at its foot (where no tile of the frame is there, the ground under
      * the eye is out of view, below the rays from it), and no stand-in near the eye reaching its height:
      * one far coarser than the ground about it (the eye under it) leaves the drawn ground open */
-    double g = ground_at_foot(L, tiles, n, tile0_size, eye_x, eye_y, eye_z, no_morph);
+    const double g = ground_at_foot(L, tiles, n, tile0_size, eye_x, eye_y, eye_z, no_morph);
     bool over_eye = false;
     for (int k = 0; k < n && !over_eye; k++) {
         if (!tiles[k].standin || !(tiles[k].hi + PAD_M >= eye_y)) continue;
@@ -338,8 +334,7 @@ void occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
         const double x = eye_x - terra_tile_key_x(tiles[k].key) * side, z = eye_z - terra_tile_key_y(tiles[k].key) * side;
         over_eye = x > -2 * side && x < 3 * side && z > -2 * side && z < 3 * side;
     }
-    if (!cull || over_eye || !(isnan(g) || eye_y > g + PAD_M)) return;
-    stats->active = true;
+    if (!cull || over_eye || !(isnan(g) || eye_y > g + PAD_M)) return false;
     for (int b = 0; b < OCC_BINS; b++) horizon[b] = -INFINITY;
     frame f = {eye_x, eye_y, eye_z, horizon};
     for (int k = 0; k < n; k++) {
@@ -348,17 +343,10 @@ void occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
         const double x0 = terra_tile_key_x(t->key) * side, z0 = terra_tile_key_y(t->key) * side;
         t->mask = 0;
         /* the whole tile first: hidden, so is each block of it */
-        const int blocks = t->summary ? L->blocks * L->blocks : 1;
         double span;
-        if (hidden(&f, x0 - eye_x, x0 + side - eye_x, z0 - eye_z, z0 + side - eye_z, t->hi, &span)) {
-            stats->blocks += blocks, stats->hidden += blocks;
-            continue;
-        }
-        if (t->summary) {
-            visit_grid(L, &f, t, x0, z0, side, stats);
-        } else {
-            stats->blocks++;
-            t->mask = 1;
-        }
+        if (hidden(&f, x0 - eye_x, x0 + side - eye_x, z0 - eye_z, z0 + side - eye_z, t->hi, &span)) continue;
+        if (t->summary) visit_grid(L, &f, t, x0, z0, side);
+        else t->mask = 1;
     }
+    return true;
 }

@@ -15,8 +15,13 @@
  * the ray from the eye to such a point passes under a drawn point nearer (the front-to-back order:
  * every piece raising the bin lies nearer than anything visited later along that azimuth), and the
  * eye is above the drawn ground at its foot (checked every frame; else nothing is culled), so the
- * ray meets the drawn ground before the point. test_gl_occlusion draws random views with and
- * without culling and finds the pictures equal.
+ * ray meets the drawn ground before the point; a point under a block left out is itself behind
+ * nearer drawn ground, so what is left out never opens the drawn ground to a ray. A block is
+ * tested by its highest point at its nearest distance, then by each two-cell patch of it (aligned
+ * at even samples, so no morph moves its ground out of its square). Where skirts and morphs leave
+ * the drawn ground open (a stand-in far coarser than the ground about the eye, over the eye) the
+ * argument fails: such frames are not culled. test_gl_occlusion draws views with and without
+ * culling and finds the pictures and depth buffers equal.
  */
 #ifndef TERRA_GL_OCCLUSION_H
 #define TERRA_GL_OCCLUSION_H
@@ -39,13 +44,15 @@ int occ_block_index(int bi, int bj);
 /* The grid's shared indices (terra_grid_index_count(cells)), block after block in Morton order,
  * each block's cells in strips as terra_grid_indices lays them. */
 void occ_grid_indices(const occ_layout *L, uint32_t *out);
-/* A grid tile's summary (its blocks' highest points, its lines' lower bounds) into out[L->floats];
- * false where its samples (`spacing` apart) do not lie and morph as the lattice has them. */
+/* A grid tile's summary (its blocks' and two-cell patches' highest points, its even lines' lowest
+ * samples by two-cell piece) into out[L->floats]; false where its samples (`spacing` apart) do not
+ * lie and morph as the lattice has them. */
 bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spacing, float *out);
 
 /* One tile of the frame. In: key, summary (NULL for a mesh tile or a tile without one: a single
  * block that hides nothing), hi (its highest drawn point), verts (a grid tile's vertices while
- * drawn, or NULL). Out: mask, the blocks to draw (bit = Morton position); order (scratch). */
+ * drawn, or NULL), morph, standin, draw (the caller's). Out: mask, the blocks to draw (bit =
+ * Morton position); order (scratch). */
 typedef struct occ_tile {
     uint64_t key, order;
     const float *summary;
@@ -56,18 +63,13 @@ typedef struct occ_tile {
     uint64_t mask;
 } occ_tile;
 
-typedef struct occ_stats {
-    int blocks, hidden; /* blocks visited, blocks hidden */
-    bool active;        /* false: the frame culled nothing (see occ_frame) */
-} occ_stats;
-
-/* Sorts tiles[0, n) front to back from the eye and fills every mask: all blocks where `cull` is
- * false or the frame cannot be culled (the eye not above the drawn ground at its foot, the
- * morphed triangles there, or a stand-in within two of its sides of the foot reaching the eye's
- * height). `no_morph`: the frame is drawn unmorphed. `horizon` is
- * scratch of OCC_BINS floats. */
+/* Sorts tiles[0, n) front to back from the eye and fills every mask; whether it culled. All blocks
+ * stay where `cull` is false or the frame cannot be culled: the eye not above the drawn ground at
+ * its foot (the morphed triangles there), or a stand-in within two of its sides of the foot
+ * reaching the eye's height. `no_morph`: the frame is drawn unmorphed. `horizon`: scratch of
+ * OCC_BINS floats. */
 #define OCC_BINS 16384
-void occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull,
-               bool no_morph, occ_tile *tiles, int n, float *horizon, occ_stats *stats);
+bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull,
+               bool no_morph, occ_tile *tiles, int n, float *horizon);
 
 #endif

@@ -1006,12 +1006,9 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
                                         .morph = {t->mesh ? 0.0f : draws[i].morph_start, t->mesh ? 0.0f : draws[i].morph_end},
                                         .standin = draws[i].fallback, .draw = i, .mask = 1};
     }
-    occ_stats os = {0};
-    if (!r->d.planet)
-        occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z, !style->no_occlusion,
-                  style->no_morph, r->occ_tiles, nt, r->horizon, &os);
+    s->occlusion = !r->d.planet && occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z,
+                                             !style->no_occlusion, style->no_morph, r->occ_tiles, nt, r->horizon);
     s->occlusion_ms = (terra_now_s() - t_occ) * 1e3;
-    s->occlusion = os.active;
 
     /* per-draw records: tile origins relative to the eye's whole metres, in double; exact as
      * floats (whole metres below 2^24), the eye's fraction goes to a uniform */
