@@ -35,21 +35,19 @@ int occ_block_index(int x, int y) {
 void occ_grid_indices(const occ_layout *L, uint32_t *out) {
     const uint32_t stride = (uint32_t)L->cells + 1;
     const int nb = L->blocks, B = L->block;
-    size_t k = 0;
-    for (int m = 0; m < nb * nb; m++) {
-        int bi = 0, bj = 0;
-        for (int x = 0; x < nb; x++)
-            for (int y = 0; y < nb; y++)
-                if (occ_block_index(x, y) == m) bi = x, bj = y;
-        for (int c0 = bi * B; c0 < (bi + 1) * B; c0 += STRIP)
-            for (int j = bj * B; j < (bj + 1) * B; j++)
-                for (int i = c0; i < c0 + STRIP && i < (bi + 1) * B; i++) {
-                    const uint32_t v00 = (uint32_t)j * stride + (uint32_t)i, v10 = v00 + 1, v01 = v00 + stride, v11 = v01 + 1;
-                    /* as terra_grid_indices: diagonal v00-v11, counter-clockwise seen from +y */
-                    out[k++] = v00, out[k++] = v01, out[k++] = v11;
-                    out[k++] = v00, out[k++] = v11, out[k++] = v10;
-                }
-    }
+    for (int bj = 0; bj < nb; bj++)
+        for (int bi = 0; bi < nb; bi++) { /* each block at its Morton position */
+            size_t k = (size_t)occ_block_index(bi, bj) * 6 * (size_t)(B * B);
+            for (int c0 = bi * B; c0 < (bi + 1) * B; c0 += STRIP)
+                for (int j = bj * B; j < (bj + 1) * B; j++)
+                    for (int i = c0; i < c0 + STRIP && i < (bi + 1) * B; i++) {
+                        const uint32_t v00 = (uint32_t)j * stride + (uint32_t)i, v10 = v00 + 1, v01 = v00 + stride,
+                                       v11 = v01 + 1;
+                        /* as terra_grid_indices: diagonal v00-v11, counter-clockwise seen from +y */
+                        out[k++] = v00, out[k++] = v01, out[k++] = v11;
+                        out[k++] = v00, out[k++] = v11, out[k++] = v10;
+                    }
+        }
 }
 
 static float lowest(const terra_grid_vertex *v) { return v->y < v->my ? v->y : v->my; }

@@ -51,7 +51,7 @@ bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spaci
 
 /* One tile of the frame. In: key, summary (NULL for a mesh tile or a tile without one: a single
  * block that hides nothing), hi (its highest drawn point), verts (a grid tile's vertices while
- * drawn, or NULL), morph, standin, draw (the caller's). Out: mask, the blocks to draw (bit =
+ * drawn, or NULL), morph, standin; draw and id are the caller's. Out: mask, the blocks to draw (bit =
  * Morton position); order (scratch). */
 typedef struct occ_tile {
     uint64_t key, order;
@@ -59,7 +59,7 @@ typedef struct occ_tile {
     const terra_grid_vertex *verts;
     float hi, morph[2]; /* morph: its morph range this frame */
     bool standin;       /* drawn in place of finer tiles still coming */
-    int draw;
+    int draw, id; /* the caller's: its draw, its resident tile */
     uint64_t mask;
 } occ_tile;
 

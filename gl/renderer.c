@@ -1004,7 +1004,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
                                         .summary = t->occ ? r->occ_data + (size_t)id * (size_t)r->occ.floats : NULL,
                                         .verts = grid_data ? draws[i].data : NULL, .hi = t->hi,
                                         .morph = {t->mesh ? 0.0f : draws[i].morph_start, t->mesh ? 0.0f : draws[i].morph_end},
-                                        .standin = draws[i].fallback, .draw = i, .mask = 1};
+                                        .standin = draws[i].fallback, .draw = i, .id = id, .mask = 1};
     }
     s->occlusion = !r->d.planet && occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z,
                                              !style->no_occlusion, style->no_morph, r->occ_tiles, nt, r->horizon);
@@ -1022,7 +1022,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     for (int k = 0; k < nt; k++) {
         const occ_tile *ot = &r->occ_tiles[k];
         const terra_stream_draw *dr = &draws[ot->draw];
-        const gl_tile *t = &r->tiles[map_get(&r->index, dr->key)];
+        const gl_tile *t = &r->tiles[ot->id];
         /* grid tiles: the shared indices at the index buffer's start (the grid's, then the skirt's);
          * mesh tiles: their own (the tile's, then its skirts'). */
         const GLuint skirt_count = style->no_skirts ? 0 : 3 * t->skirt_triangles;
