@@ -23,7 +23,7 @@ void occ_layout_for(int cells, occ_layout *out) {
     out->cells = cells;
     out->block = block < cells ? block : cells;
     out->blocks = cells / out->block;
-    out->floats = out->blocks * out->blocks + 2 * (cells / 2 + 1) * (cells / 2) + (cells / 2) * (cells / 2);
+    out->floats = out->blocks * out->blocks + 2 * (cells / 2 + 1) * (cells + 1) + (cells / 2) * (cells / 2) + 1;
 }
 
 int occ_block_index(int x, int y) {
@@ -50,47 +50,42 @@ void occ_grid_indices(const occ_layout *L, uint32_t *out) {
         }
 }
 
-static float lowest(const terra_grid_vertex *v) { return v->y < v->my ? v->y : v->my; }
 static float highest(const terra_grid_vertex *v) { return v->y > v->my ? v->y : v->my; }
+static float max_f(float a, float b) { return a > b ? a : b; }
 
 bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spacing, float *out) {
     const int n = L->cells, s = n + 1, nb = L->blocks, B = L->block;
-    /* the lattice's rule, checked: samples at (i * spacing, j * spacing); on an even row each morphs
-     * along the row to within its cell pair, on an even column along the column */
+    /* the lattice's rule, checked: samples at (i * spacing, j * spacing), each morphing onto the
+     * sample of even indices at or below it (an even line's samples stay on their line) */
+    float lo = INFINITY;
     for (int j = 0; j <= n; j++)
         for (int i = 0; i <= n; i++) {
-            const terra_grid_vertex *p = &v[j * s + i];
+            const terra_grid_vertex *p = &v[j * s + i], *t = &v[(j & ~1) * s + (i & ~1)];
             if (!(fabs(p->x - i * spacing) <= 1e-3 * spacing) || !(fabs(p->z - j * spacing) <= 1e-3 * spacing)) return false;
-            const int i0 = i & ~1, j0 = j & ~1, i1 = i0 + 2 < n ? i0 + 2 : n, j1 = j0 + 2 < n ? j0 + 2 : n;
-            if ((j % 2 == 0 && (p->mz != p->z || p->mx < v[j * s + i0].x || p->mx > v[j * s + i1].x)) ||
-                (i % 2 == 0 && (p->mx != p->x || p->mz < v[j0 * s + i].z || p->mz > v[j1 * s + i].z)))
-                return false;
-            if (!isfinite(p->y) || !isfinite(p->my)) return false;
+            if (p->mx != t->x || p->mz != t->z || p->my != t->y || !isfinite(p->y)) return false;
+            lo = p->y < lo ? p->y : lo;
         }
     for (int bj = 0; bj < nb; bj++)
         for (int bi = 0; bi < nb; bi++) {
             float hi = -INFINITY;
             for (int j = bj * B; j <= (bj + 1) * B; j++)
-                for (int i = bi * B; i <= (bi + 1) * B; i++) hi = fmaxf(hi, highest(&v[j * s + i]));
+                for (int i = bi * B; i <= (bi + 1) * B; i++) hi = max_f(hi, highest(&v[j * s + i]));
             out[occ_block_index(bi, bj)] = hi;
         }
-    /* line r (row or column 2 r), piece k (between samples 2 k and 2 k + 2) */
-    float *rows = out + nb * nb, *cols = rows + (n / 2 + 1) * (n / 2);
+    /* the samples of each even row and column: line r is row (column) 2 r */
+    float *rows = out + nb * nb, *cols = rows + (n / 2 + 1) * s;
     for (int r = 0; r <= n / 2; r++)
-        for (int k = 0; k < n / 2; k++) {
-            const terra_grid_vertex *a = &v[2 * r * s + 2 * k], *c = &v[2 * k * s + 2 * r];
-            rows[r * (n / 2) + k] = fminf(lowest(a), fminf(lowest(a + 1), lowest(a + 2)));
-            cols[r * (n / 2) + k] = fminf(lowest(c), fminf(lowest(c + s), lowest(c + 2 * s)));
-        }
+        for (int i = 0; i <= n; i++) rows[r * s + i] = v[2 * r * s + i].y, cols[r * s + i] = v[i * s + 2 * r].y;
     /* each two-cell patch's highest point (aligned at even samples: its own morph within it) */
-    float *patch = cols + (n / 2 + 1) * (n / 2);
+    float *patch = cols + (n / 2 + 1) * s;
     for (int pj = 0; pj < n / 2; pj++)
         for (int pi = 0; pi < n / 2; pi++) {
             float hi = -INFINITY;
             for (int j = 2 * pj; j <= 2 * pj + 2; j++)
-                for (int i = 2 * pi; i <= 2 * pi + 2; i++) hi = fmaxf(hi, highest(&v[j * s + i]));
+                for (int i = 2 * pi; i <= 2 * pi + 2; i++) hi = max_f(hi, highest(&v[j * s + i]));
             patch[pj * (n / 2) + pi] = hi;
         }
+    patch[(n / 2) * (n / 2)] = lo; /* the tile's lowest sample (morph targets are samples too) */
     return true;
 }
 
@@ -110,37 +105,68 @@ static double wrap(double d) { return d > 2 ? d - 4 : d <= -2 ? d + 4 : d; }
 
 typedef struct frame {
     double ex, ey, ez;
-    float *h;
+    float *h;            /* the horizon: OCC_BINS slopes */
+    const float *tables; /* occ_scratch_init's */
 } frame;
 
-/* A sample of a grid line relative to the eye's foot: where, how far, its pseudo-angle. */
-typedef struct point {
-    double x, z, r, p;
-} point;
-
-static point at(double x, double z) {
-    const double r = sqrt(x * x + z * z);
-    return (point){x, z, r, r > 0 ? pangle(x, z) : 0};
+void occ_scratch_init(float *scratch) {
+    float *t = scratch + OCC_BINS;
+    for (int k = 0; k <= OCC_BINS; k++) {
+        const double e = k / BIN_SCALE, fr = e - floor(e);
+        double dx, dz; /* the direction of pseudo-angle e, by quadrant (pangle inverted) */
+        switch ((int)floor(e) & 3) {
+        case 0: dx = 1 - fr, dz = fr; break;
+        case 1: dx = -fr, dz = 1 - fr; break;
+        case 2: dx = fr - 1, dz = -fr; break;
+        default: dx = fr, dz = fr - 1; break;
+        }
+        const double l = sqrt(dx * dx + dz * dz);
+        t[k] = (float)(dx / dz), t[(OCC_BINS + 1) + k] = (float)(fabs(dz) / l);
+        t[2 * (OCC_BINS + 1) + k] = (float)(dz / dx), t[3 * (OCC_BINS + 1) + k] = (float)(fabs(dx) / l);
+    }
 }
 
-/* Raises the horizon over the bins the ground piece a-b spans whole, drawn no lower than `low`. */
-static void raise_horizon(frame *f, const point *a, const point *b, float low) {
-    if (a->r < MIN_OCCLUDER_M || b->r < MIN_OCCLUDER_M) return;
-    const double d = wrap(b->p - a->p);
+/* Raises the horizon over the bins a grid line spans whole: the line at `across` (z for a row, x for
+ * a column, relative to the foot) from `along0`, `cells` cells `sp` apart, drawn no lower than the
+ * polyline through h[0..cells]. Each bin takes that polyline's lowest point where the bin's
+ * azimuths cross the line (its edges' crossings and the samples between) over the farthest (or,
+ * below the eye, nearest) distance of them. */
+static void raise_line(frame *f, double across, double along0, double sp, int cells, const float *h, bool col) {
+    if (fabs(across) < MIN_OCCLUDER_M) return;
+    const double along1 = along0 + cells * sp;
+    const double pa = col ? pangle(across, along0) : pangle(along0, across);
+    const double d = wrap((col ? pangle(across, along1) : pangle(along1, across)) - pa);
     if (fabs(d) > 1.9) return;
-    const double lo = d > 0 ? a->p : a->p + d, hi = lo + fabs(d);
+    const double lo = d > 0 ? pa : pa + d, hi = lo + fabs(d);
     const long b0 = (long)ceil((lo + EPS_ANGLE) * BIN_SCALE), b1 = (long)floor((hi - EPS_ANGLE) * BIN_SCALE) - 1;
     if (b1 < b0) return;
-    /* the piece's nearest point to the foot: its distance bounds the slope of a low piece */
-    const double ux = b->x - a->x, uz = b->z - a->z, uu = ux * ux + uz * uz;
-    double t = uu > 0 ? -(a->x * ux + a->z * uz) / uu : 0;
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
-    const double nx = a->x + t * ux, nz = a->z + t * uz, rmin = sqrt(nx * nx + nz * nz);
-    if (rmin < MIN_OCCLUDER_M) return;
-    const double rise = (double)low - PAD_M - f->ey;
-    const float slope = (float)(rise >= 0 ? rise / fmax(a->r, b->r) : rise / rmin);
-    for (long k = b0; k <= b1; k++)
-        if (f->h[BIN(k)] < slope) f->h[BIN(k)] = slope;
+    /* the most the line can raise a bin: bins already that high are left */
+    float hmax = h[0];
+    for (int i = 1; i <= cells; i++) hmax = h[i] > hmax ? h[i] : hmax;
+    const double ra = fabs(across), inv_ra = 1 / ra, up = hmax - PAD_M - f->ey;
+    const float top = (float)(up >= 0 ? up * inv_ra : up / sqrt(fmax(along0 * along0, along1 * along1) + ra * ra));
+    /* edge k crosses the line at along = across * ratio[k], at distance |across| / inv_len[k] */
+    const float *ratio = f->tables + (col ? 2 * (OCC_BINS + 1) : 0), *inv_len = ratio + (OCC_BINS + 1);
+    const double inv_sp = 1 / sp, eps = 1e-3; /* crossings widened by a thousandth of a cell */
+    for (long k = b0; k <= b1; k++) {
+        const unsigned e0 = BIN(k), e1 = e0 + 1;
+        if (f->h[e0] >= top) continue;
+        const double ua = (across * ratio[e0] - along0) * inv_sp, ub = (across * ratio[e1] - along0) * inv_sp;
+        double u0 = (ua < ub ? ua : ub) - eps, u1 = (ua < ub ? ub : ua) + eps;
+        u0 = u0 > 0 ? u0 : 0, u1 = u1 < cells ? u1 : cells;
+        const int i0 = u0 < cells ? (int)u0 : cells - 1, i1 = u1 < cells ? (int)u1 : cells - 1;
+        const double y0 = h[i0] + (h[i0 + 1] - h[i0]) * (u0 - i0), y1 = h[i1] + (h[i1 + 1] - h[i1]) * (u1 - i1);
+        double y = y0 < y1 ? y0 : y1;
+        for (int i = i0 + 1; i <= i1; i++) y = h[i] < y ? h[i] : y;
+        const double rise = y - PAD_M - f->ey, w0 = inv_len[e0], w1 = inv_len[e1];
+        /* over the bin the distance runs between its edges' (or down to |across| where the foot's
+         * perpendicular falls inside it); float tables rounded by a millionth */
+        double w;
+        if (rise >= 0) w = (w0 < w1 ? w0 : w1) * (1 - 1e-6);
+        else w = ratio[e0] * ratio[e1] <= 0 ? 1 : (w0 > w1 ? w0 : w1) * (1 + 1e-6);
+        const float slope = (float)(rise * inv_ra * w);
+        if (f->h[e0] < slope) f->h[e0] = slope;
+    }
 }
 
 /* Whether the square [x0, x1] x [z0, z1] (relative to the foot) with ground no higher than `hi`
@@ -155,7 +181,8 @@ static bool hidden(const frame *f, double x0, double x1, double z0, double z1, f
         const double d = k ? wrap(pangle(cx[k], cz[k]) - p0) : 0;
         lo = d < lo ? d : lo;
         up = d > up ? d : up;
-        rmax = fmax(rmax, sqrt(cx[k] * cx[k] + cz[k] * cz[k]));
+        const double r = sqrt(cx[k] * cx[k] + cz[k] * cz[k]);
+        rmax = r > rmax ? r : rmax;
     }
     *span = (up - lo) * BIN_SCALE;
     const double nx = x0 > 0 ? x0 : x1 < 0 ? -x1 : 0, nz = z0 > 0 ? z0 : z1 < 0 ? -z1 : 0;
@@ -268,12 +295,37 @@ static double ground_at_foot(const occ_layout *L, const occ_tile *t, int n, doub
     return NAN;
 }
 
+/* The lowest a line of samples h[0..cells] is drawn: the samples, where it morphs each odd one no
+ * lower than the chord of its neighbours. */
+static void lower_line(const float *h, int cells, bool morphs, float *out) {
+    for (int i = 0; i <= cells; i++) out[i] = h[i];
+    if (morphs)
+        for (int i = 1; i < cells; i += 2) {
+            const float chord = 0.5f * (out[i - 1] + out[i + 1]);
+            out[i] = chord < out[i] ? chord : out[i];
+        }
+}
+
+/* Whether a vertex of the block at (bx, bz) (relative to the foot, `bs` a side, its ground within dy
+ * of the eye's height) morphs: the vertex stage's distance from the eye reaches the morph's start.
+ * An odd sample of an even line then slides toward the even one below it, and the line is drawn
+ * within the triangle of the three, no lower than the least of the odd sample and the chord of its
+ * neighbours. */
+static bool block_morphs(const occ_tile *t, double bx, double bz, double bs, double dy, bool may_morph) {
+    if (!may_morph) return false;
+    const double fx = fmax(fabs(bx), fabs(bx + bs)), fz = fmax(fabs(bz), fabs(bz + bs));
+    return sqrt(fx * fx + dy * dy + fz * fz) * (1 + 1e-5) + PAD_M >= t->morph[0];
+}
+
 /* Draws what is not hidden of one grid tile with a summary, nearest block first, raising the horizon
  * along the lines of each block drawn. */
-static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, double z0, double side) {
+static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, double z0, double side, bool no_morph) {
     const int nb = L->blocks, B = L->block, n = L->cells;
     const double spacing = side / n, bs = B * spacing;
-    const float *rows = t->summary + nb * nb, *cols = rows + (n / 2 + 1) * (n / 2), *patch = cols + (n / 2 + 1) * (n / 2);
+    const float *rows = t->summary + nb * nb, *cols = rows + (n / 2 + 1) * (n + 1), *patch = cols + (n / 2 + 1) * (n + 1);
+    /* how far below or above the eye its ground reaches, for whether a block of it morphs */
+    const double dy = fmax(fabs(t->hi - f->ey), fabs(patch[(n / 2) * (n / 2)] - f->ey));
+    const bool may_morph = !no_morph && t->morph[1] > t->morph[0];
     /* blocks by Manhattan distance from the eye's block (clamped next to the tile: same order) */
     int ebi = (int)fmax(-1, fmin(nb, floor((f->ex - x0) / bs))), ebj = (int)fmax(-1, fmin(nb, floor((f->ez - z0) / bs)));
     for (int d = 0; d <= 2 * (nb + 1); d++)
@@ -301,22 +353,40 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                 if (hide) continue;
                 t->mask |= (uint64_t)1 << m;
                 if (span < 1) continue; /* no piece of it spans a whole bin */
-                /* its samples of even index, then the pieces between them along rows and columns */
-                point p[(TERRA_GRID_MAX_CELLS / MAX_SIDE / 2 + 1) * (TERRA_GRID_MAX_CELLS / MAX_SIDE / 2 + 1)];
-                const int h = B / 2, w = h + 1;
-                for (int vj = 0; vj <= h; vj++)
-                    for (int vi = 0; vi <= h; vi++) p[vj * w + vi] = at(bx + 2 * vi * spacing, bz + 2 * vj * spacing);
-                for (int vj = 0; vj <= h; vj++)
-                    for (int vi = 0; vi < h; vi++) {
-                        raise_horizon(f, &p[vj * w + vi], &p[vj * w + vi + 1], rows[(bj * h + vj) * (n / 2) + bi * h + vi]);
-                        raise_horizon(f, &p[vi * w + vj], &p[(vi + 1) * w + vj], cols[(bi * h + vj) * (n / 2) + bj * h + vi]);
+                const bool morphs = block_morphs(t, bx, bz, bs, dy, may_morph);
+                /* its even rows and columns, but a border line a neighbour block drawn before raised */
+                const int h = B / 2;
+                const bool west = bi > 0 && (t->mask >> occ_block_index(bi - 1, bj) & 1),
+                           east = bi < nb - 1 && (t->mask >> occ_block_index(bi + 1, bj) & 1),
+                           south = bj > 0 && (t->mask >> occ_block_index(bi, bj - 1) & 1),
+                           north = bj < nb - 1 && (t->mask >> occ_block_index(bi, bj + 1) & 1);
+                float line[TERRA_GRID_MAX_CELLS + 1];
+                for (int k = 0; k <= h; k++) {
+                    if (!((k == 0 && south) || (k == h && north))) {
+                        lower_line(rows + (bj * h + k) * (n + 1) + bi * B, B, morphs, line);
+                        raise_line(f, bz + 2 * k * spacing, bx, spacing, B, line, false);
+                    }
+                    if (!((k == 0 && west) || (k == h && east))) {
+                        lower_line(cols + (bi * h + k) * (n + 1) + bj * B, B, morphs, line);
+                        raise_line(f, bx + 2 * k * spacing, bz, spacing, B, line, true);
+                    }
+                }
+                /* unmorphed, every sample stays where it was taken: its odd lines are drawn along
+                 * their lines too, through their samples (the vertices while drawn) */
+                if (!morphs && t->verts)
+                    for (int k = 1; k < B; k += 2) {
+                        const terra_grid_vertex *rv = t->verts + (bj * B + k) * (n + 1) + bi * B, *cv = t->verts + (bj * B) * (n + 1) + bi * B + k;
+                        for (int i = 0; i <= B; i++) line[i] = rv[i].y;
+                        raise_line(f, bz + k * spacing, bx, spacing, B, line, false);
+                        for (int i = 0; i <= B; i++) line[i] = cv[i * (n + 1)].y;
+                        raise_line(f, bx + k * spacing, bz, spacing, B, line, true);
                     }
             }
         }
 }
 
 bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull, bool no_morph,
-               occ_tile *tiles, int n, float *horizon) {
+               occ_tile *tiles, int n, float *scratch) {
     const uint64_t all = L->blocks * L->blocks >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << (L->blocks * L->blocks)) - 1;
     for (int k = 0; k < n; k++) tiles[k].mask = tiles[k].summary ? all : 1;
     if (n == 0 || !order_keys(tiles, n, tile0_size, eye_x, eye_z)) return false;
@@ -333,8 +403,8 @@ bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
         over_eye = x > -2 * side && x < 3 * side && z > -2 * side && z < 3 * side;
     }
     if (!cull || over_eye || !(isnan(g) || eye_y > g + PAD_M)) return false;
-    for (int b = 0; b < OCC_BINS; b++) horizon[b] = -INFINITY;
-    frame f = {eye_x, eye_y, eye_z, horizon};
+    for (int b = 0; b < OCC_BINS; b++) scratch[b] = -INFINITY;
+    frame f = {eye_x, eye_y, eye_z, scratch, scratch + OCC_BINS};
     for (int k = 0; k < n; k++) {
         occ_tile *t = &tiles[k];
         const double side = ldexp(tile0_size, terra_tile_key_level(t->key));
@@ -343,7 +413,7 @@ bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
         /* the whole tile first: hidden, so is each block of it */
         double span;
         if (hidden(&f, x0 - eye_x, x0 + side - eye_x, z0 - eye_z, z0 + side - eye_z, t->hi, &span)) continue;
-        if (t->summary) visit_grid(L, &f, t, x0, z0, side);
+        if (t->summary) visit_grid(L, &f, t, x0, z0, side, no_morph);
         else t->mask = 1;
     }
     return true;

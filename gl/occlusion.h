@@ -7,11 +7,14 @@
  *
  * The horizon is a maximum elevation slope ((height - eye height) / horizontal distance) per bin of
  * azimuth around the eye, raised only where the drawn ground surely reaches: along the tile's grid
- * lines of even index every sample stays on its line whatever the morph (odd ones move toward the
- * even one below), so the drawn ground over a two-cell piece of such a line runs over exactly that
- * piece of the plane, no lower than the least of its three samples and their morph targets; a
- * bin is raised by a piece only where the piece spans the whole bin. Why a block whose points all
- * lie below the horizon of their azimuth is hidden: along the vertical half-plane of an azimuth,
+ * lines of even index every sample stays on its line whatever the morph (an odd one slides onto the
+ * even one below), so the drawn ground along such a line runs over exactly that line, no lower than
+ * the polyline through its samples, each odd one lowered to the chord of its neighbours where it
+ * may morph (the drawn line then lies within the triangle of the three); a block whose vertices do
+ * not morph this frame raises its odd lines too. A bin is raised where a block's line spans the
+ * whole bin, by that polyline's lowest point between the bin's edges' crossings of the line, over
+ * the crossings' distance. Why a block whose points all lie below the horizon of their azimuth is
+ * hidden: along the vertical half-plane of an azimuth,
  * the ray from the eye to such a point passes under a drawn point nearer (the front-to-back order:
  * every piece raising the bin lies nearer than anything visited later along that azimuth), and the
  * eye is above the drawn ground at its foot (checked every frame; else nothing is culled), so the
@@ -44,9 +47,9 @@ int occ_block_index(int bi, int bj);
 /* The grid's shared indices (terra_grid_index_count(cells)), block after block in Morton order,
  * each block's cells in strips as terra_grid_indices lays them. */
 void occ_grid_indices(const occ_layout *L, uint32_t *out);
-/* A grid tile's summary (its blocks' and two-cell patches' highest points, its even lines' lowest
- * samples by two-cell piece) into out[L->floats]; false where its samples (`spacing` apart) do not
- * lie and morph as the lattice has them. */
+/* A grid tile's summary (its blocks' and two-cell patches' highest points, its even lines' samples,
+ * its lowest sample) into out[L->floats]; false where its samples (`spacing` apart) do not lie and
+ * morph as the lattice has them. */
 bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spacing, float *out);
 
 /* One tile of the frame. In: key, summary (NULL for a mesh tile or a tile without one: a single
@@ -66,10 +69,12 @@ typedef struct occ_tile {
 /* Sorts tiles[0, n) front to back from the eye and fills every mask; whether it culled. All blocks
  * stay where `cull` is false or the frame cannot be culled: the eye not above the drawn ground at
  * its foot (the morphed triangles there), or a stand-in within two of its sides of the foot
- * reaching the eye's height. `no_morph`: the frame is drawn unmorphed. `horizon`: scratch of
- * OCC_BINS floats. */
+ * reaching the eye's height. `no_morph`: the frame is drawn unmorphed. `scratch`: OCC_SCRATCH floats
+ * set up once by occ_scratch_init (the horizon's bins, then tables of their edges' directions). */
 #define OCC_BINS 16384
+#define OCC_SCRATCH (OCC_BINS + 4 * (OCC_BINS + 1))
+void occ_scratch_init(float *scratch);
 bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull,
-               bool no_morph, occ_tile *tiles, int n, float *horizon);
+               bool no_morph, occ_tile *tiles, int n, float *scratch);
 
 #endif

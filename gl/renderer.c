@@ -103,10 +103,10 @@ struct terra_gl {
     key_map index;
     uint64_t *order; /* compaction: (offset << 32 | id) per tile */
     /* occlusion culling on the plane (occlusion.h): how grid tiles are cut, each tile id's summary,
-     * the frame's tiles and horizon */
+     * the frame's tiles, the horizon and its tables */
     occ_layout occ;
     int ring_block[4 * 8]; /* the block each run of `block` skirt cells along the ring hangs from */
-    float *occ_data, *horizon;
+    float *occ_data, *occ_scratch;
     occ_tile *occ_tiles;
     /* per-frame scratch; commands: ground from the start, skirts from the end */
     gl_draw_record *recs;
@@ -248,7 +248,7 @@ void terra_gl_destroy(terra_gl *r) {
     terra_free(r->recs);
     terra_free(r->cmds);
     terra_free(r->occ_data);
-    terra_free(r->horizon);
+    terra_free(r->occ_scratch);
     terra_free(r->occ_tiles);
     terra_free(r->upload_scratch);
     terra_free(r->ring);
@@ -411,7 +411,8 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     }
     /* summaries: pages are touched only as tile ids are used */
     ok = ok && (d.planet || (r->occ_data = terra_alloc(sizeof(float) * (size_t)r->occ.floats * (size_t)d.max_tiles)) != NULL);
-    ok = ok && (r->horizon = terra_alloc(sizeof(float) * OCC_BINS)) != NULL;
+    ok = ok && (r->occ_scratch = terra_alloc(sizeof(float) * OCC_SCRATCH)) != NULL;
+    if (ok) occ_scratch_init(r->occ_scratch);
     ok = ok && (r->occ_tiles = terra_alloc(sizeof *r->occ_tiles * (size_t)d.max_draws)) != NULL;
     ok = ok && (r->upload_scratch = terra_alloc(r->tile_bytes)) != NULL;
     ok = ok && (r->ring = terra_alloc(sizeof *r->ring * (size_t)skirt_vertices)) != NULL;
@@ -1007,7 +1008,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
                                         .standin = draws[i].fallback, .draw = i, .id = id, .mask = 1};
     }
     s->occlusion = !r->d.planet && occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z,
-                                             !style->no_occlusion, style->no_morph, r->occ_tiles, nt, r->horizon);
+                                             !style->no_occlusion, style->no_morph, r->occ_tiles, nt, r->occ_scratch);
     s->occlusion_ms = (terra_now_s() - t_occ) * 1e3;
 
     /* per-draw records: tile origins relative to the eye's whole metres, in double; exact as

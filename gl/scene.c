@@ -48,12 +48,16 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
     if (!s) return terra_fail(TERRA_E_NOMEM, "gl scene: out of memory");
     s->d = *desc;
     s->max_standin = desc->max_standin_levels < 0 ? 0 : desc->max_standin_levels ? desc->max_standin_levels : 2;
-    int capacity = desc->capacity_tiles ? desc->capacity_tiles : 2048;
     terra_stream_desc sd = {.select = desc->select, .source = desc->source, .budget_ms = desc->budget_ms,
                             .max_cameras = 1, .max_foci = 4, .capacity_bytes = desc->capacity_bytes,
                             .max_in_flight = desc->max_in_flight ? desc->max_in_flight : 64,
                             .max_standin_levels = s->max_standin};
     if (!sd.select.view_height_px && desc->height > 0) sd.select.view_height_px = desc->height;
+    /* a view wants tiles by the square of its height (each level's ring is as many tile sides wide
+     * as the pixels ask): 1080 rows want about 3,100 tiles of the default world, 2048 up to 720 */
+    const int hpx = sd.select.view_height_px ? sd.select.view_height_px : 1080; /* select.h's default */
+    const double rows = hpx > 720 ? hpx / 720.0 : 1;
+    int capacity = desc->capacity_tiles ? desc->capacity_tiles : (int)(2048 * rows * rows);
     if (desc->archive) { /* its own tiles, decoded by the pool; as many slots as it has tiles at most */
         terra_archive_mesh_stream_desc(desc->archive, &sd);
         terra_archive_mesh_info ai;

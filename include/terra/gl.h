@@ -222,9 +222,10 @@ typedef struct terra_gl_scene_desc {
     terra_select_desc select;   /* tiles and levels (zero: the defaults of select.h); the view's
                                    height is the picture's when not given */
     int width, height;          /* offscreen size; 0 × 0: draw into the current framebuffer */
-    int capacity_tiles;         /* tiles held (streamer and vertex buffer); 0 = 2048, fewer where
-                                   2048 grid tiles would take over 1 GiB of vertices (many cells;
-                                   at least 64), an archive's at most its tile count */
+    int capacity_tiles;         /* tiles held (streamer and vertex buffer); 0 = 2048 up to a view
+                                   720 pixels high, by the square of the height above (4,608 at
+                                   1080), fewer where they would take over 1 GiB of vertices (many
+                                   cells; at least 64), an archive's at most its tile count */
     size_t capacity_bytes;      /* the streamer's tile memory; 0 = capacity_tiles of its tiles, an
                                    archive's at most 512 MiB (the GPU buffers hold as much again) */
     double budget_ms;           /* the streamer's per-frame budget; 0 = 4 */
