@@ -8,8 +8,8 @@
 
 enum {
     STRIP = 8,     /* cells per strip within a block, as terra_grid_indices lays them */
-    MIN_BLOCK = 4, /* cells along a block's side, at least */
-    MAX_SIDE = 8   /* blocks along a tile's side, at most */
+    MIN_BLOCK = 2, /* cells along a block's side, at least */
+    MAX_SIDE = 16  /* blocks along a tile's side, at most */
 };
 
 /* Azimuth margins (in pseudo-angle units, about radians) and height margins (metres) that cover the
@@ -28,7 +28,7 @@ void occ_layout_for(int cells, occ_layout *out) {
 
 int occ_block_index(int x, int y) {
     int m = 0;
-    for (int b = 0; b < 3; b++) m |= ((x >> b) & 1) << (2 * b) | ((y >> b) & 1) << (2 * b + 1);
+    for (int b = 0; b < 4; b++) m |= ((x >> b) & 1) << (2 * b) | ((y >> b) & 1) << (2 * b + 1);
     return m;
 }
 
@@ -130,15 +130,20 @@ void occ_scratch_init(float *scratch) {
  * a column, relative to the foot) from `along0`, `cells` cells `sp` apart, drawn no lower than the
  * polyline through h[0..cells]. Each bin takes that polyline's lowest point where the bin's
  * azimuths cross the line (its edges' crossings and the samples between) over the farthest (or,
- * below the eye, nearest) distance of them. */
-static void raise_line(frame *f, double across, double along0, double sp, int cells, const float *h, bool col) {
+ * below the eye, nearest) distance of them. `joint` >= 0: only the bins about that sample. */
+static void raise_line(frame *f, double across, double along0, double sp, int cells, const float *h, bool col, int joint) {
     if (fabs(across) < MIN_OCCLUDER_M) return;
     const double along1 = along0 + cells * sp;
     const double pa = col ? pangle(across, along0) : pangle(along0, across);
     const double d = wrap((col ? pangle(across, along1) : pangle(along1, across)) - pa);
     if (fabs(d) > 1.9) return;
     const double lo = d > 0 ? pa : pa + d, hi = lo + fabs(d);
-    const long b0 = (long)ceil((lo + EPS_ANGLE) * BIN_SCALE), b1 = (long)floor((hi - EPS_ANGLE) * BIN_SCALE) - 1;
+    long b0 = (long)ceil((lo + EPS_ANGLE) * BIN_SCALE), b1 = (long)floor((hi - EPS_ANGLE) * BIN_SCALE) - 1;
+    if (joint >= 0) { /* only the bins about sample `joint`: the line's two sides raised the rest */
+        const double x = along0 + joint * sp, pj = lo + wrap((col ? pangle(across, x) : pangle(x, across)) - lo);
+        const long kj = (long)floor(pj * BIN_SCALE);
+        b0 = b0 > kj - 1 ? b0 : kj - 1, b1 = b1 < kj + 1 ? b1 : kj + 1;
+    }
     if (b1 < b0) return;
     /* the most the line can raise a bin: bins already that high are left */
     float hmax = h[0];
@@ -340,7 +345,7 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                 double span;
                 bool hide = hidden(f, bx, bx + bs, bz, bz + bs, t->summary[m], &span);
                 /* else, hidden all the same where each of its two-cell patches is */
-                if (!hide && span >= 1) {
+                if (!hide && span >= 1 && B > 2) {
                     hide = true;
                     for (int q = 0; hide && q < B * B / 4; q++) {
                         const int pi = q % (B / 2), pj = q / (B / 2);
@@ -351,24 +356,44 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                     }
                 }
                 if (hide) continue;
-                t->mask |= (uint64_t)1 << m;
+                t->mask[m >> 6] |= (uint64_t)1 << (m & 63);
                 if (span < 1) continue; /* no piece of it spans a whole bin */
                 const bool morphs = block_morphs(t, bx, bz, bs, dy, may_morph);
-                /* its even rows and columns, but a border line a neighbour block drawn before raised */
+                /* its even rows and columns, but a border line a neighbour block drawn before raised;
+                 * along a line into a neighbour drawn before, the bins about the joint (neither side
+                 * spans them whole) from the two sides together */
                 const int h = B / 2;
-                const bool west = bi > 0 && (t->mask >> occ_block_index(bi - 1, bj) & 1),
-                           east = bi < nb - 1 && (t->mask >> occ_block_index(bi + 1, bj) & 1),
-                           south = bj > 0 && (t->mask >> occ_block_index(bi, bj - 1) & 1),
-                           north = bj < nb - 1 && (t->mask >> occ_block_index(bi, bj + 1) & 1);
+                const bool west = bi > 0 && occ_drawn(t, occ_block_index(bi - 1, bj)),
+                           east = bi < nb - 1 && occ_drawn(t, occ_block_index(bi + 1, bj)),
+                           south = bj > 0 && occ_drawn(t, occ_block_index(bi, bj - 1)),
+                           north = bj < nb - 1 && occ_drawn(t, occ_block_index(bi, bj + 1));
                 float line[TERRA_GRID_MAX_CELLS + 1];
                 for (int k = 0; k <= h; k++) {
+                    const float *row = rows + (bj * h + k) * (n + 1) + bi * B, *col = cols + (bi * h + k) * (n + 1) + bj * B;
+                    const double rz = bz + 2 * k * spacing, cx = bx + 2 * k * spacing;
                     if (!((k == 0 && south) || (k == h && north))) {
-                        lower_line(rows + (bj * h + k) * (n + 1) + bi * B, B, morphs, line);
-                        raise_line(f, bz + 2 * k * spacing, bx, spacing, B, line, false);
+                        lower_line(row, B, morphs, line);
+                        raise_line(f, rz, bx, spacing, B, line, false, -1);
+                        if (west) {
+                            lower_line(row - B, 2 * B, morphs || block_morphs(t, bx - bs, bz, bs, dy, may_morph), line);
+                            raise_line(f, rz, bx - bs, spacing, 2 * B, line, false, B);
+                        }
+                        if (east) {
+                            lower_line(row, 2 * B, morphs || block_morphs(t, bx + bs, bz, bs, dy, may_morph), line);
+                            raise_line(f, rz, bx, spacing, 2 * B, line, false, B);
+                        }
                     }
                     if (!((k == 0 && west) || (k == h && east))) {
-                        lower_line(cols + (bi * h + k) * (n + 1) + bj * B, B, morphs, line);
-                        raise_line(f, bx + 2 * k * spacing, bz, spacing, B, line, true);
+                        lower_line(col, B, morphs, line);
+                        raise_line(f, cx, bz, spacing, B, line, true, -1);
+                        if (south) {
+                            lower_line(col - B, 2 * B, morphs || block_morphs(t, bx, bz - bs, bs, dy, may_morph), line);
+                            raise_line(f, cx, bz - bs, spacing, 2 * B, line, true, B);
+                        }
+                        if (north) {
+                            lower_line(col, 2 * B, morphs || block_morphs(t, bx, bz + bs, bs, dy, may_morph), line);
+                            raise_line(f, cx, bz, spacing, 2 * B, line, true, B);
+                        }
                     }
                 }
                 /* unmorphed, every sample stays where it was taken: its odd lines are drawn along
@@ -377,9 +402,9 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                     for (int k = 1; k < B; k += 2) {
                         const terra_grid_vertex *rv = t->verts + (bj * B + k) * (n + 1) + bi * B, *cv = t->verts + (bj * B) * (n + 1) + bi * B + k;
                         for (int i = 0; i <= B; i++) line[i] = rv[i].y;
-                        raise_line(f, bz + k * spacing, bx, spacing, B, line, false);
+                        raise_line(f, bz + k * spacing, bx, spacing, B, line, false, -1);
                         for (int i = 0; i <= B; i++) line[i] = cv[i * (n + 1)].y;
-                        raise_line(f, bx + k * spacing, bz, spacing, B, line, true);
+                        raise_line(f, bx + k * spacing, bz, spacing, B, line, true, -1);
                     }
             }
         }
@@ -387,8 +412,11 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
 
 bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull, bool no_morph,
                occ_tile *tiles, int n, float *scratch) {
-    const uint64_t all = L->blocks * L->blocks >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << (L->blocks * L->blocks)) - 1;
-    for (int k = 0; k < n; k++) tiles[k].mask = tiles[k].summary ? all : 1;
+    /* every block of a tile with a summary; one (the whole tile) of one without */
+    uint64_t all[OCC_MASK_WORDS] = {0};
+    for (int m = 0; m < L->blocks * L->blocks; m++) all[m >> 6] |= (uint64_t)1 << (m & 63);
+    for (int k = 0; k < n; k++)
+        for (int w = 0; w < OCC_MASK_WORDS; w++) tiles[k].mask[w] = tiles[k].summary ? all[w] : w == 0;
     if (n == 0 || !order_keys(tiles, n, tile0_size, eye_x, eye_z)) return false;
     qsort(tiles, (size_t)n, sizeof *tiles, cmp_order);
     /* the eye above the drawn ground at its foot (where no tile of the frame is there, the ground under
@@ -409,12 +437,12 @@ bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
         occ_tile *t = &tiles[k];
         const double side = ldexp(tile0_size, terra_tile_key_level(t->key));
         const double x0 = terra_tile_key_x(t->key) * side, z0 = terra_tile_key_y(t->key) * side;
-        t->mask = 0;
+        for (int w = 0; w < OCC_MASK_WORDS; w++) t->mask[w] = 0;
         /* the whole tile first: hidden, so is each block of it */
         double span;
         if (hidden(&f, x0 - eye_x, x0 + side - eye_x, z0 - eye_z, z0 + side - eye_z, t->hi, &span)) continue;
         if (t->summary) visit_grid(L, &f, t, x0, z0, side, no_morph);
-        else t->mask = 1;
+        else t->mask[0] = 1;
     }
     return true;
 }

@@ -12,19 +12,20 @@
  * the polyline through its samples, each odd one lowered to the chord of its neighbours where it
  * may morph (the drawn line then lies within the triangle of the three); a block whose vertices do
  * not morph this frame raises its odd lines too. A bin is raised where a block's line spans the
- * whole bin, by that polyline's lowest point between the bin's edges' crossings of the line, over
- * the crossings' distance. Why a block whose points all lie below the horizon of their azimuth is
- * hidden: along the vertical half-plane of an azimuth,
- * the ray from the eye to such a point passes under a drawn point nearer (the front-to-back order:
- * every piece raising the bin lies nearer than anything visited later along that azimuth), and the
- * eye is above the drawn ground at its foot (checked every frame; else nothing is culled), so the
- * ray meets the drawn ground before the point; a point under a block left out is itself behind
- * nearer drawn ground, so what is left out never opens the drawn ground to a ray. A block is
- * tested by its highest point at its nearest distance, then by each two-cell patch of it (aligned
- * at even samples, so no morph moves its ground out of its square). Where skirts and morphs leave
- * the drawn ground open (a stand-in far coarser than the ground about the eye, over the eye) the
- * argument fails: such frames are not culled. test_gl_occlusion draws views with and without
- * culling and finds the pictures and depth buffers equal.
+ * whole bin (or the line through it and a neighbour block drawn before does), by that polyline's
+ * lowest point between the bin's edges' crossings of the line, over the crossings' distance. Why a
+ * block whose points all lie below the horizon of their azimuth is hidden: along the vertical
+ * half-plane of an azimuth, the ray from the eye to such a point passes under a drawn point nearer
+ * (the front-to-back order: every line raising the bin lies nearer than anything visited later
+ * along that azimuth), and the eye is above the drawn ground at its foot (checked every frame; else
+ * nothing is culled), so the ray meets the drawn ground before the point; a point under a block
+ * left out is itself behind nearer drawn ground, so what is left out never opens the drawn ground
+ * to a ray. A block (two cells a side for tiles of up to 32 cells) is tested by its highest point
+ * at its nearest distance, then, where larger, by each two-cell patch of it (aligned at even
+ * samples, so no morph moves its ground out of its square). Where skirts and morphs leave the drawn
+ * ground open (a stand-in far coarser than the ground about the eye, over the eye) the argument
+ * fails: such frames are not culled. test_gl_occlusion draws views with and without culling and
+ * finds the pictures and depth buffers equal.
  */
 #ifndef TERRA_GL_OCCLUSION_H
 #define TERRA_GL_OCCLUSION_H
@@ -34,9 +35,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* How a grid tile of `cells` is cut: blocks of `block` cells, `blocks` along a side (at most 8: a
- * tile's blocks fit a 64-bit mask), the shared grid indices laid out block by block in Morton
- * order (occ_grid_indices); `floats` of summary per tile. */
+/* How a grid tile of `cells` is cut: blocks of `block` cells (at least 2), `blocks` along a side
+ * (at most 16: a tile's blocks fit a mask of OCC_MASK_WORDS words), the shared grid indices laid
+ * out block by block in Morton order (occ_grid_indices); `floats` of summary per tile. */
 typedef struct occ_layout {
     int cells, block, blocks, floats;
 } occ_layout;
@@ -56,6 +57,7 @@ bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spaci
  * block that hides nothing), hi (its highest drawn point), verts (a grid tile's vertices while
  * drawn, or NULL), morph, standin; draw and id are the caller's. Out: mask, the blocks to draw (bit =
  * Morton position); order (scratch). */
+#define OCC_MASK_WORDS 4
 typedef struct occ_tile {
     uint64_t key, order;
     const float *summary;
@@ -63,8 +65,15 @@ typedef struct occ_tile {
     float hi, morph[2]; /* morph: its morph range this frame */
     bool standin;       /* drawn in place of finer tiles still coming */
     int draw, id; /* the caller's: its draw, its resident tile */
-    uint64_t mask;
+    uint64_t mask[OCC_MASK_WORDS];
 } occ_tile;
+
+static inline bool occ_drawn(const occ_tile *t, int m) { return t->mask[m >> 6] >> (m & 63) & 1; }
+static inline bool occ_any(const occ_tile *t) {
+    uint64_t any = 0;
+    for (int w = 0; w < OCC_MASK_WORDS; w++) any |= t->mask[w];
+    return any != 0;
+}
 
 /* Sorts tiles[0, n) front to back from the eye and fills every mask; whether it culled. All blocks
  * stay where `cull` is false or the frame cannot be culled: the eye not above the drawn ground at

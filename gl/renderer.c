@@ -105,7 +105,7 @@ struct terra_gl {
     /* occlusion culling on the plane (occlusion.h): how grid tiles are cut, each tile id's summary,
      * the frame's tiles, the horizon and its tables */
     occ_layout occ;
-    int ring_block[4 * 8]; /* the block each run of `block` skirt cells along the ring hangs from */
+    int ring_block[4 * 16]; /* the block each run of `block` skirt cells along the ring hangs from */
     float *occ_data, *occ_scratch;
     occ_tile *occ_tiles;
     /* per-frame scratch; commands: ground from the start, skirts from the end */
@@ -958,6 +958,8 @@ static void sky_gradient(terra_gl *r, const terra_camera *cam) {
 /* The skirt runs (bits of the ring's 4 nb runs, nb per side) a grid tile on the plane needs: none on
  * a side whose neighbour of its level is a grid tile of this frame with its morph range, as every
  * sample of the side is both tiles' and morphs alike in both (no gap to close). */
+static bool bit_at(const uint64_t *bits, int i) { return bits[i >> 6] >> (i & 63) & 1; }
+
 static uint64_t skirt_sides(const terra_gl *r, const gl_tile *t, int nb) {
     static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0}; /* sides j = 0, i = cells, j = cells, i = 0 */
     const int level = terra_tile_key_level(t->key);
@@ -1005,7 +1007,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
                                         .summary = t->occ ? r->occ_data + (size_t)id * (size_t)r->occ.floats : NULL,
                                         .verts = grid_data ? draws[i].data : NULL, .hi = t->hi,
                                         .morph = {t->mesh ? 0.0f : draws[i].morph_start, t->mesh ? 0.0f : draws[i].morph_end},
-                                        .standin = draws[i].fallback, .draw = i, .id = id, .mask = 1};
+                                        .standin = draws[i].fallback, .draw = i, .id = id, .mask = {1}};
     }
     s->occlusion = !r->d.planet && occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z,
                                              !style->no_occlusion, style->no_morph, r->occ_tiles, nt, r->occ_scratch);
@@ -1029,7 +1031,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         const GLuint skirt_count = style->no_skirts ? 0 : 3 * t->skirt_triangles;
         const GLuint first = t->mesh ? (GLuint)r->index_count + t->i_off : 0;
         const GLuint ground_count = t->mesh ? t->i_count - 3 * t->skirt_triangles : (GLuint)r->grid_index_count;
-        if (!ot->mask) {
+        if (!occ_any(ot)) {
             s->hidden_tiles++;
             s->occluded_triangles += (int)(ground_count / 3);
             continue;
@@ -1056,19 +1058,19 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         } else {
             drawn = skirts_drawn = 0;
             uint64_t ring = 0;
-            for (int c = 0; c < 4 * nb; c++) ring |= (uint64_t)(ot->mask >> r->ring_block[c] & 1) << c;
+            for (int c = 0; c < 4 * nb; c++) ring |= (uint64_t)occ_drawn(ot, r->ring_block[c]) << c;
             ring &= skirt_sides(r, t, nb);
             for (int pass = 0; pass < 2; pass++) {
-                const uint64_t bits = pass ? (skirt_count ? ring : 0) : ot->mask;
+                const uint64_t *bits = pass ? (uint64_t[1]){skirt_count ? ring : 0} : ot->mask;
                 const int pieces = pass ? 4 * nb : nblocks;
                 const GLuint piece = pass ? skirt_chunk : block_indices, base = pass ? first + ground_count : first;
                 for (int m = 0; m < pieces;) {
-                    if (!(bits >> m & 1)) {
+                    if (!bit_at(bits, m)) {
                         m++;
                         continue;
                     }
                     int e = m;
-                    while (e < pieces && (bits >> e & 1)) e++;
+                    while (e < pieces && bit_at(bits, e)) e++;
                     const gl_draw_command cmd = {(GLuint)(e - m) * piece, 1, base + (GLuint)m * piece, (GLint)t->v_off, (GLuint)n};
                     if (pass) r->cmds[C - 1 - nskirts++] = cmd, skirts_drawn += cmd.count;
                     else r->cmds[nground++] = cmd, drawn += cmd.count;
