@@ -312,10 +312,7 @@ static void lower_line(const float *h, int cells, bool morphs, float *out) {
 }
 
 /* Whether a vertex of the block at (bx, bz) (relative to the foot, `bs` a side, its ground within dy
- * of the eye's height) morphs: the vertex stage's distance from the eye reaches the morph's start.
- * An odd sample of an even line then slides toward the even one below it, and the line is drawn
- * within the triangle of the three, no lower than the least of the odd sample and the chord of its
- * neighbours. */
+ * of the eye's height) morphs: the vertex stage's distance from the eye reaches the morph's start. */
 static bool block_morphs(const occ_tile *t, double bx, double bz, double bs, double dy, bool may_morph) {
     if (!may_morph) return false;
     const double fx = fmax(fabs(bx), fabs(bx + bs)), fz = fmax(fabs(bz), fabs(bz + bs));
@@ -367,6 +364,11 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                            east = bi < nb - 1 && occ_drawn(t, occ_block_index(bi + 1, bj)),
                            south = bj > 0 && occ_drawn(t, occ_block_index(bi, bj - 1)),
                            north = bj < nb - 1 && occ_drawn(t, occ_block_index(bi, bj + 1));
+                /* a joint's line morphs where either side does */
+                const bool mw = morphs || (west && block_morphs(t, bx - bs, bz, bs, dy, may_morph)),
+                           me = morphs || (east && block_morphs(t, bx + bs, bz, bs, dy, may_morph)),
+                           ms = morphs || (south && block_morphs(t, bx, bz - bs, bs, dy, may_morph)),
+                           mn = morphs || (north && block_morphs(t, bx, bz + bs, bs, dy, may_morph));
                 float line[TERRA_GRID_MAX_CELLS + 1];
                 for (int k = 0; k <= h; k++) {
                     const float *row = rows + (bj * h + k) * (n + 1) + bi * B, *col = cols + (bi * h + k) * (n + 1) + bj * B;
@@ -375,11 +377,11 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                         lower_line(row, B, morphs, line);
                         raise_line(f, rz, bx, spacing, B, line, false, -1);
                         if (west) {
-                            lower_line(row - B, 2 * B, morphs || block_morphs(t, bx - bs, bz, bs, dy, may_morph), line);
+                            lower_line(row - B, 2 * B, mw, line);
                             raise_line(f, rz, bx - bs, spacing, 2 * B, line, false, B);
                         }
                         if (east) {
-                            lower_line(row, 2 * B, morphs || block_morphs(t, bx + bs, bz, bs, dy, may_morph), line);
+                            lower_line(row, 2 * B, me, line);
                             raise_line(f, rz, bx, spacing, 2 * B, line, false, B);
                         }
                     }
@@ -387,11 +389,11 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                         lower_line(col, B, morphs, line);
                         raise_line(f, cx, bz, spacing, B, line, true, -1);
                         if (south) {
-                            lower_line(col - B, 2 * B, morphs || block_morphs(t, bx, bz - bs, bs, dy, may_morph), line);
+                            lower_line(col - B, 2 * B, ms, line);
                             raise_line(f, cx, bz - bs, spacing, 2 * B, line, true, B);
                         }
                         if (north) {
-                            lower_line(col, 2 * B, morphs || block_morphs(t, bx, bz + bs, bs, dy, may_morph), line);
+                            lower_line(col, 2 * B, mn, line);
                             raise_line(f, cx, bz, spacing, 2 * B, line, true, B);
                         }
                     }

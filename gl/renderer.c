@@ -955,10 +955,11 @@ static void sky_gradient(terra_gl *r, const terra_camera *cam) {
     glTextureSubImage2D(r->sky_tex, 0, 0, 0, 1, r->height, GL_RGBA, GL_FLOAT, r->sky_rows);
 }
 
+static bool bit_at(const uint64_t *bits, int i) { return bits[i >> 6] >> (i & 63) & 1; }
+
 /* The skirt runs (bits of the ring's 4 nb runs, nb per side) a grid tile on the plane needs: none on
  * a side whose neighbour of its level is a grid tile of this frame with its morph range, as every
  * sample of the side is both tiles' and morphs alike in both (no gap to close). */
-static bool bit_at(const uint64_t *bits, int i) { return bits[i >> 6] >> (i & 63) & 1; }
 
 static uint64_t skirt_sides(const terra_gl *r, const gl_tile *t, int nb) {
     static const int dx[4] = {0, 1, 0, -1}, dy[4] = {-1, 0, 1, 0}; /* sides j = 0, i = cells, j = cells, i = 0 */
