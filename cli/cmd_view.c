@@ -28,6 +28,12 @@ static int pin_driver(struct dl_phdr_info *info, size_t size, void *user) {
 
 enum { VIEW_GROUPS = CLI_WORLD | CLI_ARCHIVE | CLI_LENS | CLI_POSE | CLI_STYLE | CLI_PLANET };
 
+/* GLFW's last error, for the message when it cannot start or open the window. */
+static char glfw_why[256] = "no reason given";
+static void on_glfw_error(int code, const char *what) {
+    snprintf(glfw_why, sizeof glfw_why, "%s (GLFW error 0x%x)", what ? what : "?", (unsigned)code);
+}
+
 static void view_usage(FILE *f) {
     fprintf(f,
             "Usage: terra view [OPTIONS]\n\n"
@@ -205,7 +211,8 @@ int cmd_view(int argc, char **argv) {
     const int w = sc.width, h = sc.height;
 
     sc.want_edits = sc.want_edits && !sc.planet;
-    if (!glfwInit()) return cli_error("view", "cannot start GLFW (no display? try xvfb-run -a terra view)");
+    glfwSetErrorCallback(on_glfw_error);
+    if (!glfwInit()) return cli_error("view", "cannot start GLFW: %s (no display? try xvfb-run -a terra view)", glfw_why);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 4);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 5);
     glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
@@ -213,7 +220,7 @@ int cmd_view(int argc, char **argv) {
     GLFWwindow *win = glfwCreateWindow(w, h, "terra view", NULL, NULL);
     if (!win) {
         glfwTerminate();
-        return cli_error("view", "cannot open a %dx%d window with OpenGL 4.5 core", w, h);
+        return cli_error("view", "cannot open a %dx%d window with OpenGL 4.5 core: %s", w, h, glfw_why);
     }
     glfwMakeContextCurrent(win);
     glfwSwapInterval(1);

@@ -47,7 +47,8 @@ differ=$(cd "$work/plain" && find . -name '*.terrain' | while read -r f; do cmp 
 ! cmp -s "$work/a.png" "$work/b.png" || fail "render --edits drew the same picture"
 # terra view: a left click digs and a right click raises where the crosshair meets the ground, into
 # the journal (X events from xdotool under Xvfb, where both are installed)
-if command -v xvfb-run >/dev/null && command -v xdotool >/dev/null; then
+if command -v Xvfb >/dev/null && command -v xdotool >/dev/null; then
+  . "$(dirname "$0")/xvfb.sh"
   cat >"$work/view.sh" <<EOS
 "$T" view --size 320x180 --eye 100,0,250 --above 80 --pitch -30 --frames 100000 --edits "$work/view.edits" >"$work/view.log" 2>&1 &
 pid=\$!
@@ -57,9 +58,9 @@ xdotool mousemove --window "\$wid" 160 90 click 1; sleep 0.5; xdotool click 3; s
 xdotool key --window "\$wid" Escape
 wait \$pid
 EOS
-  timeout 120 xvfb-run -a -s "-screen 0 640x480x24" bash "$work/view.sh" || fail "view: $(cat "$work/view.log")"
+  xvfb timeout 120 bash "$work/view.sh" || fail "view: $(cat "$work/view.log")"
   "$T" edit "$work/view.edits" --list | grep -q ": 2 edits" || fail "view's clicks: $("$T" edit "$work/view.edits" --list)"
 else
-  echo "skip view's mouse (no xvfb-run or xdotool)"
+  echo "skip view's mouse (no Xvfb or xdotool)"
 fi
 echo "cli_edit: ok ($differ of $total tiles changed)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # terra render, fly and view --planet: a frame from orbit and one from the ground, the pose options'
 # ranges and conflicts refused clearly, the path's frames written, a window under Xvfb when
-# xvfb-run is there.
+# Xvfb is there.
 set -u
 terra=${TERRA_BIN:?TERRA_BIN not set}
 out=$(mktemp -d)
@@ -73,11 +73,12 @@ log=$("$terra" drive --planet -b 20 -v 2 -s 2 2>&1); rc=$?
 msg=$("$terra" drive --planet --edits 2>&1); rc=$?
 [ $rc -eq 2 ] && echo "$msg" | grep -q -- "--edits" && ok "drive --planet --edits refused" || bad "drive --planet --edits ($rc: $msg)"
 
-if command -v xvfb-run >/dev/null 2>&1; then
-  log=$(xvfb-run -a -s "-screen 0 640x480x24" "$terra" view --planet --alt 3000 --size 160x90 --frames 3 --screenshot "$out/v.png" 2>&1); rc=$?
+if command -v Xvfb >/dev/null 2>&1; then
+  . "$(dirname "$0")/xvfb.sh"
+  log=$(xvfb "$terra" view --planet --alt 3000 --size 160x90 --frames 3 --screenshot "$out/v.png" 2>&1); rc=$?
   [ $rc -eq 0 ] && is_png "$out/v.png" && ok "view --planet under Xvfb" || bad "view --planet under Xvfb (rc $rc): $log"
 else
-  echo "skip view --planet (no xvfb-run)"
+  echo "skip view --planet (no Xvfb)"
 fi
 
 echo "$pass passed, $fail failed"

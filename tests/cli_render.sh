@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # terra render and terra view: one frame to PNG headless, the options the issue lists, bad usage
-# refused clearly; a window under Xvfb when xvfb-run is there.
+# refused clearly; a window under Xvfb when Xvfb is there.
 set -u
 terra=${TERRA_BIN:?TERRA_BIN not set}
 out=$(mktemp -d)
@@ -65,13 +65,14 @@ echo "$log" | grep -q "calls" && echo "$log" | grep -q "^summary: .*draw calls p
   && ok "fly reports draw calls" || bad "fly reports draw calls: $log"
 
 # a window under Xvfb, with a screenshot
-if command -v xvfb-run >/dev/null 2>&1; then
-  log=$(xvfb-run -a -s "-screen 0 640x480x24" "$terra" view --size 160x90 --frames 3 --screenshot "$out/v.png" 2>&1); rc=$?
+if command -v Xvfb >/dev/null 2>&1; then
+  . "$(dirname "$0")/xvfb.sh"
+  log=$(xvfb "$terra" view --size 160x90 --frames 3 --screenshot "$out/v.png" 2>&1); rc=$?
   [ $rc -eq 0 ] && is_png "$out/v.png" && ok "view under Xvfb with a screenshot" || bad "view under Xvfb (rc $rc): $log"
-  log=$(xvfb-run -a -s "-screen 0 640x480x24" "$terra" view --archive "$out/w.terra" --size 160x90 --frames 3 --screenshot "$out/va.png" 2>&1); rc=$?
+  log=$(xvfb "$terra" view --archive "$out/w.terra" --size 160x90 --frames 3 --screenshot "$out/va.png" 2>&1); rc=$?
   [ $rc -eq 0 ] && is_png "$out/va.png" && ok "view --archive under Xvfb" || bad "view --archive under Xvfb (rc $rc): $log"
 else
-  echo "skip view (no xvfb-run)"
+  echo "skip view (no Xvfb)"
 fi
 msg=$(DISPLAY= WAYLAND_DISPLAY= "$terra" view --frames 1 2>&1); rc=$?
 [ $rc -eq 1 ] && echo "$msg" | grep -qi "display" && ok "view without a display says so" || bad "view without a display ($rc: $msg)"
