@@ -7,48 +7,20 @@
  *
  * Usage: bench_gl [frames]   (default 120) */
 #include "bench.h"
+#include "gl_ideal.h"
 
 #include <epoxy/gl.h>
 #include <unistd.h>
 
 #include "terra/gl.h"
 #include "../cli/fly_path.h"
-#include "../tests/test_gl_util.h"
 
 static double median_d(double *v, int n) { return bench_median(v, n); }
 
-/* Triangles the visible ground would need: the error-bounded mesh of the source's own levels
- * (bench.h), each pixel's ground at the coarsest level whose measured error projects within tau at
- * its distance. The ground's area per pixel comes from the depth buffer (world points of
- * neighbouring pixels). */
+/* Triangles the visible ground would need (gl_ideal.h) with the world's measured level errors. */
 static double ideal_triangles(const terra_camera *cam, int w, int h, const float *view_z, const terra_select_desc *sd) {
-    const double s0 = sd->grid.tile0_size / sd->grid.cells, k_px = sd->view_height_px / (2 * tan(0.5 * sd->view_fov_y_rad));
-    terra_vec3 f;
-    terra_camera_basis(cam, &f, NULL, NULL);
-    double sum = 0;
-    for (int j = 0; j + 1 < h; j++)
-        for (int i = 0; i + 1 < w; i++) {
-            const float z = view_z[(size_t)j * w + i], zr = view_z[(size_t)j * w + i + 1],
-                        zd = view_z[(size_t)(j + 1) * w + i];
-            if (!isfinite(z) || !isfinite(zr) || !isfinite(zd)) continue;
-            if (fabsf(zr - z) > 0.05f * z || fabsf(zd - z) > 0.05f * z) continue; /* an edge: no area */
-            terra_vec3 p[3];
-            const float zs[3] = {z, zr, zd};
-            const int di[3] = {0, 1, 0}, dj[3] = {0, 0, 1};
-            for (int k = 0; k < 3; k++) {
-                terra_vec3 r = pixel_ray(cam, w, h, i + di[k], j + dj[k]);
-                const double t = zs[k] / (r.x * f.x + r.y * f.y + r.z * f.z);
-                p[k] = (terra_vec3){r.x * t, r.y * t, r.z * t};
-            }
-            const double ax = p[1].x - p[0].x, ay = p[1].y - p[0].y, az = p[1].z - p[0].z;
-            const double bx = p[2].x - p[0].x, by = p[2].y - p[0].y, bz = p[2].z - p[0].z;
-            const double cx = ay * bz - az * by, cy = az * bx - ax * bz, cz = ax * by - ay * bx;
-            const double area = sqrt(cx * cx + cy * cy + cz * cz);
-            const double d = sqrt(p[0].x * p[0].x + p[0].y * p[0].y + p[0].z * p[0].z);
-            const double s = bench_level_spacing(sd->max_sse_px * d / k_px, sd->level_error, sd->levels, s0);
-            sum += 2 * area / (s * s);
-        }
-    return sum;
+    const double k_px = sd->view_height_px / (2 * tan(0.5 * sd->view_fov_y_rad));
+    return depth_ideal(cam, w, h, view_z, sd->max_sse_px, k_px, sd->level_error, sd->levels, sd->grid.tile0_size / sd->grid.cells);
 }
 
 int main(int argc, char **argv) {

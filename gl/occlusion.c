@@ -12,11 +12,6 @@ enum {
     MAX_SIDE = 16  /* blocks along a tile's side, at most */
 };
 
-/* Azimuth margins (in pseudo-angle units, about radians) and height margins (metres) that cover the
- * float rounding of drawn positions (a centimetre at 100 km) and heights. */
-#define EPS_ANGLE 1e-5
-#define PAD_M 0.01
-#define MIN_OCCLUDER_M 2.0 /* nearer pieces may lie inside the near plane: never occluders */
 
 void occ_layout_for(int cells, occ_layout *out) {
     const int block = cells / MAX_SIDE > MIN_BLOCK ? cells / MAX_SIDE : MIN_BLOCK;
@@ -91,17 +86,6 @@ bool occ_summarise(const occ_layout *L, const terra_grid_vertex *v, double spaci
 
 /* ---- the frame ------------------------------------------------------------------------------------------ */
 
-/* A pseudo-angle of the direction (x, z) in [0, 4): monotonic in atan2(z, x), and that of the
- * opposite direction is 2 more (mod 4), so an arc under half a turn spans less than 2. */
-static double pangle(double x, double z) {
-    if (z >= 0) return x >= 0 ? z / (x + z) : 1 + -x / (z - x);
-    return x < 0 ? 2 + -z / (-x - z) : 3 + x / (x - z);
-}
-
-static double wrap(double d) { return d > 2 ? d - 4 : d <= -2 ? d + 4 : d; }
-
-#define BIN_SCALE (OCC_BINS / 4.0)
-#define BIN(b) ((unsigned)(b) & (OCC_BINS - 1))
 
 typedef struct frame {
     double ex, ey, ez;

@@ -1,4 +1,4 @@
-/* libterra-gl, internal: occlusion culling on the plane by a horizon around the eye.
+/* libterra-gl, internal: occlusion culling by a horizon around the eye, on the plane and on a planet.
  *
  * Ground hidden behind nearer hills is most of what a low view over mountains draws. Tiles are
  * visited front to back (a visibility order: a tile that can hide another along some ray from the
@@ -31,6 +31,7 @@
 #define TERRA_GL_OCCLUSION_H
 
 #include "terra/grid.h"
+#include "terra/planet.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -85,5 +86,57 @@ static inline bool occ_any(const occ_tile *t) {
 void occ_scratch_init(float *scratch);
 bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_y, double eye_z, bool cull,
                bool no_morph, occ_tile *tiles, int n, float *scratch);
+
+/* ---- on a planet (occlusion_planet.c) ----------------------------------------------------------------
+ * The same horizon about the eye, in the half-planes through the eye and the planet's centre: along
+ * each, the drawn ground is a curve around the centre, and a point whose slope from the eye ((height
+ * over the eye's horizontal plane) / distance from the axis through the eye and the centre) is below
+ * that of a drawn point nearer in angle about the centre is seen along a ray that passes under it, so
+ * meets the drawn ground first, as on the plane. Tiles are visited in an order where nothing visited
+ * later lies nearer along any such half-plane: faces by how squarely they face the eye's direction
+ * (of two faces, the one on the eye's side of the great circle between them first), then per level
+ * the child on the eye's side of its parent's two splitting great circles first; a tile's blocks (two
+ * cells a side) by how many of its block lines (great circles too: the lattice's lines of constant
+ * face coordinate) lie between them and the eye. A drawn block raises the bins its border lines (with
+ * their drawn pieces beside it) span whole, and where it is drawn unmorphed its middle lines too, to
+ * the least slope of each two-cell piece's three samples: a morphed sample lies between itself and a
+ * neighbour on its line, and the slope along a straight piece is no lower than at its ends (a
+ * quasi-concave function of the point). A block's ground lies in the hull of its nine samples; it is
+ * left out where that hull lies below the horizon over every bin its azimuths touch, wholly outside one
+ * of the view's sides, or in the shadow of a ball under every drawn tile. Spheres only (on an ellipsoid
+ * ground points do not lie on their lattice's great circles), tiles of at most 32 cells;
+ * test_gl_planet draws views culled and whole and finds them equal. */
+/* Floats of a planet tile's summary: 0 where the layout has no planet summary (blocks not of 2 cells). */
+int occ_planet_floats(const occ_layout *L);
+/* The summary of planet tile `key` (its samples, its blocks' and its own bounding spheres, relative to
+ * its origin) into out[occ_planet_floats(L)]; false where the planet is not a sphere or the morph
+ * targets are not the lattice's. */
+bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile_key key, const terra_grid_vertex *v,
+                          float *out);
+/* occ_frame on a planet: tiles sorted front to back, every mask filled; whether it culled. `sides`: the
+ * inward unit normals of the view's four side planes (through the eye), or NULL: blocks wholly outside
+ * one are left out too (a pixel's ray runs inside them, so no ground it meets is there), whether or not
+ * the horizon may hide (the eye above the drawn ground at its foot, no stand-in about it reaching the
+ * eye). */
+bool occ_planet_frame(const occ_layout *L, const terra_planet *p, terra_vec3 eye, const terra_vec3 sides[4], bool cull,
+                      bool no_morph, occ_tile *tiles, int n, float *scratch);
+
+/* ---- shared by both ---------------------------------------------------------------------------------- */
+/* Azimuth margins (in pseudo-angle units, about radians) and height margins (metres) that cover the
+ * float rounding of drawn positions (a centimetre at 100 km) and heights. */
+#define EPS_ANGLE 1e-5
+#define PAD_M 0.01
+#define MIN_OCCLUDER_M 2.0 /* nearer pieces may lie inside the near plane: never occluders */
+#define BIN_SCALE (OCC_BINS / 4.0)
+#define BIN(b) ((unsigned)(b) & (OCC_BINS - 1))
+
+/* A pseudo-angle of the direction (x, z) in [0, 4): monotonic in atan2(z, x), and that of the
+ * opposite direction is 2 more (mod 4), so an arc under half a turn spans less than 2. */
+static inline double pangle(double x, double z) {
+    if (z >= 0) return x >= 0 ? z / (x + z) : 1 + -x / (z - x);
+    return x < 0 ? 2 + -z / (-x - z) : 3 + x / (x - z);
+}
+
+static inline double wrap(double d) { return d > 2 ? d - 4 : d <= -2 ? d + 4 : d; }
 
 #endif

@@ -102,9 +102,11 @@ struct terra_gl {
     int nfree_ids;
     key_map index;
     uint64_t *order; /* compaction: (offset << 32 | id) per tile */
-    /* occlusion culling on the plane (occlusion.h): how grid tiles are cut, each tile id's summary,
-     * the frame's tiles, the horizon and its tables */
+    /* occlusion culling (occlusion.h): how grid tiles are cut, each tile id's summary (occ_floats
+     * each; on a planet its own kind, none where it has none), the frame's tiles, the horizon and its
+     * tables */
     occ_layout occ;
+    int occ_floats;
     int ring_block[4 * 16]; /* the block each run of `block` skirt cells along the ring hangs from */
     float *occ_data, *occ_scratch;
     occ_tile *occ_tiles;
@@ -410,7 +412,8 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
                                            side == 0 ? 0 : side == 1 ? k : side == 2 ? nb - 1 : nb - 1 - k);
     }
     /* summaries: pages are touched only as tile ids are used */
-    ok = ok && (d.planet || (r->occ_data = terra_alloc(sizeof(float) * (size_t)r->occ.floats * (size_t)d.max_tiles)) != NULL);
+    r->occ_floats = d.planet ? occ_planet_floats(&r->occ) : r->occ.floats;
+    ok = ok && (!r->occ_floats || (r->occ_data = terra_alloc(sizeof(float) * (size_t)r->occ_floats * (size_t)d.max_tiles)) != NULL);
     ok = ok && (r->occ_scratch = terra_alloc(sizeof(float) * OCC_SCRATCH)) != NULL;
     if (ok) occ_scratch_init(r->occ_scratch);
     ok = ok && (r->occ_tiles = terra_alloc(sizeof *r->occ_tiles * (size_t)d.max_draws)) != NULL;
@@ -798,9 +801,11 @@ terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, s
     for (uint32_t i = 0; i < nv; i++) hi = fmaxf(hi, fmaxf(verts[i].y, verts[i].my));
     *t = (gl_tile){.key = key, .v_off = v_off, .v_count = need, .i_off = i_off, .i_count = ni, .skirt_triangles = skirts,
                    .skirt_m = skirt_m, .hi = hi, .live = true, .mesh = mesh};
-    if (!mesh && !r->d.planet)
-        t->occ = occ_summarise(&r->occ, verts, terra_grid_tile_side(&r->d.grid, level) / r->d.grid.cells,
-                               r->occ_data + (size_t)id * (size_t)r->occ.floats);
+    if (!mesh && r->occ_floats) {
+        float *summary = r->occ_data + (size_t)id * (size_t)r->occ_floats;
+        t->occ = r->d.planet ? occ_planet_summarise(&r->occ, r->d.planet, key, verts, summary)
+                             : occ_summarise(&r->occ, verts, terra_grid_tile_side(&r->d.grid, level) / r->d.grid.cells, summary);
+    }
     r->stats.mesh_tiles += mesh;
     glNamedBufferSubData(r->vbo, (GLintptr)(sizeof *verts * (size_t)v_off), (GLsizeiptr)(sizeof *verts * nv), verts);
     if (!mesh)
@@ -915,6 +920,22 @@ static void view_projection(const terra_camera *cam, double aspect, double near_
         for (int rw = 0; rw < 4; rw++) out[c * 4 + rw] = (float)m[rw][c];
 }
 
+/* The inward unit normals of the four side planes of the view (through the eye), as view_projection
+ * draws it. */
+static void side_planes(const terra_camera *cam, double aspect, terra_vec3 out[4]) {
+    terra_vec3 f, rt, up;
+    terra_camera_basis(cam, &f, &rt, &up);
+    const double fov = cam->fov_y_rad > 0 ? cam->fov_y_rad : 60.0 * 3.14159265358979323846 / 180.0;
+    const double ty = tan(fov * 0.5), tx = ty * aspect;
+    const double k[4][3] = {{1, 0, tx}, {-1, 0, tx}, {0, 1, ty}, {0, -1, ty}}; /* right, up, forward */
+    for (int i = 0; i < 4; i++) {
+        const terra_vec3 n = {k[i][0] * rt.x + k[i][1] * up.x + k[i][2] * f.x, k[i][0] * rt.y + k[i][1] * up.y + k[i][2] * f.y,
+                              k[i][0] * rt.z + k[i][1] * up.z + k[i][2] * f.z};
+        const double l = sqrt(n.x * n.x + n.y * n.y + n.z * n.z);
+        out[i] = (terra_vec3){n.x / l, n.y / l, n.z / l};
+    }
+}
+
 static float sky_channel(double up, int ch) {
     static const double horizon[3] = {0.80, 0.86, 0.93}, zenith[3] = {0.26, 0.47, 0.80};
     double t = pow(up < 0 ? 0 : (up > 1 ? 1 : up), 0.45);
@@ -991,7 +1012,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         return terra_fail(TERRA_E_CAPACITY, "gl: %d draws is more than max_draws (%d)", count, r->d.max_draws);
 
     /* the frame's tiles front to back, each with the blocks of it the ground drawn nearer leaves in
-     * view (on the plane; occlusion.h) */
+     * view (occlusion.h) */
     const double t_occ = terra_now_s();
     r->frame++;
     int nt = 0;
@@ -1005,13 +1026,17 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         t->frame = r->frame, t->morph_start = draws[i].morph_start, t->morph_end = draws[i].morph_end;
         const bool grid_data = !t->mesh && draws[i].data && draws[i].bytes == r->tile_bytes;
         r->occ_tiles[nt++] = (occ_tile){.key = draws[i].key,
-                                        .summary = t->occ ? r->occ_data + (size_t)id * (size_t)r->occ.floats : NULL,
+                                        .summary = t->occ ? r->occ_data + (size_t)id * (size_t)r->occ_floats : NULL,
                                         .verts = grid_data ? draws[i].data : NULL, .hi = t->hi,
                                         .morph = {t->mesh ? 0.0f : draws[i].morph_start, t->mesh ? 0.0f : draws[i].morph_end},
                                         .standin = draws[i].fallback, .draw = i, .id = id, .mask = {1}};
     }
-    s->occlusion = !r->d.planet && occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z,
-                                             !style->no_occlusion, style->no_morph, r->occ_tiles, nt, r->occ_scratch);
+    terra_vec3 sides[4];
+    side_planes(cam, (double)r->width / r->height, sides);
+    s->occlusion = r->d.planet ? occ_planet_frame(&r->occ, r->d.planet, cam->eye, sides, !style->no_occlusion, style->no_morph,
+                                                  r->occ_tiles, nt, r->occ_scratch)
+                               : occ_frame(&r->occ, r->d.grid.tile0_size, cam->eye.x, cam->eye.y, cam->eye.z,
+                                           !style->no_occlusion, style->no_morph, r->occ_tiles, nt, r->occ_scratch);
     s->occlusion_ms = (terra_now_s() - t_occ) * 1e3;
 
     /* per-draw records: tile origins relative to the eye's whole metres, in double; exact as

@@ -1,8 +1,9 @@
 /* The planet drawn: every frame of `terra fly --planet`'s path (a descent from 20,000 km to 2 m, a low
  * flight across a face edge and over a pole) without a hole: no pixel whose ray meets the ground
  * (terra_planet_raycast), well inside the ground's silhouette, shows the clear colour. A negative
- * control drops a tile and must see holes. And no tremble at 2 m above the ground, 6,371 km from the
- * origin: moving the eye by millimetres moves the picture by as much. */
+ * control drops a tile and must see holes. Occlusion culling changes no pixel. And no tremble at 2 m
+ * above the ground, 6,371 km from the origin: moving the eye by millimetres moves the picture by as
+ * much. */
 #include "check.h"
 #include "terra/gl.h"
 #include "terra/io.h"
@@ -206,6 +207,99 @@ static void realtime_frames_have_no_holes(void) {
     terra_gl_planet_destroy(scene);
 }
 
+/* Occlusion culling on the planet hides only what nothing shows: each frame's draws drawn culled and
+ * whole (style.no_occlusion), the pictures and depth buffers equal pixel for pixel. Views: the path
+ * of `terra fly --planet`, random cameras from 2 m to 40,000 km (every heading, pitch from 60 degrees
+ * under to 20 over the horizon), and real-time frames of a descent with stand-ins still coming. And
+ * it must cull: much of what low views select is hidden. */
+typedef struct cull_tally {
+    int frames, culled;
+    long drawn, hidden, differ;
+} cull_tally;
+
+static void compare_culled(terra_gl *gl, const terra_camera *cam, const terra_stream_draw *draws, int n, int w, int h,
+                           uint8_t *rgb[2], float *z[2], cull_tally *t, const char *what, int index) {
+    for (int pass = 0; pass < 2; pass++) {
+        terra_gl_style s = {.flat = true, .clear_rgb = {1, 0, 1}, .no_occlusion = pass == 1};
+        CHECK(terra_gl_draw(gl, cam, draws, n, &s) == TERRA_OK, "%s %d: %s", what, index, terra_last_error());
+        CHECK(terra_gl_read_rgb(gl, rgb[pass]) == TERRA_OK && terra_gl_read_depth(gl, z[pass]) == TERRA_OK);
+        const terra_gl_stats *gs = terra_gl_get_stats(gl);
+        if (pass == 0) t->culled += gs->occlusion || n == 0, t->hidden += gs->occluded_triangles, t->drawn += gs->triangles - gs->skirt_triangles;
+        else CHECK(gs->occluded_triangles == 0 && !gs->occlusion, "%s %d: culled though asked not to", what, index);
+    }
+    long differ = 0;
+    for (int i = 0; i < w * h; i++) differ += memcmp(rgb[0] + 3 * i, rgb[1] + 3 * i, 3) || z[0][i] != z[1][i];
+    CHECK(differ == 0, "%s %d (%.0f m up): %ld pixels differ culled and whole", what, index,
+          terra_planet_altitude(planet, cam->eye, NULL, NULL), differ);
+    t->differ += differ;
+    t->frames++;
+}
+
+static void culling_hides_only_the_unseen(void) {
+    enum { CW = 320, CH = 180, RANDOM = 60 };
+    uint8_t *rgb[2] = {malloc(CW * CH * 3), malloc(CW * CH * 3)};
+    float *z[2] = {malloc(sizeof(float) * CW * CH), malloc(sizeof(float) * CW * CH)};
+    cull_tally whole = {0}, low = {0};
+    for (int realtime = 0; realtime < 2; realtime++) {
+        terra_gl_planet *scene;
+        CHECK(terra_gl_planet_create(&(terra_gl_planet_desc){.planet = planet, .width = CW, .height = CH, .threads = 2,
+                                                             .budget_ms = realtime ? 2 : 0},
+                                     &scene) == TERRA_OK,
+              "%s", terra_last_error());
+        if (!scene) break;
+        terra_gl *gl = terra_gl_planet_renderer(scene);
+        uint64_t rng = 7;
+        const int views = realtime ? 48 : FRAMES + RANDOM;
+        for (int v = 0; v < views; v++) {
+            terra_camera cam;
+            if (realtime) cam = terra_planet_path_camera(planet, 0.46 + 0.14 * v / 47.0); /* 30 km to 2 m */
+            else if (v < FRAMES) cam = terra_planet_path_camera(planet, v / (FRAMES - 1.0));
+            else {
+                double u[4];
+                for (int k = 0; k < 4; k++) {
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                    u[k] = (double)(rng >> 11) / 9007199254740992.0;
+                }
+                const terra_vec3 d = terra_planet_latlon_dir(u[0] * 180 - 90, u[1] * 360 - 180);
+                const double alt = 2 * pow(2e7, u[2]), pi = 3.14159265358979323846; /* 2 m to 40,000 km */
+                cam = (terra_camera){.eye = terra_planet_point(planet, d, terra_planet_height(planet, d) + alt),
+                                     .yaw_rad = u[3] * 2 * pi, .pitch_rad = (u[2] * 80 - 60) * pi / 180,
+                                     .fov_y_rad = 60 * pi / 180, .up = d};
+            }
+            cam.aspect = (double)CW / CH;
+            terra_gl_frame_stats fs;
+            CHECK(terra_gl_planet_frame(scene, &cam, NULL, &fs) == TERRA_OK, "view %d: %s", v, terra_last_error());
+            const terra_stream_draw *draws;
+            int n;
+            terra_gl_planet_draws(scene, &draws, &n);
+            cull_tally *t = terra_planet_altitude(planet, cam.eye, NULL, NULL) < 100 ? &low : &whole;
+            compare_culled(gl, &cam, draws, n, CW, CH, rgb, z, t, realtime ? "real-time frame" : "view", v);
+        }
+        terra_gl_planet_destroy(scene);
+    }
+    whole.frames += low.frames, whole.culled += low.culled, whole.drawn += low.drawn, whole.hidden += low.hidden;
+    printf("     %d frames drawn culled and whole (%d culled): %ld pixels differ; ground triangles left out %.1f%% "
+           "(below 100 m %.1f%%)\n",
+           whole.frames, whole.culled, whole.differ + low.differ, 100.0 * whole.hidden / (whole.hidden + whole.drawn),
+           100.0 * low.hidden / (low.hidden + low.drawn));
+    CHECK(whole.culled == whole.frames, "only %d of %d frames were culled", whole.culled, whole.frames);
+    CHECK(low.hidden > low.drawn, "below 100 m only %ld of %ld ground triangles were left out", low.hidden, low.hidden + low.drawn);
+    /* on an ellipsoid nothing is left out (its ground does not lie on its lattice's great circles) */
+    terra_planet *wgs;
+    terra_gl_planet *scene;
+    CHECK(terra_planet_create(&(terra_planet_desc){.wgs84 = true}, &wgs) == TERRA_OK);
+    CHECK(terra_gl_planet_create(&(terra_gl_planet_desc){.planet = wgs, .width = CW, .height = CH, .threads = 2}, &scene) ==
+          TERRA_OK);
+    terra_camera cam = terra_planet_path_camera(wgs, 0.6);
+    cam.aspect = (double)CW / CH;
+    CHECK(terra_gl_planet_frame(scene, &cam, NULL, NULL) == TERRA_OK);
+    const terra_gl_stats *gs = terra_gl_get_stats(terra_gl_planet_renderer(scene));
+    CHECK(!gs->occlusion && gs->occluded_triangles == 0, "an ellipsoid was culled");
+    terra_gl_planet_destroy(scene);
+    terra_planet_destroy(wgs);
+    free(rgb[0]), free(rgb[1]), free(z[0]), free(z[1]);
+}
+
 /* 2 m above the ground, 6,371 km from the origin: the eye moved by 1 to 8 mm along the view moves the
  * depth of the picture's middle by as much (floats relative to the world would move it by half a
  * metre or not at all). */
@@ -315,6 +409,7 @@ int main(void) {
     }
     RUN(descent_has_no_holes);
     RUN(realtime_frames_have_no_holes);
+    RUN(culling_hides_only_the_unseen);
     RUN(steady_at_two_metres);
     RUN(overlay_border_has_no_holes);
     terra_planet_destroy(planet);

@@ -45,13 +45,15 @@
  *    skirts' commands, after every tile's ground, so that where a skirt is exactly as near as the
  *    ground beside it (along the edge it hangs from) the ground keeps the pixel. Draw calls are
  *    counted (terra_gl_stats.draw_calls); the sky is a blit, not a draw.
- *  - Ground hidden behind nearer hills is not drawn (on the plane; style.no_occlusion draws it):
- *    the tiles are visited front to back and each grid tile in blocks (8 x 8 of them at most, 4
- *    cells a side at least; the shared grid indices lie block by block, so the blocks in view are
- *    a command per run of them), a block left out when a horizon around the eye, raised by the
- *    ground already drawn along its grid lines, lies above all of it (gl/occlusion.h says why that
- *    hides only what nothing shows; test_gl_occlusion compares pictures culled and whole on random
- *    views and real-time frames). A grid tile hangs its skirt only along blocks drawn and sides
+ *  - Ground hidden behind nearer hills is not drawn (style.no_occlusion draws it): the tiles are
+ *    visited front to back and each grid tile in blocks (16 x 16 of them at most, 2 cells a side at
+ *    least; the shared grid indices lie block by block, so the blocks in view are a command per run
+ *    of them), a block left out when a horizon around the eye, raised by the ground already drawn
+ *    along its grid lines, lies above all of it (gl/occlusion.h says why that hides only what nothing
+ *    shows; test_gl_occlusion and test_gl_planet compare pictures culled and whole on random views
+ *    and real-time frames). On a planet (a sphere, tiles of up to 32 cells) the horizon lies in the
+ *    half-planes through the eye and the centre, and a block is left out too where it lies wholly
+ *    outside the view's sides or in the shadow of a ball under every drawn tile. A grid tile hangs its skirt only along blocks drawn and sides
  *    whose neighbour is not a grid tile of its level and morph range in the same frame (such a
  *    neighbour shares every sample of the side and morphs it alike: there is no gap).
  *    terra_gl_stats counts what was left out (occluded_triangles, hidden_tiles) and its CPU time.
@@ -166,10 +168,11 @@ typedef struct terra_gl_stats {
     int skirt_triangles; /* of triangles: skirts (grid tiles' 8 cells each, mesh tiles' their own) */
     int mesh_tiles;      /* of resident: mesh tiles */
     int occluded_triangles; /* ground triangles of the last frame's tiles not drawn: hidden behind nearer
-                               ground (occlusion culling, plane only) */
+                               ground (occlusion culling; on a planet out of view too) */
     int hidden_tiles;    /* tiles of the draw list wholly hidden (not in `tiles`) */
-    bool occlusion;      /* the last frame was culled (not with style.no_occlusion, on a planet, or
-                            where the eye was not above the drawn ground) */
+    bool occlusion;      /* the last frame was culled (not with style.no_occlusion, on an ellipsoid or
+                            with tiles of over 32 cells, or on the plane where the eye was not above
+                            the drawn ground; on a planet then only blocks out of view) */
     double occlusion_ms; /* CPU time ordering the tiles front to back and culling them */
     size_t vertex_bytes_used, vertex_bytes; /* the vertex buffer: held by tiles, in all */
     size_t index_bytes_used, index_bytes;   /* mesh tiles' indices: held, room (the grid's apart) */
