@@ -108,9 +108,9 @@ bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
  * test_gl_planet draws views culled and whole and finds them equal. */
 /* Floats of a planet tile's summary: 0 where the layout has no planet summary (blocks not of 2 cells). */
 int occ_planet_floats(const occ_layout *L);
-/* The summary of planet tile `key` (its samples, its blocks' and its own bounding spheres, relative to
- * its origin) into out[occ_planet_floats(L)]; false where the planet is not a sphere or the morph
- * targets are not the lattice's. */
+/* The summary of planet tile `key` (its samples and its bounding sphere, relative to its origin, and
+ * how low its drawn ground reaches) into out[occ_planet_floats(L)]; false where the planet is not a
+ * sphere or the morph targets are not the lattice's. */
 bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile_key key, const terra_grid_vertex *v,
                           float *out);
 /* occ_frame on a planet: tiles sorted front to back, every mask filled; whether it culled. `sides`: the

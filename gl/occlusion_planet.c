@@ -20,19 +20,19 @@ int occ_planet_floats(const occ_layout *L) {
     return LOWEST(L->cells + 1) + 1;
 }
 
-/* The bounding sphere of samples (i0 .. i0 + k, j0 .. j0 + k): their mean (rounded to float, as kept)
- * and their farthest distance from it, rounded up. Morph targets are samples of the same block, so
- * every drawn triangle lies in the samples' hull, and so in the sphere. */
-static void sphere_of(const float *pos, int s, int i0, int j0, int k, float *out) {
+/* The bounding sphere of a tile's samples (s x s): their mean (rounded to float, as kept) and their
+ * farthest distance from it, rounded up. Morph targets are samples, so every drawn triangle lies in
+ * the samples' hull, and so in the sphere. */
+static void sphere_of(const float *pos, int s, float *out) {
     double c[3] = {0, 0, 0};
-    for (int j = j0; j <= j0 + k; j++)
-        for (int i = i0; i <= i0 + k; i++)
+    for (int j = 0; j < s; j++)
+        for (int i = 0; i < s; i++)
             for (int a = 0; a < 3; a++) c[a] += pos[3 * (j * s + i) + a];
-    const double inv = 1.0 / ((k + 1) * (k + 1));
+    const double inv = 1.0 / (s * s);
     for (int a = 0; a < 3; a++) out[a] = (float)(c[a] * inv);
     double r = 0, size = 0;
-    for (int j = j0; j <= j0 + k; j++)
-        for (int i = i0; i <= i0 + k; i++) {
+    for (int j = 0; j < s; j++)
+        for (int i = 0; i < s; i++) {
             double d2 = 0;
             for (int a = 0; a < 3; a++) {
                 const double d = pos[3 * (j * s + i) + a] - (double)out[a];
@@ -67,7 +67,7 @@ bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile
             if (!isfinite(q->x) || !isfinite(q->y) || !isfinite(q->z) || !target_ok(v, s, i, j)) return false;
             out[3 * (j * s + i)] = q->x, out[3 * (j * s + i) + 1] = q->y, out[3 * (j * s + i) + 2] = q->z;
         }
-    sphere_of(out, s, 0, 0, n, out + SPHERE(s));
+    sphere_of(out, s, out + SPHERE(s));
     /* the least distance from the centre of a point in each two-cell piece's hull (where morphs keep its
      * ground): at least the least of its samples' along the direction of its middle sample */
     const terra_vec3 o = terra_planet_tile_origin(p, key);
@@ -123,8 +123,9 @@ static bool sphere_outside(const pframe *f, double qx, double qy, double qz, dou
     return false;
 }
 
-/* One tile being visited: its origin relative to the eye, its samples' azimuths and slopes (found as
- * needed: stamp[k] == pass). */
+/* One tile being visited: its origin relative to the eye, its morph range, and its samples relative to
+ * the eye (up, east, north, distance), azimuths and slopes rounded down and up (found as needed:
+ * stamp[k] == pass). */
 typedef struct ptile {
     double ox, oy, oz;
     const float *pos;
@@ -137,8 +138,8 @@ typedef struct ptile {
 } ptile;
 _Static_assert(sizeof(ptile) <= sizeof(float) * (OCC_SCRATCH - OCC_BINS), "a tile's samples fit the scratch");
 
-/* Whether the sphere at q (relative to the eye) of radius rho lies below the horizon over every bin its
- * azimuths touch. */
+/* Whether the sphere at q (relative to the eye) of radius rho is hidden: wholly outside a side of the
+ * view, in the ball's shadow, or below the horizon over every bin its azimuths touch. */
 static bool sphere_hidden(const pframe *f, double qx, double qy, double qz, double rho) {
     if (sphere_outside(f, qx, qy, qz, rho)) return true;
     if (!f->horizon) return false;
@@ -160,8 +161,8 @@ static bool sphere_hidden(const pframe *f, double qx, double qy, double qz, doub
     return true;
 }
 
-/* Sample k's azimuth, slope (rounded down) and horizontal coordinates; false where it lies too near
- * the axis to raise anything. */
+/* Finds sample k's place relative to the eye; false where it lies too near the axis to raise or hide
+ * anything. */
 static bool sample(const pframe *f, ptile *t, int k) {
     if (t->stamp[k] != t->pass) {
         t->stamp[k] = t->pass;
@@ -180,9 +181,8 @@ static bool sample(const pframe *f, ptile *t, int k) {
 
 /* Whether block (bi, bj) of the tile is hidden: the hull of its nine samples (where its drawn ground
  * lies, morphed or not) wholly outside a side of the view, in the ball's shadow (a convex region: so
- * where its corners are), or below the horizon over every bin its azimuths touch (the hull's azimuths
- * span those of its samples where a line across them separates it from the axis; its slope is at most
- * its highest point's over its least distance from the axis, bounded by that line). */
+ * where its samples are), or below the horizon over every bin its azimuths touch (the hull's azimuths
+ * span its samples' where a line across them separates it from the axis). */
 static bool block_hidden(const pframe *f, ptile *t, int bi, int bj) {
     int idx[9];
     for (int k = 0; k < 9; k++) {
@@ -315,9 +315,9 @@ static void raise_block(pframe *f, ptile *t, const occ_tile *ot, int nb, int bi,
         raise_run(f, t, first, stride, 2 * (k1 - k0 + 1));
     }
     const int corner = 2 * bj * s + 2 * bi;
-    bool whole = false;
-    for (int k = 0; k < 3 && !whole; k++) whole = piece_morphs(f, t, corner + k * s, 1);
-    if (whole) return;
+    bool morphs = false;
+    for (int k = 0; k < 3 && !morphs; k++) morphs = piece_morphs(f, t, corner + k * s, 1);
+    if (morphs) return;
     raise_run(f, t, corner + s, 1, 2);
     raise_run(f, t, corner + 1, s, 2);
 }
