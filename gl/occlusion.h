@@ -103,14 +103,14 @@ bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
  * neighbour on its line, and the slope along a straight piece is no lower than at its ends (a
  * quasi-concave function of the point). A block's ground lies in the hull of its nine samples; it is
  * left out where that hull lies below the horizon over every bin its azimuths touch, wholly outside one
- * of the view's sides, or in the shadow of a ball under every drawn tile. Spheres only (on an ellipsoid
- * ground points do not lie on their lattice's great circles), tiles of at most 32 cells;
- * test_gl_planet draws views culled and whole and finds them equal. */
+ * of the view's sides, or in the shadow of a ball under every drawn tile. On an ellipsoid (whose ground
+ * points do not lie on their lattice's great circles) only the view's sides cull. Tiles of at most 32
+ * cells; test_gl_planet draws views culled and whole and finds them equal. */
 /* Floats of a planet tile's summary: 0 where the layout has no planet summary (blocks not of 2 cells). */
 int occ_planet_floats(const occ_layout *L);
 /* The summary of planet tile `key` (its samples and its bounding sphere, relative to its origin, and
- * how low its drawn ground reaches) into out[occ_planet_floats(L)]; false where the planet is not a
- * sphere or the morph targets are not the lattice's. */
+ * how low its drawn ground reaches) into out[occ_planet_floats(L)]; false where the morph targets are
+ * not the lattice's. */
 bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile_key key, const terra_grid_vertex *v,
                           float *out);
 /* occ_frame on a planet: tiles sorted front to back, every mask filled; whether it culled. `sides`: the

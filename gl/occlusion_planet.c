@@ -59,7 +59,7 @@ static bool target_ok(const terra_grid_vertex *v, int s, int i, int j) {
 bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile_key key, const terra_grid_vertex *v,
                           float *out) {
     const terra_planet_desc *pd = terra_planet_get_desc(p);
-    if (occ_planet_floats(L) == 0 || pd->polar_radius_m != pd->radius_m) return false;
+    if (occ_planet_floats(L) == 0) return false;
     const int n = L->cells, s = n + 1;
     for (int j = 0; j <= n; j++)
         for (int i = 0; i <= n; i++) {
@@ -458,6 +458,9 @@ bool occ_planet_frame(const occ_layout *L, const terra_planet *p, terra_vec3 eye
     pframe f = {eye, u, {0, 0, 0}, {0, 0, 0}, er, scratch, sides, order_keys(p, tiles, n, u), 0, 0, 0, {{0}}, no_morph};
     if (f.horizon) qsort(tiles, (size_t)n, sizeof *tiles, cmp_order);
     if (!cull || !any) return false;
+    /* on an ellipsoid ground points lie off their lattice's great circles: only the view's sides cull */
+    const terra_planet_desc *pd = terra_planet_get_desc(p);
+    f.horizon = f.horizon && pd->polar_radius_m == pd->radius_m;
     /* the horizon only with the eye above the drawn ground at its foot, and no stand-in near the foot
      * reaching the eye */
     const double g = ground_at_foot(L, p, tiles, n, u);

@@ -51,9 +51,9 @@
  *    of them), a block left out when a horizon around the eye, raised by the ground already drawn
  *    along its grid lines, lies above all of it (gl/occlusion.h says why that hides only what nothing
  *    shows; test_gl_occlusion and test_gl_planet compare pictures culled and whole on random views
- *    and real-time frames). On a planet (a sphere, tiles of up to 32 cells) the horizon lies in the
- *    half-planes through the eye and the centre, and a block is left out too where it lies wholly
- *    outside the view's sides or in the shadow of a ball under every drawn tile. A grid tile hangs its skirt only along blocks drawn and sides
+ *    and real-time frames). On a planet (tiles of up to 32 cells) a block is left out too where it
+ *    lies wholly outside the view's sides; on a sphere the horizon lies in the half-planes through
+ *    the eye and the centre, and a block in the shadow of a ball under every drawn tile is left out. A grid tile hangs its skirt only along blocks drawn and sides
  *    whose neighbour is not a grid tile of its level and morph range in the same frame (such a
  *    neighbour shares every sample of the side and morphs it alike: there is no gap).
  *    terra_gl_stats counts what was left out (occluded_triangles, hidden_tiles) and its CPU time.
@@ -170,9 +170,10 @@ typedef struct terra_gl_stats {
     int occluded_triangles; /* ground triangles of the last frame's tiles not drawn: hidden behind nearer
                                ground (occlusion culling; on a planet out of view too) */
     int hidden_tiles;    /* tiles of the draw list wholly hidden (not in `tiles`) */
-    bool occlusion;      /* the last frame was culled (not with style.no_occlusion, on an ellipsoid or
-                            with tiles of over 32 cells, or on the plane where the eye was not above
-                            the drawn ground; on a planet then only blocks out of view) */
+    bool occlusion;      /* the last frame was culled (not with style.no_occlusion, on a planet of tiles
+                            over 32 cells, or on the plane where the eye was not above the drawn
+                            ground; on an ellipsoid, or where the eye is not above the drawn ground
+                            of a planet, only blocks out of view are left out) */
     double occlusion_ms; /* CPU time ordering the tiles front to back and culling them */
     size_t vertex_bytes_used, vertex_bytes; /* the vertex buffer: held by tiles, in all */
     size_t index_bytes_used, index_bytes;   /* mesh tiles' indices: held, room (the grid's apart) */
