@@ -295,6 +295,24 @@ static void lower_line(const float *h, int cells, bool morphs, float *out) {
         }
 }
 
+/* Raises a block's even line of B cells at `across` from `along0` (samples h, drawn morphed where
+ * `morphs`), and where a neighbour block along it was drawn before (`prev` before it, `next` after it;
+ * the line through the two morphing where mp, mn), the bins about their joint. */
+static void raise_block_line(frame *f, const float *h, double across, double along0, double sp, int B, bool col, bool morphs,
+                             bool prev, bool mp, bool next, bool mn) {
+    float line[TERRA_GRID_MAX_CELLS + 1];
+    lower_line(h, B, morphs, line);
+    raise_line(f, across, along0, sp, B, line, col, -1);
+    if (prev) {
+        lower_line(h - B, 2 * B, mp, line);
+        raise_line(f, across, along0 - B * sp, sp, 2 * B, line, col, B);
+    }
+    if (next) {
+        lower_line(h, 2 * B, mn, line);
+        raise_line(f, across, along0, sp, 2 * B, line, col, B);
+    }
+}
+
 /* Whether a vertex of the block at (bx, bz) (relative to the foot, `bs` a side, its ground within dy
  * of the eye's height) morphs: the vertex stage's distance from the eye reaches the morph's start. */
 static bool block_morphs(const occ_tile *t, double bx, double bz, double bs, double dy, bool may_morph) {
@@ -353,37 +371,16 @@ static void visit_grid(const occ_layout *L, frame *f, occ_tile *t, double x0, do
                            me = morphs || (east && block_morphs(t, bx + bs, bz, bs, dy, may_morph)),
                            ms = morphs || (south && block_morphs(t, bx, bz - bs, bs, dy, may_morph)),
                            mn = morphs || (north && block_morphs(t, bx, bz + bs, bs, dy, may_morph));
-                float line[TERRA_GRID_MAX_CELLS + 1];
                 for (int k = 0; k <= h; k++) {
                     const float *row = rows + (bj * h + k) * (n + 1) + bi * B, *col = cols + (bi * h + k) * (n + 1) + bj * B;
-                    const double rz = bz + 2 * k * spacing, cx = bx + 2 * k * spacing;
-                    if (!((k == 0 && south) || (k == h && north))) {
-                        lower_line(row, B, morphs, line);
-                        raise_line(f, rz, bx, spacing, B, line, false, -1);
-                        if (west) {
-                            lower_line(row - B, 2 * B, mw, line);
-                            raise_line(f, rz, bx - bs, spacing, 2 * B, line, false, B);
-                        }
-                        if (east) {
-                            lower_line(row, 2 * B, me, line);
-                            raise_line(f, rz, bx, spacing, 2 * B, line, false, B);
-                        }
-                    }
-                    if (!((k == 0 && west) || (k == h && east))) {
-                        lower_line(col, B, morphs, line);
-                        raise_line(f, cx, bz, spacing, B, line, true, -1);
-                        if (south) {
-                            lower_line(col - B, 2 * B, ms, line);
-                            raise_line(f, cx, bz - bs, spacing, 2 * B, line, true, B);
-                        }
-                        if (north) {
-                            lower_line(col, 2 * B, mn, line);
-                            raise_line(f, cx, bz, spacing, 2 * B, line, true, B);
-                        }
-                    }
+                    if (!((k == 0 && south) || (k == h && north)))
+                        raise_block_line(f, row, bz + 2 * k * spacing, bx, spacing, B, false, morphs, west, mw, east, me);
+                    if (!((k == 0 && west) || (k == h && east)))
+                        raise_block_line(f, col, bx + 2 * k * spacing, bz, spacing, B, true, morphs, south, ms, north, mn);
                 }
                 /* unmorphed, every sample stays where it was taken: its odd lines are drawn along
                  * their lines too, through their samples (the vertices while drawn) */
+                float line[TERRA_GRID_MAX_CELLS + 1];
                 if (!morphs && t->verts)
                     for (int k = 1; k < B; k += 2) {
                         const terra_grid_vertex *rv = t->verts + (bj * B + k) * (n + 1) + bi * B, *cv = t->verts + (bj * B) * (n + 1) + bi * B + k;

@@ -66,6 +66,7 @@ typedef struct occ_tile {
     float hi, morph[2]; /* morph: its morph range this frame */
     bool standin;       /* drawn in place of finer tiles still coming */
     int draw, id; /* the caller's: its draw, its resident tile */
+    terra_vec3 origin; /* on a planet: its origin (terra_planet_tile_origin) */
     uint64_t mask[OCC_MASK_WORDS];
 } occ_tile;
 
@@ -108,11 +109,10 @@ bool occ_frame(const occ_layout *L, double tile0_size, double eye_x, double eye_
  * cells; test_gl_planet draws views culled and whole and finds them equal. */
 /* Floats of a planet tile's summary: 0 where the layout has no planet summary (blocks not of 2 cells). */
 int occ_planet_floats(const occ_layout *L);
-/* The summary of planet tile `key` (its samples and its bounding sphere, relative to its origin, and
- * how low its drawn ground reaches) into out[occ_planet_floats(L)]; false where the morph targets are
- * not the lattice's. */
-bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile_key key, const terra_grid_vertex *v,
-                          float *out);
+/* The summary of a planet tile with origin `o` (its samples and its bounding sphere, relative to its
+ * origin, and how low its drawn ground reaches) into out[occ_planet_floats(L)]; false where the morph
+ * targets are not the lattice's. */
+bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_vec3 o, const terra_grid_vertex *v, float *out);
 /* occ_frame on a planet: tiles sorted front to back, every mask filled; whether it culled. `sides`: the
  * inward unit normals of the view's four side planes (through the eye), or NULL: blocks wholly outside
  * one are left out too (a pixel's ray runs inside them, so no ground it meets is there), whether or not

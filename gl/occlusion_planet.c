@@ -56,8 +56,7 @@ static bool target_ok(const terra_grid_vertex *v, int s, int i, int j) {
     return false;
 }
 
-bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile_key key, const terra_grid_vertex *v,
-                          float *out) {
+bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_vec3 o, const terra_grid_vertex *v, float *out) {
     const terra_planet_desc *pd = terra_planet_get_desc(p);
     if (occ_planet_floats(L) == 0) return false;
     const int n = L->cells, s = n + 1;
@@ -70,7 +69,6 @@ bool occ_planet_summarise(const occ_layout *L, const terra_planet *p, terra_tile
     sphere_of(out, s, out + SPHERE(s));
     /* the least distance from the centre of a point in each two-cell piece's hull (where morphs keep its
      * ground): at least the least of its samples' along the direction of its middle sample */
-    const terra_vec3 o = terra_planet_tile_origin(p, key);
     double lo = INFINITY;
     for (int pj = 0; pj < n; pj += 2)
         for (int pi = 0; pi < n; pi += 2) {
@@ -99,6 +97,7 @@ typedef struct pframe {
                                        tangent circle from the eye (0: none) */
     double side_c[4][3];            /* each side's normal in (up, east, north) */
     bool no_morph;                  /* the frame is drawn unmorphed */
+    terra_vec3 fn[6], fa[6], fb[6]; /* each face's normal and axes (face_axes) */
 } pframe;
 
 /* Whether the sphere at q (relative to the eye) of radius rho lies wholly in the ball's shadow: inside
@@ -349,7 +348,7 @@ static int cmp_order(const void *a, const void *b) {
  * great circle between them comes first along any arc from the foot that meets both), then per level
  * the child's rank among its parent's four by the parent's two splitting great circles (0 on the eye's
  * side of both, 3 of neither). */
-static bool order_keys(const terra_planet *p, occ_tile *t, int n, terra_vec3 u) {
+static bool order_keys(const terra_planet *p, const pframe *pf, occ_tile *t, int n) {
     const int top = terra_planet_get_desc(p)->levels - 1;
     int lmin = top;
     for (int k = 0; k < n; k++) {
@@ -358,9 +357,9 @@ static bool order_keys(const terra_planet *p, occ_tile *t, int n, terra_vec3 u) 
     }
     const int digits = 2 * (top - lmin);
     if (digits > 60) return false;
-    terra_vec3 fn[6], fa[6], fb[6];
+    const terra_vec3 u = pf->u, *fn = pf->fn, *fa = pf->fa, *fb = pf->fb;
     double facing[6];
-    for (int f = 0; f < 6; f++) face_axes(f, &fn[f], &fa[f], &fb[f]), facing[f] = dot3(fn[f], u);
+    for (int f = 0; f < 6; f++) facing[f] = dot3(fn[f], u);
     for (int k = 0; k < n; k++) {
         const int face = terra_tile_key_face(t[k].key), l = terra_tile_key_level(t[k].key);
         const int64_t x = terra_tile_key_x(t[k].key), y = terra_tile_key_y(t[k].key);
@@ -397,7 +396,7 @@ static double ground_at_foot(const occ_layout *L, const terra_planet *p, const o
                      gj = (tu + 1) / 2 * cells - (double)terra_tile_key_y(t[k].key) * N;
         if (!(gi >= -1e-6 && gi <= N + 1e-6 && gj >= -1e-6 && gj <= N + 1e-6)) continue;
         if (!t[k].summary) return NAN;
-        const terra_vec3 o = terra_planet_tile_origin(p, t[k].key);
+        const terra_vec3 o = t[k].origin;
         /* the piece (or, within a millionth of a piece of its border, the pieces) holding the foot */
         const int i0 = (int)fmax(0, floor((gi - 2e-6) / 2)), i1 = (int)fmin(N / 2 - 1, floor((gi + 2e-6) / 2));
         const int j0 = (int)fmax(0, floor((gj - 2e-6) / 2)), j1 = (int)fmin(N / 2 - 1, floor((gj + 2e-6) / 2));
@@ -413,11 +412,11 @@ static double ground_at_foot(const occ_layout *L, const terra_planet *p, const o
 
 /* Draws what is not hidden of one summarised tile, nearest block first (by the block lines between
  * it and the eye), raising the horizon along each drawn block's lines. */
-static void visit_tile(const occ_layout *L, const terra_planet *p, pframe *f, ptile *pt, occ_tile *t, terra_vec3 u) {
+static void visit_tile(const occ_layout *L, const terra_planet *p, pframe *f, ptile *pt, occ_tile *t) {
+    const terra_vec3 u = f->u;
     const int N = L->cells, nb = L->blocks, top = terra_planet_get_desc(p)->levels - 1;
     const int face = terra_tile_key_face(t->key), l = terra_tile_key_level(t->key);
-    terra_vec3 n, a, b;
-    face_axes(face, &n, &a, &b);
+    const terra_vec3 n = f->fn[face], a = f->fa[face], b = f->fb[face];
     /* per axis, how many block lines lie between the eye and each block */
     const double cells = ldexp((double)N, top - l);
     bool bx[MAX_CELLS / 2 + 1], by[MAX_CELLS / 2 + 1];
@@ -455,7 +454,9 @@ bool occ_planet_frame(const occ_layout *L, const terra_planet *p, terra_vec3 eye
     if (n == 0 || !(er > 0)) return false;
     const terra_vec3 u = {eye.x / er, eye.y / er, eye.z / er};
     /* front to back, culled or not (so that the same draws come in the same order either way) */
-    pframe f = {eye, u, {0, 0, 0}, {0, 0, 0}, er, scratch, sides, order_keys(p, tiles, n, u), 0, 0, 0, {{0}}, no_morph};
+    pframe f = {.eye = eye, .u = u, .er = er, .h = scratch, .sides = sides, .no_morph = no_morph};
+    for (int k = 0; k < 6; k++) face_axes(k, &f.fn[k], &f.fa[k], &f.fb[k]);
+    f.horizon = order_keys(p, &f, tiles, n);
     if (f.horizon) qsort(tiles, (size_t)n, sizeof *tiles, cmp_order);
     if (!cull || !any) return false;
     /* on an ellipsoid ground points lie off their lattice's great circles: only the view's sides cull */
@@ -468,7 +469,7 @@ bool occ_planet_frame(const occ_layout *L, const terra_planet *p, terra_vec3 eye
     const int s = L->cells + 1;
     for (int k = 0; k < n && f.horizon; k++) {
         if (!tiles[k].standin || !tiles[k].summary) continue;
-        const terra_vec3 o = terra_planet_tile_origin(p, tiles[k].key);
+        const terra_vec3 o = tiles[k].origin;
         const float *sp = tiles[k].summary + SPHERE(s);
         const terra_vec3 c = {o.x + sp[0], o.y + sp[1], o.z + sp[2]};
         const double cr = sqrt(dot3(c, c)), cos_g = dot3(c, u) / cr;
@@ -493,14 +494,14 @@ bool occ_planet_frame(const occ_layout *L, const terra_planet *p, terra_vec3 eye
         occ_tile *t = &tiles[k];
         if (!t->summary) continue; /* drawn whole, hides nothing */
         for (int w = 0; w < OCC_MASK_WORDS; w++) t->mask[w] = 0;
-        const terra_vec3 o = terra_planet_tile_origin(p, t->key);
+        const terra_vec3 o = t->origin;
         pt->ox = o.x - eye.x, pt->oy = o.y - eye.y, pt->oz = o.z - eye.z;
         pt->pos = t->summary;
         pt->pass = k + 1;
         pt->morph[0] = t->morph[0], pt->morph[1] = t->morph[1];
         const float *sp = t->summary + SPHERE(s);
         if (sphere_hidden(&f, pt->ox + sp[0], pt->oy + sp[1], pt->oz + sp[2], sp[3])) continue;
-        visit_tile(L, p, &f, pt, t, u);
+        visit_tile(L, p, &f, pt, t);
     }
     return true;
 }

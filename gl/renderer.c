@@ -50,7 +50,8 @@ typedef struct gl_tile {
     uint32_t frame;         /* the last frame whose draw list had it, */
     float morph_start, morph_end; /* with this morph range */
     bool live, mesh;
-    bool occ;      /* a grid tile on the plane with its occlusion summary (occlusion.h) */
+    bool occ;      /* a grid tile with its occlusion summary (occlusion.h) */
+    terra_vec3 origin; /* on a planet: terra_planet_tile_origin, once */
 } gl_tile;
 
 /* Commands a frame may have, per tile on average: ground and skirt, each whole or in runs of the
@@ -800,10 +801,11 @@ terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, s
     float hi = -INFINITY;
     for (uint32_t i = 0; i < nv; i++) hi = fmaxf(hi, fmaxf(verts[i].y, verts[i].my));
     *t = (gl_tile){.key = key, .v_off = v_off, .v_count = need, .i_off = i_off, .i_count = ni, .skirt_triangles = skirts,
-                   .skirt_m = skirt_m, .hi = hi, .live = true, .mesh = mesh};
+                   .skirt_m = skirt_m, .hi = hi, .live = true, .mesh = mesh,
+                   .origin = r->d.planet ? terra_planet_tile_origin(r->d.planet, key) : (terra_vec3){0, 0, 0}};
     if (!mesh && r->occ_floats) {
         float *summary = r->occ_data + (size_t)id * (size_t)r->occ_floats;
-        t->occ = r->d.planet ? occ_planet_summarise(&r->occ, r->d.planet, key, verts, summary)
+        t->occ = r->d.planet ? occ_planet_summarise(&r->occ, r->d.planet, t->origin, verts, summary)
                              : occ_summarise(&r->occ, verts, terra_grid_tile_side(&r->d.grid, level) / r->d.grid.cells, summary);
     }
     r->stats.mesh_tiles += mesh;
@@ -1029,7 +1031,8 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
                                         .summary = t->occ ? r->occ_data + (size_t)id * (size_t)r->occ_floats : NULL,
                                         .verts = grid_data ? draws[i].data : NULL, .hi = t->hi,
                                         .morph = {t->mesh ? 0.0f : draws[i].morph_start, t->mesh ? 0.0f : draws[i].morph_end},
-                                        .standin = draws[i].fallback, .draw = i, .id = id, .mask = {1}};
+                                        .standin = draws[i].fallback, .draw = i, .id = id, .mask = {1},
+                                        .origin = t->origin};
     }
     terra_vec3 sides[4];
     side_planes(cam, (double)r->width / r->height, sides);
@@ -1065,7 +1068,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         const int level = terra_tile_key_level(dr->key);
         const double side = terra_grid_tile_side(&r->d.grid, level);
         terra_vec3 o = {(double)terra_tile_key_x(dr->key) * side, 0.0, (double)terra_tile_key_y(dr->key) * side};
-        if (r->d.planet) o = terra_planet_tile_origin(r->d.planet, dr->key);
+        if (r->d.planet) o = t->origin;
         /* mesh tiles do not morph: their morph range is sent empty */
         r->recs[n] = (gl_draw_record){{(float)(o.x - eye.x), (float)(o.y - eye.y), (float)(o.z - eye.z), (float)level},
                                       {t->mesh ? 0.0f : dr->morph_start, t->mesh ? 0.0f : dr->morph_end, t->skirt_m, 0.0f},
