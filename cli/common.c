@@ -413,6 +413,13 @@ terra_status cli_scene_open(cli_scene *s, terra_source **src) {
             terra_select_desc r;
             if (st == TERRA_OK) st = terra_select_desc_resolve(&s->sel, &r);
             if (st == TERRA_OK) s->sel = r;
+            double px;
+            const int capped = st == TERRA_OK ? terra_select_derived_capped(&r, &px) : -1;
+            if (capped >= 0)
+                fprintf(stderr,
+                        "terra: note: at --sse %g this view asks for levels to reach past %d of their tiles (level %d "
+                        "the finest): they stop there, and the next level's error projects up to %.2g px\n",
+                        s->sse, TERRA_SELECT_MAX_DERIVED_RANGE_TILES, capped, px);
         }
     } else {
         /* TIN tiles are drawn as they are; grid tiles go back to heights, meshed and morphed as CDLOD

@@ -40,20 +40,45 @@ struct terra_select {
     uint8_t far_corner[6][3], near_corner[6][3];
 };
 
+/* The crack rule between two levels' ranges: morph_start_ratio x (r1 - r0) at least the diagonal of a
+ * tile of the finer level's parent (the one of r1). */
+static bool crack_rule_holds(double m, double r0, double r1, double parent_diag) { return m * (r1 - r0) >= parent_diag; }
+
 /* Ranges from per-level errors: each level hands over to the next where the next's error projects to
  * tau (see cdlod_sse), but no sooner than the morph margin allows (range(L) - range(L-1) at least a
- * level-L tile's diagonal over morph_start_ratio: the crack rule, level by level); the coarsest
- * reaches twice as far as the one before. */
+ * level-L tile's diagonal over morph_start_ratio: the crack rule, level by level), and no farther than
+ * TERRA_SELECT_MAX_DERIVED_RANGE_TILES of the level's tiles (past that the next level takes over above
+ * tau); the coarsest reaches twice as far as the one before (a lone level: the crack rule's least
+ * range for a ratio of 2). A margin is rounded up until the rule holds in the arithmetic
+ * terra_select_desc_resolve checks it with. */
 static void derive_ranges(terra_select_desc *d, double sse_k) {
     const double m = d->morph_start_ratio;
     double prev = 0;
     for (int l = 0; l < d->levels; l++) {
-        const double margin = ldexp(d->grid.tile0_size, l) * sqrt(2.0) / m;
-        double r = prev + margin;
-        if (l + 1 < d->levels) r = fmax(r, d->level_error[l + 1] * sse_k / d->max_sse_px);
+        const double side = ldexp(d->grid.tile0_size, l), diag = side * sqrt(2.0);
+        double r;
+        if (d->levels == 1) {
+            for (r = 2 * diag / m; !crack_rule_holds(m, r, 2 * r, 2 * diag);) r = nextafter(r, INFINITY);
+        } else {
+            for (r = prev + diag / m; l > 0 && !crack_rule_holds(m, prev, r, diag);) r = nextafter(r, INFINITY);
+        }
+        if (l + 1 < d->levels)
+            r = fmax(r, fmin(d->level_error[l + 1] * sse_k / d->max_sse_px, TERRA_SELECT_MAX_DERIVED_RANGE_TILES * side));
         else r = fmax(r, 2 * prev);
         d->ranges[l] = prev = r;
     }
+}
+
+/* As many tiles as the ranges can select (at least 4096): a level-L tile is drawn only where it or its
+ * parent lies within range(L) of the eye, so it lies within range(L) + its parent's diagonal, a disc
+ * holding at most pi (range(L) / side + 2 sqrt 2)^2 of its tiles. */
+static int max_tiles_for(const terra_select_desc *d) {
+    double n = d->levels;
+    for (int l = 0; l < d->levels; l++) {
+        const double k = d->ranges[l] / ldexp(d->grid.tile0_size, l) + 2 * sqrt(2.0);
+        n += floor(3.14159265358979323846 * k * k);
+    }
+    return n < 4096 ? 4096 : n > TERRA_SELECT_MAX_TILES ? TERRA_SELECT_MAX_TILES : (int)n;
 }
 
 terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out) {
@@ -93,12 +118,11 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
         d.range_ratio = d.levels > 1 ? d.ranges[1] / d.ranges[0] : 2.0;
     }
     if (d.range_ratio == 0) d.range_ratio = 2.0;
-    if (d.max_tiles == 0) d.max_tiles = 4096;
     if (d.range_cache_size == 0) d.range_cache_size = 4096;
     if (!(d.range_ratio > 1.0) || !isfinite(d.range_ratio))
         return terra_fail(TERRA_E_INVALID, "select: range_ratio must be greater than 1 (got %g)", d.range_ratio);
-    if (d.max_tiles < 1 || d.max_tiles > TERRA_SELECT_MAX_TILES)
-        return terra_fail(TERRA_E_INVALID, "select: max_tiles must be from 1 to 2^20 (got %d)", d.max_tiles);
+    if (d.max_tiles < 0 || d.max_tiles > TERRA_SELECT_MAX_TILES)
+        return terra_fail(TERRA_E_INVALID, "select: max_tiles must be from 1 to 2^20, or 0 for as many as the ranges can select (got %d)", d.max_tiles);
     if (d.range_cache_size < 4 || d.range_cache_size > (1 << 24) || (d.range_cache_size & (d.range_cache_size - 1)))
         return terra_fail(TERRA_E_INVALID, "select: range_cache_size must be a power of two from 4 to 2^24 (got %d)",
                           d.range_cache_size);
@@ -109,7 +133,10 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
     const double diag0 = d.grid.tile0_size * sqrt(2.0);
     const double min_range0 = 2.0 * diag0 / (d.morph_start_ratio * (d.range_ratio - 1.0));
     if (d.range0 == 0) d.range0 = 1.5 * min_range0;
-    if (!isfinite(d.range0) || d.range0 < min_range0)
+    /* the crack rule between levels 0 and 1, on the ranges themselves where they are given or derived
+     * (their ratio, a quotient, would round) */
+    const double range1 = (given || derive) && d.levels > 1 ? d.ranges[1] : d.range0 * d.range_ratio;
+    if (!isfinite(d.range0) || !crack_rule_holds(d.morph_start_ratio, d.range0, range1, 2.0 * diag0))
         return terra_fail(TERRA_E_INVALID,
                           "select: range0 %g m is too short: morph_start_ratio x (range_ratio - 1) x range0 must be "
                           "at least twice a level-0 tile's diagonal (%.1f m), so range0 >= %.1f m here; otherwise a "
@@ -126,11 +153,8 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           top_side, TERRA_SELECT_MAX_SIDE);
     if (!given && !derive)
         for (int l = 0; l < d.levels; l++) d.ranges[l] = d.range0 * pow(d.range_ratio, l);
-    /* Derived ranges that outgrow the tiles (errors rising faster than sides): the coarsest levels
-     * would only be drawn past where finer ones already reach; leave them out. */
-    while (derive && d.levels > 1 && d.ranges[d.levels - 1] > TERRA_SELECT_MAX_RANGE_TILES * ldexp(d.grid.tile0_size, d.levels - 1))
-        d.levels--;
     for (int l = d.levels; l <= TERRA_TILE_MAX_LEVEL; l++) d.ranges[l] = 0;
+    if (d.max_tiles == 0) d.max_tiles = max_tiles_for(&d);
     const double top_range = d.ranges[d.levels - 1], top_side_now = ldexp(d.grid.tile0_size, d.levels - 1);
     if (!(top_range <= TERRA_SELECT_MAX_RANGE_TILES * top_side_now))
         return terra_fail(TERRA_E_INVALID,
@@ -139,6 +163,20 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
                           top_range, TERRA_SELECT_MAX_RANGE_TILES, TERRA_SELECT_MAX_RANGE_TILES * top_side_now);
     *out = d;
     return TERRA_OK;
+}
+
+int terra_select_derived_capped(const terra_select_desc *d, double *sse_px) {
+    const double sse_k = d->view_height_px / (2.0 * tan(0.5 * d->view_fov_y_rad));
+    int finest = -1;
+    double worst = 0;
+    for (int l = d->levels - 2; l >= 0; l--) {
+        const double e = d->level_error[l + 1] * sse_k;
+        if (d->ranges[l] * d->max_sse_px * (1 + 1e-9) >= e) continue; /* level l + 1's error projects within tau past it */
+        finest = l;
+        worst = fmax(worst, e / d->ranges[l]);
+    }
+    if (sse_px) *sse_px = worst;
+    return finest;
 }
 
 terra_status terra_select_create(const terra_select_desc *desc, const terra_source *src, terra_select **out) {

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define PI 3.14159265358979323846
+
 static uint64_t mix(uint64_t k) {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
@@ -173,7 +175,7 @@ static void derived_ranges_keep_cdlod_within_tau(void) {
     unsigned long long s = 11;
     terra_source *src;
     CHECK(terra_world_create(&(terra_world_desc){.seed = 4}, &src) == TERRA_OK);
-    int cases = 0, raised = 0;
+    int cases = 0, raised = 0, capped_cases = 0;
     for (int it = 0; it < 40; it++) {
         terra_select_desc d = {.grid = {.tile0_size = 64, .cells = 64}, .levels = 10, .max_tiles = 1 << 18};
         d.max_sse_px = test_rand_range(&s, 1, 4);
@@ -182,18 +184,23 @@ static void derived_ranges_keep_cdlod_within_tau(void) {
         for (int l = 0; l < d.levels; l++) d.level_error[l] = (float)(e0 * pow(growth, l) * test_rand_range(&s, 0.7, 1.0));
         terra_select_desc r;
         CHECK(terra_select_desc_resolve(&d, &r) == TERRA_OK, "%s", terra_last_error());
-        CHECK(r.levels >= 1 && r.levels <= d.levels, "levels %d", r.levels);
-        /* each level hands over where the next one's error projects to tau, or later for the margin */
+        CHECK(r.levels == d.levels, "levels %d", r.levels);
+        /* each level hands over where the next one's error projects to tau (but at most
+         * TERRA_SELECT_MAX_DERIVED_RANGE_TILES of its tiles away), or later for the margin */
         const double K = d.view_height_px / (2 * tan(0.5 * r.view_fov_y_rad));
         for (int l = 0; l + 1 < r.levels; l++) {
             const double margin = ldexp(64, l) * sqrt(2.0) / r.morph_start_ratio;
-            CHECK(r.ranges[l] >= r.level_error[l + 1] * K / r.max_sse_px * (1 - 1e-9), "level %d hands over too near", l);
+            const double asked = fmin(r.level_error[l + 1] * K / r.max_sse_px, TERRA_SELECT_MAX_DERIVED_RANGE_TILES * ldexp(64, l));
+            CHECK(r.ranges[l] >= asked * (1 - 1e-9), "level %d hands over too near", l);
             CHECK(r.ranges[l] - (l ? r.ranges[l - 1] : 0) >= margin * (1 - 1e-9), "level %d: no room to morph", l);
             /* and no later than one of the two asks: every metre past that draws finer ground for nothing */
-            CHECK(r.ranges[l] <= fmax(r.level_error[l + 1] * K / r.max_sse_px, (l ? r.ranges[l - 1] : 0) + margin) * (1 + 1e-9),
+            CHECK(r.ranges[l] <= fmax(asked, (l ? r.ranges[l - 1] : 0) + margin) * (1 + 1e-9),
                   "level %d hands over later than tau and the morph margin ask (%g m)", l, r.ranges[l]);
-            raised += r.ranges[l] > r.level_error[l + 1] * K / r.max_sse_px * (1 + 1e-9);
+            raised += r.ranges[l] > asked * (1 + 1e-9);
         }
+        double capped_px = 0; /* where the cap held a level short of tau: the error it reports there */
+        const int capped = terra_select_derived_capped(&r, &capped_px);
+        capped_cases += capped >= 0;
         terra_select *sel;
         CHECK(terra_select_create(&d, src, &sel) == TERRA_OK, "%s", terra_last_error());
         for (int k = 0; k < 3; k++) {
@@ -226,13 +233,15 @@ static void derived_ranges_keep_cdlod_within_tau(void) {
                     worst = fmax(worst, terra_select_sse_px(sel, e, at));
                 }
             }
-            CHECK(worst <= d.max_sse_px * (1 + 1e-6), "case %d: a tile drawn at %g px > tau %g", it, worst, d.max_sse_px);
+            const double bound = fmax(d.max_sse_px, capped_px);
+            CHECK(worst <= bound * (1 + 1e-6), "case %d: a tile drawn at %g px > %g (tau %g)", it, worst, bound, d.max_sse_px);
             cases++;
         }
         terra_select_destroy(sel);
     }
-    printf("derived ranges: %d selections within tau; %d levels handed over later than tau asks, for the morph margin\n", cases,
-           raised);
+    printf("derived ranges: %d selections within tau (or the capped ranges' stated error: %d descriptions); %d levels "
+           "handed over later than tau asks, for the morph margin\n",
+           cases, capped_cases, raised);
     /* explicit ranges stay the caller's */
     terra_select_desc d = {.range0 = 900, .range_ratio = 2, .level_error = {1, 2, 4}}, r;
     CHECK(terra_select_desc_resolve(&d, &r) == TERRA_OK && r.range0 == 900 && r.range_ratio == 2);
@@ -240,6 +249,81 @@ static void derived_ranges_keep_cdlod_within_tau(void) {
     CHECK(terra_select_desc_resolve(&d, &r) == TERRA_E_INVALID);
     d = (terra_select_desc){.max_sse_px = -1};
     CHECK(terra_select_desc_resolve(&d, &r) == TERRA_E_INVALID);
+    terra_source_destroy(src);
+}
+
+/* Derived ranges for any view the options allow (a tiny or huge tau, 16 to 8192 rows, a 1 to 170 degree
+ * field of view, any grid): they resolve, keep the crack rule between every two levels in the arithmetic
+ * resolve checks it with, reach at most TERRA_SELECT_MAX_DERIVED_RANGE_TILES of a level's tiles (or the
+ * margin's least), resolve again to themselves, and select without running out of max_tiles. The
+ * errors are the default world's, measured under the eye, or random ones (growing, shrinking or flat). */
+static void derived_ranges_resolve_for_any_view(void) {
+    unsigned long long s = 2027;
+    terra_source *src;
+    CHECK(terra_world_create(NULL, &src) == TERRA_OK);
+    int cases = 0, capped = 0, most = 0;
+    for (int it = 0; it < 600; it++) {
+        terra_select_desc d = {.grid = {.tile0_size = 64, .cells = 32}, .levels = 12};
+        if (it % 3 == 1) { /* any grid --tile0, --cells and --levels allow */
+            d.grid.cells = 16 << (test_rand_u64(&s) % 5);
+            d.grid.tile0_size = exp(test_rand_range(&s, log(0.01), log(1e5)));
+            d.levels = 1 + (int)(test_rand_u64(&s) % 24);
+            while (ldexp(d.grid.tile0_size, d.levels - 1) > TERRA_SELECT_MAX_SIDE) d.levels--;
+        }
+        d.max_sse_px = exp(test_rand_range(&s, log(0.1), log(1000)));
+        d.view_height_px = (int)exp(test_rand_range(&s, log(16), log(8192)));
+        d.view_fov_y_rad = test_rand_range(&s, 1, 170) * PI / 180;
+        terra_camera cam = {.yaw_rad = test_rand_range(&s, -PI, PI), .pitch_rad = test_rand_range(&s, -PI / 2, PI / 2),
+                            .fov_y_rad = d.view_fov_y_rad,
+                            .aspect = exp(test_rand_range(&s, log(16), log(8192))) / d.view_height_px};
+        cam.eye = (terra_vec3){test_rand_range(&s, -1e6, 1e6), 0, test_rand_range(&s, -1e6, 1e6)};
+        if (it == 0) { /* issue 37's: terra render --size 640x360 --eye -250000,0,90000 --above 150 */
+            d.max_sse_px = 2, d.view_height_px = 360, d.view_fov_y_rad = PI / 3, cam.eye.x = -250000, cam.eye.z = 90000;
+        }
+        if (it % 2 == 0) {
+            CHECK(terra_grid_level_errors(src, &d.grid, d.levels, cam.eye.x, cam.eye.z, d.level_error) == TERRA_OK, "%s",
+                  terra_last_error());
+        } else {
+            const double growth = exp(test_rand_range(&s, log(0.3), log(8)));
+            double e = exp(test_rand_range(&s, log(1e-4), log(10)));
+            for (int l = 0; l < d.levels; l++, e *= growth) d.level_error[l] = (float)fmin(e * test_rand_range(&s, 0.5, 1), 1e30);
+        }
+        float g;
+        terra_source_height(src, cam.eye.x, cam.eye.z, &g);
+        cam.eye.y = g + exp(test_rand_range(&s, log(0.01), log(1e6)));
+        terra_select_desc r, again;
+        if (terra_select_desc_resolve(&d, &r) != TERRA_OK) {
+            CHECK(0, "case %d (%d rows, fov %g, tau %g, tile0 %g, %d levels): %s", it, d.view_height_px,
+                  d.view_fov_y_rad * 180 / PI, d.max_sse_px, d.grid.tile0_size, d.levels, terra_last_error());
+            continue;
+        }
+        CHECK(r.levels == d.levels, "case %d: %d levels of %d", it, r.levels, d.levels);
+        for (int l = 0; l < r.levels; l++) {
+            const double side = ldexp(d.grid.tile0_size, l), prev = l ? r.ranges[l - 1] : 0;
+            if (l > 0) CHECK(r.morph_start_ratio * (r.ranges[l] - prev) >= side * sqrt(2.0), "case %d level %d: no room to morph", it, l);
+            CHECK(r.ranges[l] <= fmax(TERRA_SELECT_MAX_DERIVED_RANGE_TILES * side, 2 * prev + side * sqrt(2.0) / r.morph_start_ratio),
+                  "case %d level %d: %g m is %g tiles", it, l, r.ranges[l], r.ranges[l] / side);
+        }
+        CHECK(terra_select_desc_resolve(&r, &again) == TERRA_OK && !memcmp(again.ranges, r.ranges, sizeof r.ranges),
+              "case %d: the resolved description does not resolve to itself: %s", it, terra_last_error());
+        capped += terra_select_derived_capped(&r, NULL) >= 0;
+        terra_select *sel;
+        if (terra_select_create(&r, src, &sel) != TERRA_OK) {
+            CHECK(0, "case %d: %s", it, terra_last_error());
+            continue;
+        }
+        terra_frustum fr;
+        terra_camera_frustum(&cam, &fr);
+        const terra_selected_tile *t;
+        int n;
+        CHECK(terra_select_run(sel, cam.eye, &fr, &t, &n) == TERRA_OK, "case %d (%d rows, aspect %g, fov %g, tau %g): %s", it,
+              d.view_height_px, cam.aspect, d.view_fov_y_rad * 180 / PI, d.max_sse_px, terra_last_error());
+        if (n > most) most = n;
+        terra_select_destroy(sel);
+        cases++;
+    }
+    printf("any view: %d descriptions resolved and selected (%d with ranges capped short of tau); at most %d tiles\n", cases,
+           capped, most);
     terra_source_destroy(src);
 }
 
@@ -291,6 +375,7 @@ static void level_errors_are_measured(void) {
 int main(void) {
     RUN(sse_selection_properties);
     RUN(derived_ranges_keep_cdlod_within_tau);
+    RUN(derived_ranges_resolve_for_any_view);
     RUN(level_errors_are_measured);
     return finish();
 }

@@ -34,7 +34,8 @@ typedef struct terra_select_desc {
     double range_ratio;        /* ratio of successive ranges, > 1; 0 = 2 */
     double morph_start_ratio;  /* fraction of each level's band [previous range, range] before its
                                   morph starts, in (0, 1); 0 = 0.5 */
-    int max_tiles;             /* capacity of a frame's output, up to 2^20; 0 = 4096 */
+    int max_tiles;             /* capacity of a frame's output, up to 2^20; 0 = as many as the ranges
+                                  can select (at least 4096) */
     double bounds[4];          /* world rectangle min x, min z, max x, max z; all zero = no edge.
                                   Tiles wholly outside are never selected. */
     int range_cache_size;      /* sibling groups whose height ranges are remembered (power of two,
@@ -64,8 +65,9 @@ typedef struct terra_select_desc {
      * parent level's errors in the morph's proportion, whose projection over distance is largest at
      * an end of the morph: so every tile drawn has a projected error of at most tau but those of
      * level 0 (the finest there is) nearer than its range. stats.sse_px_max reports the same
-     * measure. Where errors grow so fast that the coarsest levels' ranges would break the size rule
-     * below, those levels are left out (`levels` resolves smaller: finer levels reach as far). */
+     * measure. A derived range is capped at TERRA_SELECT_MAX_DERIVED_RANGE_TILES of its level's
+     * tiles (below): where the view asks for more, the next level takes over sooner and its error
+     * projects above tau there; terra_select_derived_capped says where. */
     float level_error[TERRA_TILE_MAX_LEVEL + 1];
     /* Each level's range in metres, increasing; all 0: range0 x range_ratio^L (or derived as above).
      * Resolving fills them in (and range0 = ranges[0], range_ratio = ranges[1] / ranges[0]). */
@@ -107,10 +109,21 @@ TERRA_API terra_status terra_select_desc_resolve(const terra_select_desc *in, te
 /* The size rules, which keep every loop bounded and every coordinate exact: the coarsest tiles,
  * tile0_size × 2^(levels − 1), are at most TERRA_SELECT_MAX_SIDE (2^44 m) on a side, and the
  * coarsest level's range, range0 × range_ratio^(levels − 1), is at most TERRA_SELECT_MAX_RANGE_TILES
- * of them (the defaults give about 8.5). */
+ * of them (the defaults give about 8.5). A derived range is at most
+ * TERRA_SELECT_MAX_DERIVED_RANGE_TILES of its level's tiles (the default world's are 3 to 25 tiles at
+ * the defaults, 540 and 1080 pixels high), so however much a view asks for (a tiny tau, a tall
+ * viewport, a narrow field of view), a level stays a ring of a few thousand tiles at most: past that
+ * the next level takes over, its error projecting above tau. */
 #define TERRA_SELECT_MAX_SIDE 17592186044416.0
 #define TERRA_SELECT_MAX_RANGE_TILES 64
+#define TERRA_SELECT_MAX_DERIVED_RANGE_TILES 32
 #define TERRA_SELECT_MAX_TILES (1 << 20) /* max_tiles at most */
+
+/* Where a resolved description's ranges stop short of what tau asks of its level errors (derived
+ * ranges capped at TERRA_SELECT_MAX_DERIVED_RANGE_TILES): the finest such level, or -1 where none
+ * does; *sse_px (may be NULL) is then the largest error in pixels a level's successor projects
+ * from that level's range, what the view gets instead of tau there. */
+TERRA_API int terra_select_derived_capped(const terra_select_desc *resolved, double *sse_px);
 
 /* `src` must outlive the selection object. */
 TERRA_API terra_status terra_select_create(const terra_select_desc *desc, const terra_source *src, terra_select **out);
