@@ -193,8 +193,8 @@ static void help(FILE *f) {
             "                          counted from the connection or the previous response, not from the\n"
             "                          last byte; the connection is closed after, so it is also how long\n"
             "                          a kept-alive connection may stay idle (default 10; 0.1..3600)\n"
-            "  --idle-timeout S        seconds a connection may stay silent while a response is sent\n"
-            "                          (default 30; 1..86400)\n"
+            "  --idle-timeout S        seconds a connection may stay silent, a client not reading its\n"
+            "                          response included (default 30; 1..86400)\n"
             "  --max-query-params N    parameters after '?' (default 16; 0..1000); more are 414\n"
             "  --max-tile-mb N         largest tile served, stored or decompressed, in MiB (default 16;\n"
             "                          1..%u); larger ones are 500 and never inflated\n",
@@ -689,7 +689,7 @@ static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const c
     return ++q->nfields <= MAX_FIELDS ? MHD_YES : MHD_NO;
 }
 
-#if MHD_VERSION < 0x01000000
+#if MHD_VERSION <= 0x00097500 /* the layout read in 0.9.75's source, not assumed of later ones */
 /* libmicrohttpd 0.9 parses the head in place: it starts at the method, is header_size bytes long, and
  * each field's name and value point into it. A line it joined to the field before (obs-fold: it moves
  * that field elsewhere and concatenates the line without a space) or a line cut short at a NUL leaves
@@ -727,7 +727,7 @@ static void judge(request *q, struct MHD_Connection *c, const char *url, const c
     MHD_get_connection_values_n(c, MHD_HEADER_KIND, collect_field, q);
     serve_head h = {.status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, .message = "too many header fields\n"};
     bool ok = q->nfields <= MAX_FIELDS && serve_request_head(q->fields, q->nfields, version && !strcmp(version, "HTTP/1.0"), &h);
-#if MHD_VERSION < 0x01000000
+#if MHD_VERSION <= 0x00097500
     if (ok && stray_lines(q, c, method, version)) {
         ok = false;
         h.status = MHD_HTTP_BAD_REQUEST;

@@ -246,7 +246,8 @@ static bool head_fail(serve_head *out, const char *message) {
 }
 
 /* One Content-Length value: 1*DIGIT elements separated by commas (a list that an intermediary
- * joined), all equal to *len (set by the first one seen: *seen). False when malformed or unequal. */
+ * joined). Each is compared with the one before (*len, once *seen): *differ when they differ.
+ * False when malformed. */
 static bool content_length(const char *v, size_t n, uint64_t *len, bool *seen, bool *differ) {
     const char *end = v + n;
     for (const char *p = v;;) {
