@@ -186,10 +186,13 @@ for raw in [R + b"Host: a\r\nContent-Length: abc\r\n\r\n",
             R + b"Host: a\r\nTransfer-Encoding: gzip\r\n\r\n",
             b"GET /0/0/0.terrain HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"]:
     expect(raw, "HTTP/1.1 400 Bad Request")
+expect(R + b"Host: a\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(64)) + b"\r\n",
+       "HTTP/1.1 431 Request Header Fields Too Large")  # 65 fields
 tile = expect(R + b"Host: a\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK")
 n = len(tile[2]) if tile else -1
 # accepted heads; those with content are answered and closed, the content never read as a request
 for raw in [R + b"Host: a\r\nContent-Length: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            R + b"Host: a\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(62)) + b"Connection: close\r\n\r\n",  # 64
             b"GET /0/0/0.terrain HTTP/1.0\r\n\r\n",
             R + b"Host: a\r\nContent-Length: 18\r\n\r\nGET /x HTTP/1.1\r\n\r\n",
             R + b"Host: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"]:
