@@ -4,21 +4,30 @@
  * - The archive is read with pread, never mapped: a file truncated or rewritten in place under the
  *   server gives read errors (500), not SIGBUS. A watcher thread stats the path and reopens the
  *   archive when it changes (rename, cp, rsync --inplace); while the changed file cannot be opened
- *   tiles are 503. Requests hold a reference to the opening they started with.
+ *   tiles are 503. Requests hold a reference to the opening they started with, and each request
+ *   first checks (fstat) that the opened file is unchanged: one truncated or rewritten in place is
+ *   503 at once, never a status whose Content-Length the file can no longer fill.
  * - Tiles: a stored or decompressed size over --max-tile-mb is 500, gzip payloads go out as stored
  *   only to clients that accept gzip and only after inflating to exactly the size the index states
  *   (so a bomb is never sent), other clients get them inflated within that size.
  * - Requests: the raw target is checked before libmicrohttpd unescapes or splits it
  *   (cli/serve_request.c): NUL, %00 and any byte outside the tile grammar are 400, more query
- *   parameters than --max-query-params 414. Connections are capped in all and per client address,
- *   and the watcher closes any connection whose request has not fully arrived --request-timeout
- *   seconds after it began (a byte a second no longer holds a connection for ever). */
+ *   parameters than --max-query-params 414. The header fields are judged by terra, not by
+ *   libmicrohttpd 0.9 (which joins folded lines, keeps the first of several Content-Length values,
+ *   accepts HTTP/1.1 without Host, and sends its own 400 for a bad Content-Length with the status
+ *   line twice): a bad head is one 400, and the connection closes.
+ * - Connections: kept alive between requests (HTTP/1.1). Capped in all and per client address;
+ *   a client over its cap gets room by closing its own connection that has waited longest for a
+ *   request, so idle connections cannot lock a client out. The watcher closes any connection whose
+ *   request has not fully arrived --request-timeout seconds after it began (after the connection
+ *   or the previous response): a byte a second no longer holds a connection for ever. */
 #include "cli.h"
 #include "serve_request.h"
 #include "terra/archive_io.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -31,19 +40,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 typedef struct server server;
-
-/* One opening of the archive file. */
-typedef struct generation {
-    server *s;
-    terra_archive *archive;
-    terra_tms_map map;
-    char *layer_json;
-    const char *content_type;
-    unsigned refs; /* under server.lock: the server's own, and one per request or response using it */
-} generation;
 
 /* What identifies the file's contents well enough to notice a rewrite. */
 typedef struct file_id {
@@ -54,26 +54,47 @@ typedef struct file_id {
     struct timespec mtime, ctime;
 } file_id;
 
+/* One opening of the archive file. */
+typedef struct generation {
+    server *s;
+    terra_archive *archive;
+    terra_tms_map map;
+    char *layer_json;
+    const char *content_type;
+    int fd;        /* the file as opened, to notice a change in place before answering; -1 for a URL */
+    file_id id;    /* of fd when opened */
+    char etag[96]; /* /archive.terra's strong entity tag, from id; "" for a URL */
+    unsigned refs; /* under server.lock: the server's own, and one per request or response using it */
+} generation;
+
 /* One client connection (libmicrohttpd's socket context). */
 typedef struct conn {
     struct conn *prev, *next;
     int fd;
+    struct sockaddr_storage client;
     double since;   /* when its current request began to arrive: the connection, or the last response */
-    bool receiving; /* that request has not fully arrived */
-    bool cut;
+    bool receiving; /* that request has not fully arrived (or, between requests, not begun) */
+    bool cut;       /* shut down: overdue, or closed to make room; no longer counted */
 } conn;
+
+enum { MAX_FIELDS = 64 }; /* header fields a request may have; more is 431 */
 
 /* One request: made by the URI log callback from the raw target, before libmicrohttpd touches it. */
 typedef struct request {
     serve_request r;
     const char *raw; /* the raw target in libmicrohttpd's buffer and its length as a C string */
     size_t raw_n;
+    bool judged;     /* the head has been judged (on the handler's first call) */
+    bool close;      /* answered on that first call, after which libmicrohttpd closes the connection */
+    serve_field fields[MAX_FIELDS];
+    size_t nfields;  /* fields seen, up to one past MAX_FIELDS */
 } request;
 
 struct server {
     const char *path;
     bool verbose;
     size_t max_query_params, max_tile_bytes;
+    unsigned per_client;
     double request_timeout;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -82,7 +103,7 @@ struct server {
     file_id id;      /* of the file gen was opened from, or of the last failed attempt */
     bool id_known;   /* false: the file changed while it was being opened, so look again */
     conn *conns;
-    unsigned long long cut;
+    unsigned long long cut, made_room;
     /* error lines: at most a few a second, the rest counted */
     double log_second;
     unsigned log_lines;
@@ -147,10 +168,13 @@ static void help(FILE *f) {
             "others); zstd tiles are decompressed. CORS is open. Absent tiles are 404, malformed requests\n"
             "400. Runs until interrupted (Ctrl-C, SIGTERM).\n\n"
             "GET /archive.terra is the archive file itself, whole or the byte range asked for (Range:\n"
-            "bytes=a-b, a-, -n; 206, or 416 past the end): the origin for a CDN, or for terra reading\n"
-            "the archive over HTTP (--archive http://HOST:PORT/archive.terra).\n\n"
+            "bytes=a-b, a-, -n; 206, or 416 past the end) with a strong ETag; If-Range with another\n"
+            "validator (another or weak ETag, a date) gets the whole file (200). It is the origin for a\n"
+            "CDN, or for terra reading the archive over HTTP (--archive http://HOST:PORT/archive.terra).\n\n"
             "The archive is read, not mapped: when it is replaced or rewritten in place, the server\n"
-            "reopens it (tiles it cannot read meanwhile are 500, or 503 while the file cannot be opened).\n"
+            "reopens it; meanwhile requests are 503 (Retry-After: 1), or 500 for a tile that cannot be\n"
+            "read. Connections are kept alive between requests. Requests with malformed framing\n"
+            "(obs-fold, a bad or repeated Content-Length, HTTP/1.1 without Host...) are 400 and closed.\n"
             "ARCHIVE may be an http:// or https:// URL (a static host answering range requests): it is\n"
             "read from there, as the environment says (TERRA_HTTP_TIMEOUT_MS, TERRA_HTTP_RETRIES,\n"
             "TERRA_HTTP_STALL_S, TERRA_HTTP_LOG=1), and never reopened.\n\n"
@@ -163,11 +187,14 @@ static void help(FILE *f) {
             "Limits (a request or connection beyond them is refused or closed):\n"
             "  --max-connections N     open connections in all (default 1000; 1..100000)\n"
             "  --max-per-client N      open connections from one client address (default 32; 1..100000);\n"
-            "                          more are refused at once\n"
+            "                          one more closes that client's connection that has waited longest\n"
+            "                          for a request (refused only when all of them are being answered)\n"
             "  --request-timeout S     seconds a request (request line and headers) may take to arrive,\n"
             "                          counted from the connection or the previous response, not from the\n"
-            "                          last byte; the connection is closed after (default 10; 0.1..3600)\n"
-            "  --idle-timeout S        seconds a connection may stay silent (default 30; 1..86400)\n"
+            "                          last byte; the connection is closed after, so it is also how long\n"
+            "                          a kept-alive connection may stay idle (default 10; 0.1..3600)\n"
+            "  --idle-timeout S        seconds a connection may stay silent, a client not reading its\n"
+            "                          response included (default 30; 1..86400)\n"
             "  --max-query-params N    parameters after '?' (default 16; 0..1000); more are 414\n"
             "  --max-tile-mb N         largest tile served, stored or decompressed, in MiB (default 16;\n"
             "                          1..%u); larger ones are 500 and never inflated\n",
@@ -176,18 +203,28 @@ static void help(FILE *f) {
 
 /* ---- the archive, reopened when the file changes ------------------------------------------- */
 
-static file_id stat_id(const char *path) {
+/* sb: NULL when the file could not be looked at */
+static file_id id_of(const struct stat *sb) {
     file_id id;
     memset(&id, 0, sizeof id);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return id;
+    if (!sb) return id;
     id.exists = true;
-    id.dev = sb.st_dev;
-    id.ino = sb.st_ino;
-    id.size = sb.st_size;
-    id.mtime = sb.st_mtim;
-    id.ctime = sb.st_ctim;
+    id.dev = sb->st_dev;
+    id.ino = sb->st_ino;
+    id.size = sb->st_size;
+    id.mtime = sb->st_mtim;
+    id.ctime = sb->st_ctim;
     return id;
+}
+
+static file_id stat_id(const char *path) {
+    struct stat sb;
+    return id_of(stat(path, &sb) == 0 ? &sb : NULL);
+}
+
+static file_id fd_id(int fd) {
+    struct stat sb;
+    return id_of(fstat(fd, &sb) == 0 ? &sb : NULL);
 }
 
 static bool same_id(const file_id *a, const file_id *b) {
@@ -200,6 +237,7 @@ static bool same_id(const file_id *a, const file_id *b) {
 
 static void gen_destroy(generation *g) {
     if (!g) return;
+    if (g->fd >= 0) close(g->fd);
     terra_free(g->layer_json);
     terra_archive_close(g->archive);
     terra_free(g);
@@ -212,6 +250,7 @@ static terra_status gen_open(server *s, generation **out) {
     if (!g) return terra_fail(TERRA_E_NOMEM, "serve: out of memory");
     g->s = s;
     g->refs = 1;
+    g->fd = -1;
     terra_archive_open_desc od = {.use_pread = true};
     terra_status st = terra_archive_open(s->path, &od, &g->archive);
     if (st == TERRA_OK) st = terra_archive_tms_map(g->archive, &g->map);
@@ -221,8 +260,24 @@ static terra_status gen_open(server *s, generation **out) {
         return st;
     }
     g->content_type = terra_archive_content_type(g->archive);
+    /* The file as it is now (a URL is not a file: no fd, no check, no ETag). Replaced meanwhile,
+     * fd is another file than the opening's: the watcher sees the change and reopens. */
+    g->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+    if (g->fd >= 0) {
+        g->id = fd_id(g->fd);
+        snprintf(g->etag, sizeof g->etag, "\"%llx-%llx-%llx.%09ld\"", (unsigned long long)g->id.ino,
+                 (unsigned long long)g->id.size, (unsigned long long)g->id.mtime.tv_sec, (long)g->id.mtime.tv_nsec);
+    }
     *out = g;
     return TERRA_OK;
+}
+
+/* Whether the opened file is still as opened: false once it is truncated or rewritten in place
+ * (its size or times changed), which the watcher notices only on its next tick. */
+static bool gen_unchanged(const generation *g) {
+    if (g->fd < 0) return true;
+    file_id now = fd_id(g->fd);
+    return same_id(&now, &g->id);
 }
 
 static generation *gen_acquire(server *s) {
@@ -269,6 +324,39 @@ static void check_file(server *s) {
 
 /* ---- connections --------------------------------------------------------------------------- */
 
+static bool same_client(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+    if (a->ss_family != b->ss_family) return false;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                       sizeof(struct in6_addr));
+    return true; /* no address to tell clients apart: one client */
+}
+
+static void cut_conn(conn *k) {
+    /* the socket stays open until libmicrohttpd closes it, which it does on the EOF */
+    shutdown(k->fd, SHUT_RDWR);
+    k->cut = true;
+}
+
+/* Under s->lock, k just linked: a client over --max-per-client makes room by losing its connection
+ * that has waited longest for a request (idle between requests, or still sending one), or, when
+ * every other one is being answered, the new one. A client holding idle connections therefore never
+ * locks itself (or others on its address, such as every loopback client) out. */
+static void admit(server *s, conn *k) {
+    unsigned n = 0;
+    conn *oldest = NULL;
+    for (conn *o = s->conns; o; o = o->next) {
+        if (o->cut || !same_client(&o->client, &k->client)) continue;
+        n++;
+        if (o != k && o->receiving && (!oldest || o->since < oldest->since)) oldest = o;
+    }
+    if (n <= s->per_client) return;
+    cut_conn(oldest ? oldest : k);
+    s->made_room++;
+}
+
 static void notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                               enum MHD_ConnectionNotificationCode code) {
     server *s = cls;
@@ -283,10 +371,19 @@ static void notify_connection(void *cls, struct MHD_Connection *c, void **socket
         k->fd = ci->connect_fd;
         k->since = now_s();
         k->receiving = true;
+        const union MHD_ConnectionInfo *ai = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (ai && ai->client_addr) {
+            const sa_family_t family = ai->client_addr->sa_family;
+            memcpy(&k->client, ai->client_addr,
+                   family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                   : family == AF_INET ? sizeof(struct sockaddr_in)
+                                       : sizeof(sa_family_t));
+        }
         pthread_mutex_lock(&s->lock);
         k->next = s->conns;
         if (s->conns) s->conns->prev = k;
         s->conns = k;
+        admit(s, k);
         pthread_mutex_unlock(&s->lock);
         *socket_context = k;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
@@ -316,9 +413,7 @@ static void *watch(void *arg) {
         double t = now_s();
         for (conn *k = s->conns; k; k = k->next)
             if (k->receiving && !k->cut && t - k->since > s->request_timeout) {
-                /* the socket stays open until libmicrohttpd closes it, which it does on the EOF */
-                shutdown(k->fd, SHUT_RDWR);
-                k->cut = true;
+                cut_conn(k);
                 s->cut++;
             }
         if (t >= next_stat) {
@@ -340,9 +435,18 @@ static void *watch(void *arg) {
 
 /* ---- requests ------------------------------------------------------------------------------ */
 
-/* Sees the request target as sent, before libmicrohttpd splits off and unescapes the query. */
+#if MHD_VERSION < 0x01000000
+/* libmicrohttpd 0.9 judges the first Content-Length itself before the handler sees the request, and
+ * answers a malformed one with its status line and headers twice (0.9.75 builds its error response
+ * twice). This field, added before the client's, is the one it finds and takes (0: no content);
+ * terra judges the client's in judge() and answers any request with content at once, closing the
+ * connection, so libmicrohttpd never has to read content. Recognized by its address. */
+static const char content_length_0[] = "0";
+#endif
+
+/* Sees the request target as sent, before libmicrohttpd splits off and unescapes the query, and
+ * before it parses the header fields. */
 static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
-    (void)c;
     server *s = cls;
     request *q = calloc(1, sizeof *q);
     if (!q) return NULL; /* the handler closes the connection */
@@ -350,12 +454,19 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c) {
     q->raw_n = strlen(uri);
     serve_request_target(uri, q->raw_n, s->max_query_params, &q->r);
 #if MHD_VERSION < 0x01000000
+    /* run in the connection's thread, in its processing, as the handler is */
+    if (MHD_set_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH, content_length_0) != MHD_YES) {
+        free(q);
+        return NULL;
+    }
     /* libmicrohttpd 0.9 parses every query parameter into the connection's 32 KB pool next, and
      * when the pool runs out (~500 parameters) it neither answers nor closes: the connection hung
      * for its whole timeout. terra reads no parameter, and the verdict above is taken: end the
      * query in libmicrohttpd's (writable) buffer so that nothing is parsed. */
     char *query = strchr(uri, '?');
     if (query && query[1]) query[1] = 0;
+#else
+    (void)c;
 #endif
     return q;
 }
@@ -398,10 +509,19 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned code, struct MHD
     return ret;
 }
 
+static struct MHD_Response *text_response(const char *text) {
+    return MHD_create_response_from_buffer(strlen(text), (void *)(uintptr_t)text, MHD_RESPMEM_PERSISTENT);
+}
+
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const char *text) {
-    return queue(c, code,
-                 MHD_create_response_from_buffer(strlen(text), (void *)(uintptr_t)text, MHD_RESPMEM_PERSISTENT),
-                 "text/plain; charset=utf-8", NULL);
+    return queue(c, code, text_response(text), "text/plain; charset=utf-8", NULL);
+}
+
+/* 503: the archive is changing; a client may try again in a second. */
+static enum MHD_Result send_unavailable(struct MHD_Connection *c, const char *text) {
+    struct MHD_Response *r = text_response(text);
+    if (r) MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    return queue(c, MHD_HTTP_SERVICE_UNAVAILABLE, r, "text/plain; charset=utf-8", NULL);
 }
 
 /* Sends a buffer from terra_alloc, freed with the response. */
@@ -521,6 +641,9 @@ static void free_part(void *cls) {
 static enum MHD_Result send_archive(generation *g, struct MHD_Connection *c) {
     const uint64_t size = terra_archive_get_info(g->archive)->file_size;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE);
+    const char *ir = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_IF_RANGE);
+    const char *etag = g->etag[0] ? g->etag : NULL;
+    if (!serve_if_range(ir, ir ? strlen(ir) : 0, etag)) h = NULL; /* another version than the client has */
     uint64_t first = 0, last = size ? size - 1 : 0;
     const serve_range range = serve_request_range(h, h ? strlen(h) : 0, size, &first, &last);
     char cr[96];
@@ -543,7 +666,8 @@ static enum MHD_Result send_archive(generation *g, struct MHD_Connection *c) {
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
-    MHD_add_response_header(r, "Access-Control-Expose-Headers", "Content-Range, Accept-Ranges, Content-Length");
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", "Content-Range, Accept-Ranges, Content-Length, ETag");
+    if (etag) MHD_add_response_header(r, MHD_HTTP_HEADER_ETAG, etag);
     if (range == SERVE_RANGE_PART) {
         snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)first, (unsigned long long)last,
                  (unsigned long long)size);
@@ -553,16 +677,37 @@ static enum MHD_Result send_archive(generation *g, struct MHD_Connection *c) {
                  NULL);
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                              const char *version, const char *upload_data, size_t *upload_size, void **state) {
-    (void)upload_data;
-    (void)upload_size;
-    server *s = cls;
-    request *q = *state;
-    if (!q) return MHD_NO; /* no memory for the request: close */
-    /* Answered on the first call, once the headers are in: nothing terra serves takes a body. */
-    request_arrived(s, c);
-    serve_request r = q->r;
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                     const char *value, size_t value_size) {
+    (void)kind;
+    request *q = cls;
+#if MHD_VERSION < 0x01000000
+    if (value == content_length_0) return MHD_YES; /* terra's own, not the client's */
+#endif
+    if (q->nfields < MAX_FIELDS)
+        q->fields[q->nfields] = (serve_field){.name = key, .name_n = key_size, .value = value, .value_n = value_size};
+    return ++q->nfields <= MAX_FIELDS ? MHD_YES : MHD_NO;
+}
+
+#if MHD_VERSION <= 0x00097500 /* the layout read in 0.9.75's source, not assumed of later ones */
+/* libmicrohttpd 0.9 parses the head in place: it starts at the method, is header_size bytes long, and
+ * each field's name and value point into it. A line it joined to the field before (obs-fold: it moves
+ * that field elsewhere and concatenates the line without a space) or a line cut short at a NUL leaves
+ * bytes there outside every field. */
+static bool stray_lines(const request *q, struct MHD_Connection *c, const char *method, const char *version) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (!ci || !method || !version) return false;
+    const char *fields = version + strlen(version); /* the request line's end */
+    const uintptr_t head = (uintptr_t)method, end = head + ci->header_size;
+    if ((uintptr_t)fields <= head || (uintptr_t)fields > end) return false; /* not laid out so: nothing to judge */
+    return serve_request_stray(fields, (size_t)(end - (uintptr_t)fields), q->fields, q->nfields);
+}
+#endif
+
+/* The handler's first call, once the head is in: the verdict on the request (q->r), and whether it
+ * is answered at once and its connection closed (q->close): a malformed head, or content to skip. */
+static void judge(request *q, struct MHD_Connection *c, const char *url, const char *method, const char *version) {
+    serve_request *r = &q->r;
 #if MHD_VERSION < 0x01000000
     /* libmicrohttpd 0.9 passes the target as a C string: a NUL sent inside it cuts it short (the
      * old server answered /0/0/0.terrain%00 and /0/0/0.terrain<NUL>junk with the tile). The target
@@ -570,43 +715,87 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (url == q->raw && version && *version) {
         uintptr_t gap = (uintptr_t)version - ((uintptr_t)q->raw + q->raw_n + 1);
         if (gap != 0 && gap < 65536) {
-            r.route = SERVE_ROUTE_ERROR;
-            r.status = MHD_HTTP_BAD_REQUEST;
-            r.message = "malformed request target: a NUL byte\n";
+            r->route = SERVE_ROUTE_ERROR;
+            r->status = MHD_HTTP_BAD_REQUEST;
+            r->message = "malformed request target: a NUL byte\n";
         }
     }
 #else
-    (void)version;
+    (void)url;
 #endif
-    serve_request_method(method, &r);
+    serve_request_method(method, r);
+    MHD_get_connection_values_n(c, MHD_HEADER_KIND, collect_field, q);
+    serve_head h = {.status = MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, .message = "too many header fields\n"};
+    bool ok = q->nfields <= MAX_FIELDS && serve_request_head(q->fields, q->nfields, version && !strcmp(version, "HTTP/1.0"), &h);
+#if MHD_VERSION <= 0x00097500
+    if (ok && stray_lines(q, c, method, version)) {
+        ok = false;
+        h.status = MHD_HTTP_BAD_REQUEST;
+        h.message = "malformed header: a line that is not a field (folded onto the one before, obs-fold)\n";
+    }
+#endif
+    q->close = !ok || h.content;
+    if (!ok) {
+        r->route = SERVE_ROUTE_ERROR;
+        r->status = h.status;
+        r->message = h.message;
+    }
+}
+
+static enum MHD_Result answer(server *s, const request *q, struct MHD_Connection *c, const char *url,
+                              const char *method) {
+    const serve_request *r = &q->r;
     if (s->verbose)
-        fprintf(stderr, "terra serve: %s %s -> %u\n", method, url, r.route == SERVE_ROUTE_ERROR ? r.status : 200);
-    switch (r.route) {
-    case SERVE_ROUTE_ERROR: return send_text(c, r.status, r.message);
+        fprintf(stderr, "terra serve: %s %s -> %u%s\n", method, url, r->route == SERVE_ROUTE_ERROR ? r->status : 200,
+                q->close ? " (closed)" : "");
+    switch (r->route) {
+    case SERVE_ROUTE_ERROR: return send_text(c, r->status, r->message);
     case SERVE_ROUTE_OPTIONS: {
         struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         if (resp) {
             MHD_add_response_header(resp, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS");
-            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Accept, Accept-Encoding, Range");
+            MHD_add_response_header(resp, "Access-Control-Allow-Headers", "Accept, Accept-Encoding, Range, If-Range");
         }
         return queue(c, MHD_HTTP_NO_CONTENT, resp, NULL, NULL);
     }
     default: break;
     }
     generation *g = gen_acquire(s);
-    if (!g) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the archive is being replaced; try again\n");
-    enum MHD_Result ret;
-    if (r.route == SERVE_ROUTE_LAYER_JSON) {
+    if (!g) return send_unavailable(c, "the archive is being replaced; try again\n");
+    if (!gen_unchanged(g)) { /* truncated or rewritten in place: the watcher reopens it within 0.25 s */
+        gen_release(g);
+        return send_unavailable(c, "the archive changed; try again\n");
+    }
+    if (r->route == SERVE_ROUTE_LAYER_JSON) {
         /* the response holds the opening until it is sent */
         struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback_cls(
             strlen(g->layer_json), g->layer_json, gen_release_cb, g);
         if (!resp) gen_release(g);
         return queue(c, MHD_HTTP_OK, resp, "application/json", NULL);
     }
-    if (r.route == SERVE_ROUTE_ARCHIVE) return send_archive(g, c); /* the response holds the opening */
-    ret = send_tile(s, g, c, &r);
+    if (r->route == SERVE_ROUTE_ARCHIVE) return send_archive(g, c); /* the response holds the opening */
+    enum MHD_Result ret = send_tile(s, g, c, r);
     gen_release(g);
     return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_size, void **state) {
+    (void)upload_data;
+    (void)upload_size; /* a request with content is answered on the first call, before any is read */
+    server *s = cls;
+    request *q = *state;
+    if (!q) return MHD_NO; /* no memory for the request: close */
+    if (!q->judged) {
+        q->judged = true;
+        request_arrived(s, c);
+        judge(q, c, url, method, version);
+        /* libmicrohttpd 0.9 closes the connection after a response queued on this first call: a
+         * request is answered on the next one (the request complete, with no content) so that its
+         * connection is kept alive, unless it is to be closed anyway. */
+        if (!q->close) return MHD_YES;
+    }
+    return answer(s, q, c, url, method);
 }
 
 /* ---- the command --------------------------------------------------------------------------- */
@@ -680,6 +869,7 @@ int cmd_serve(int argc, char **argv) {
     s.verbose = verbose;
     s.max_query_params = (size_t)max_query;
     s.max_tile_bytes = (size_t)tile_mb << 20;
+    s.per_client = (unsigned)per_client;
     s.request_timeout = req_timeout;
     pthread_mutex_init(&s.lock, NULL);
     pthread_cond_init(&s.wake, NULL);
@@ -708,7 +898,6 @@ int cmd_serve(int argc, char **argv) {
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_client,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
         MHD_OPTION_URI_LOG_CALLBACK, uri_log, &s,
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s,
@@ -744,5 +933,8 @@ int cmd_serve(int argc, char **argv) {
     if (s.cut)
         fprintf(stderr, "terra serve: %llu connections closed without a whole request within --request-timeout\n",
                 s.cut);
+    if (s.made_room)
+        fprintf(stderr, "terra serve: %llu connections closed over --max-per-client (the client's longest waiting)\n",
+                s.made_room);
     return EXIT_OK;
 }

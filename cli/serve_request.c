@@ -218,3 +218,120 @@ serve_range serve_request_range(const char *v, size_t n, uint64_t size, uint64_t
     *last = db == 0 || b >= size ? size - 1 : b;
     return SERVE_RANGE_PART;
 }
+
+bool serve_if_range(const char *v, size_t n, const char *etag) {
+    if (!v) return true;
+    while (n && ows(*v)) v++, n--;
+    while (n && ows(v[n - 1])) n--;
+    /* a strong entity tag, compared byte for byte (RFC 9110 8.8.3.2); W/"..." and dates never match */
+    return etag && n >= 2 && v[0] == '"' && strlen(etag) == n && !memcmp(v, etag, n);
+}
+
+/* RFC 9110 5.6.2 tchar */
+static bool tchar(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* RFC 3986 authority without userinfo: reg-name, IPv4 or [IP-literal], then an optional port. */
+static bool host_byte(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("-._~%!$&'()*+,;=:[]", c));
+}
+
+static bool head_fail(serve_head *out, const char *message) {
+    out->status = 400;
+    out->message = message;
+    return false;
+}
+
+/* One Content-Length value: 1*DIGIT elements separated by commas (a list that an intermediary
+ * joined). Each is compared with the one before (*len, once *seen): *differ when they differ.
+ * False when malformed. */
+static bool content_length(const char *v, size_t n, uint64_t *len, bool *seen, bool *differ) {
+    const char *end = v + n;
+    for (const char *p = v;;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        if (!comma) comma = end;
+        const char *e = p;
+        size_t en = (size_t)(comma - p);
+        trim(&e, &en);
+        if (en == 0) return false;
+        uint64_t x = 0;
+        for (size_t i = 0; i < en; i++) {
+            if (e[i] < '0' || e[i] > '9' || x > (UINT64_MAX - 9) / 10) return false;
+            x = x * 10 + (uint64_t)(e[i] - '0');
+        }
+        if (*seen && x != *len) *differ = true;
+        *len = x;
+        *seen = true;
+        if (comma == end) return true;
+        p = comma + 1;
+    }
+}
+
+bool serve_request_head(const serve_field *f, size_t n, bool http10, serve_head *out) {
+    memset(out, 0, sizeof *out);
+    size_t hosts = 0;
+    const serve_field *te = NULL;
+    uint64_t len = 0;
+    bool have_len = false, differ = false;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].name_n == 0) return head_fail(out, "malformed header field: no name\n");
+        for (size_t k = 0; k < f[i].name_n; k++)
+            if (!tchar((unsigned char)f[i].name[k]))
+                return head_fail(out, "malformed header field name (white space before ':', or a folded line)\n");
+        for (size_t k = 0; k < f[i].value_n; k++) {
+            unsigned char c = (unsigned char)f[i].value[k];
+            if ((c < 0x20 && c != '\t') || c == 0x7f)
+                return head_fail(out, "malformed header field: a control byte in its value\n");
+        }
+        if (same_token(f[i].name, f[i].name_n, "host")) {
+            hosts++;
+            const char *v = f[i].value;
+            size_t vn = f[i].value_n;
+            trim(&v, &vn);
+            for (size_t k = 0; k < vn; k++)
+                if (!host_byte((unsigned char)v[k])) return head_fail(out, "malformed Host header field\n");
+        } else if (same_token(f[i].name, f[i].name_n, "content-length")) {
+            if (!content_length(f[i].value, f[i].value_n, &len, &have_len, &differ))
+                return head_fail(out, "malformed Content-Length\n");
+        } else if (same_token(f[i].name, f[i].name_n, "transfer-encoding")) {
+            te = &f[i];
+        }
+    }
+    if (hosts > 1) return head_fail(out, "more than one Host header field\n");
+    if (hosts == 0 && !http10) return head_fail(out, "no Host header field in an HTTP/1.1 request\n");
+    if (differ) return head_fail(out, "Content-Length values that differ\n");
+    if (te) {
+        if (have_len) return head_fail(out, "both Transfer-Encoding and Content-Length\n");
+        if (http10) return head_fail(out, "Transfer-Encoding in an HTTP/1.0 request\n");
+        /* the last coding (of the last field) must be chunked, else the content has no end */
+        const char *v = te->value, *last = v;
+        for (size_t k = 0; k < te->value_n; k++)
+            if (v[k] == ',') last = v + k + 1;
+        size_t ln = (size_t)(v + te->value_n - last);
+        const char *semi = memchr(last, ';', ln);
+        if (semi) ln = (size_t)(semi - last);
+        trim(&last, &ln);
+        if (!same_token(last, ln, "chunked")) return head_fail(out, "Transfer-Encoding that does not end in chunked\n");
+    }
+    out->content = te || (have_len && len > 0);
+    return true;
+}
+
+bool serve_request_stray(const char *head, size_t n, const serve_field *f, size_t nf) {
+    const uintptr_t lo = (uintptr_t)head, hi = lo + n;
+    uintptr_t at = lo; /* bytes before it are checked */
+    for (size_t i = 0; i < nf; i++) {
+        const uintptr_t a = (uintptr_t)f[i].name, b = (uintptr_t)f[i].value + f[i].value_n;
+        if (a < lo || a >= hi || b > hi || b < a) continue; /* not in the head: a field moved or added */
+        if (a < at) return true;                            /* out of order, or overlapping */
+        for (; at < a; at++)
+            if (head[at - lo]) return true;
+        at = b;
+    }
+    for (; at < hi; at++)
+        if (head[at - lo]) return true;
+    return false;
+}

@@ -1,6 +1,6 @@
 /* What `terra serve` makes of a request before it touches the archive: the raw request target
- * (as sent: not unescaped, its length known, so a NUL inside it is seen), the method and the
- * Accept-Encoding header. Pure C (no libmicrohttpd, no allocation), so the whole request path is
+ * (as sent: not unescaped, its length known, so a NUL inside it is seen), the method, the header
+ * fields as a whole (framing, Host), Accept-Encoding, Range and If-Range. Pure C (no libmicrohttpd, no allocation), so the whole request path is
  * unit-tested (tests/test_serve_request.c) and fuzzed (fuzz/fuzz_serve_request.c).
  *
  * The grammar: the path is /layer.json, /{z}/{x}/{y}.terrain (decimal, at most 10 digits each,
@@ -52,5 +52,42 @@ bool serve_accepts_gzip(const char *accept_encoding, size_t n);
  * anything else (no header, another unit, several ranges, malformed) is answered whole (200). */
 typedef enum serve_range { SERVE_RANGE_WHOLE, SERVE_RANGE_PART, SERVE_RANGE_UNSATISFIABLE } serve_range;
 serve_range serve_request_range(const char *v, size_t n, uint64_t size, uint64_t *first, uint64_t *last);
+
+/* Whether a Range may be honoured under an If-Range value (n bytes; NULL: none) for a representation
+ * whose strong entity tag is etag (quotes included; NULL: it has none) (RFC 9110 13.1.5): only an
+ * entity tag equal to etag byte for byte matches. A weak tag never does, nor a date: a file time is
+ * not known to be a strong validator (the file may have changed twice within its second). When this
+ * is false the Range is ignored and the whole representation is sent (200). */
+bool serve_if_range(const char *v, size_t n, const char *etag);
+
+/* One header field of a request as received: its name, and its value after the leading white space.
+ * Neither need be NUL-terminated. */
+typedef struct serve_field {
+    const char *name, *value;
+    size_t name_n, value_n;
+} serve_field;
+
+/* What a request's header fields say about its framing (RFC 9110 5, 7.2, 8.6; RFC 9112 3.2, 6):
+ * false, with out->status 400 and out->message, when a field name is not a token (white space
+ * before the colon, or a first line that starts with white space), a value holds a control byte
+ * other than tab (CR, LF, NUL...), an HTTP/1.1 request (http10 false) has no Host or any request
+ * has several or a malformed one, a Content-Length is not a list of decimal numbers or the numbers
+ * differ, or Transfer-Encoding comes with Content-Length, in HTTP/1.0, or does not end in chunked.
+ * out->content: the request carries content (a Content-Length above 0, or chunked), which terra
+ * serve never reads: it answers such a request and closes the connection. */
+typedef struct serve_head {
+    unsigned status;     /* 0 when acceptable, else 400 */
+    const char *message; /* a line for the response body (static text), NULL when acceptable */
+    bool content;
+} serve_head;
+bool serve_request_head(const serve_field *f, size_t n, bool http10, serve_head *out);
+
+/* Whether the n bytes at head, a request head whose fields a parser cut in place (their names and
+ * values point into it, in order; line ends and separators overwritten with NUL bytes), hold a
+ * byte that is neither NUL nor inside some field's span, from its name to the end of its value:
+ * a line the parser did not report as a field of its own. Fields whose span lies outside head are
+ * skipped; fields inside it out of order count as stray. libmicrohttpd 0.9 parses in place and
+ * joins a folded line (obs-fold) to the field before it without a trace other than this. */
+bool serve_request_stray(const char *head, size_t n, const serve_field *f, size_t nf);
 
 #endif

@@ -52,10 +52,13 @@ for f in "$corpus"/qmesh_seed/*; do [ -f "$f" ] || continue; [ $i -lt 12 ] || br
   { printf '\x00'; cat "$f"; } >"$corpus/codec_seed/body_$i"; { printf '\x01'; cat "$f"; } >"$corpus/codec_seed/tile_$i"
   i=$((i + 1)); done
 fuzz_one fuzz_tile_codec 65536 "$corpus/codec_seed"
-# terra serve's requests: a limit byte, METHOD\nTARGET\nACCEPT-ENCODING (fuzz/fuzz_serve_request.c)
+# terra serve's requests: a limit byte, METHOD\nTARGET\nREST, the rest both a header value and the
+# header fields of a head (fuzz/fuzz_serve_request.c)
 mkdir -p "$corpus/serve_seed"; i=0
 for req in 'GET\n/layer.json?v=1.0.0\ngzip, deflate, br' 'GET\n/12/2048/1023.terrain?v=1.0.0&extensions=octvertexnormals-watermask\ngzip;q=0' \
-  'HEAD\n/0/0/0.terrain%00\n*;q=0.5' 'OPTIONS\n/0/0/0.terrain\x00junk\nx-gzip;Q=1.000' 'POST\n/a?b=%zz&c&d\nidentity, *;q=0'; do
+  'HEAD\n/0/0/0.terrain%00\n*;q=0.5' 'OPTIONS\n/0/0/0.terrain\x00junk\nx-gzip;Q=1.000' 'POST\n/a?b=%zz&c&d\nidentity, *;q=0' \
+  'GET\n/archive.terra\n"1f-7e9c"' 'GET\n/0/0/0.terrain\nHost: a\nContent-Length: 5, 05\nTransfer-Encoding: gzip, chunked' \
+  'GET\n/layer.json\nHost\x00 a\x00\x00X-A\x00 b\x00\x00 c\x00\x00'; do
   printf '%b' "\x10$req" >"$corpus/serve_seed/seed_$i"; i=$((i + 1)); done
 fuzz_one fuzz_serve_request 4096 "$corpus/serve_seed"
 # the renderer's mesh tiles: a recipe byte (even) builds valid tiles from the rest (fuzz/fuzz_tile_mesh.c)

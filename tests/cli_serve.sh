@@ -3,7 +3,10 @@
 # 127.0.0.1, and from 127.0.0.2 for the per-address cap): malformed targets (%00, a raw NUL, bytes
 # outside the grammar), too many query parameters, Accept-Encoding q-values, decompression bombs,
 # the archive truncated and rewritten in place under the server, slow clients (a byte every half
-# second) next to a normal one. Every wait is bounded; the servers are stopped by the trap.
+# second) next to a normal one, 200 idle connections next to a fresh client, raw requests with bad
+# framing (obs-fold, bad or differing Content-Length, no Host...), If-Range, keep-alive. Raw
+# exchanges assert exact status lines and body lengths. Every wait is bounded; the servers are
+# stopped by the trap.
 set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 helper="$(dirname "$T")/test_serve_request" # writes the hostile archives (tests/test_serve_request.c)
@@ -47,6 +50,70 @@ print(line or "none")
 EOF
 }
 
+# rawhttp: exchanges of raw bytes, the answers split into responses exactly as sent
+cat >"$work/rawhttp.py" <<'EOF'
+import re, socket
+
+def connect(port, source="127.0.0.1"):
+    s = socket.socket()
+    s.bind((source, 0))
+    s.settimeout(5)
+    s.connect(("127.0.0.1", port))
+    return s
+
+def read_all(s, wait=5):
+    """what arrives until the server closes the connection: (bytes, closed); closed is False
+    when nothing more came for `wait` seconds with the connection still open"""
+    data = b""
+    s.settimeout(wait)
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                return data, True
+            data += d
+    except socket.timeout:
+        return data, False
+    except OSError:
+        return data, True
+
+def parse(data):
+    """the responses in data, as (status line, {lower-case name: value}, body), and the bytes left
+    over (a response cut short, or anything after the last one)"""
+    out = []
+    while b"\r\n\r\n" in data:
+        head, rest = data.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        fields = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            fields[k.strip().lower()] = v.strip()
+        n = int(fields.get("content-length", len(rest)))
+        if len(rest) < n:
+            break
+        out.append((lines[0], fields, rest[:n]))
+        data = rest[n:]
+    return out, data
+
+def exchange(port, raw, source="127.0.0.1"):
+    """raw sent on a new connection: (responses, left over, closed)"""
+    s = connect(port, source)
+    s.sendall(raw)
+    data, closed = read_all(s)
+    s.close()
+    return parse(data) + (closed,)
+
+def one(port, raw, status):
+    """raw must get exactly one response, with this status line and a body as long as its
+    Content-Length, and the connection closed after it; returns the response or a complaint"""
+    rs, left, closed = exchange(port, raw)
+    if len(rs) != 1 or left or not closed:
+        return None, "%d responses, %d bytes left over, %s: %r" % (len(rs), len(left), "closed" if closed else "open", raw[:60])
+    if rs[0][0] != status:
+        return None, "%r: %s, expected %s" % (raw[:60], rs[0][0], status)
+    return rs[0], None
+EOF
+
 "$T" bake -q --levels 3 --area 0,0,256,256 --cells 16 "$work/a.terra"
 "$T" bake -q --levels 3 --area 0,0,256,256 --cells 8 "$work/b.terra"
 "$T" export "$work/a.terra" "$work/tree" >/dev/null
@@ -84,6 +151,89 @@ for ae in 'gzip' 'br, gzip;q=0.5' '*' 'GZIP;Q=1'; do
   gunzip -c "$work/t.gz" | cmp -s - "$work/t.raw" || fail "'$ae': the gzip body is not the tile"
 done
 alive "requests"
+
+# ---- framing: every bad head is one 400 (status line once, the body its Content-Length long) and
+# the connection closes; the good ones are answered, kept alive unless they carry content ----
+size=$(stat -c %s "$work/served.terra")
+python3 - "$port" "$work" "$size" <<'EOF' || fail "framing, keep-alive or If-Range (see above)"
+import sys
+sys.path.insert(0, sys.argv[2])
+from rawhttp import *
+port, size = int(sys.argv[1]), int(sys.argv[3])
+bad = 0
+def expect(raw, status, body=None):
+    global bad
+    r, why = one(port, raw, status)
+    if why or (body is not None and len(r[2]) != body):
+        print("FAIL", why or "%r: a body of %d bytes, expected %d" % (raw[:60], len(r[2]), body))
+        bad += 1
+    return r
+R = b"GET /0/0/0.terrain HTTP/1.1\r\n"
+for raw in [R + b"Host: a\r\nContent-Length: abc\r\n\r\n",
+            R + b"Host: a\r\nContent-Length: -1\r\n\r\n",
+            R + b"Host: a\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+            R + b"Host: a\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello",  # differing
+            R + b"Host: a\r\nContent-Length: 5, 6\r\n\r\nhello!",
+            R + b"Host: a\r\nX-A: b\r\n c\r\n\r\n",                       # obs-fold
+            R + b"X-A: b\r\n\tc\r\nHost: a\r\n\r\n",
+            R + b" Host: a\r\n\r\n",                                       # white space before the first field
+            R + b"Host : a\r\n\r\n",                                       # white space before the colon
+            R + b"Host: a\r\nX-A: b\x00c\r\n\r\n",                        # a NUL in a value
+            R + b"\r\n",                                                   # HTTP/1.1 without Host
+            R + b"Host: a\r\nHost: b\r\n\r\n",
+            R + b"Host: a b\r\n\r\n",
+            R + b"Host: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n",
+            R + b"Host: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+            b"GET /0/0/0.terrain HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"]:
+    expect(raw, "HTTP/1.1 400 Bad Request")
+expect(R + b"Host: a\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(64)) + b"\r\n",
+       "HTTP/1.1 431 Request Header Fields Too Large")  # 65 fields
+tile = expect(R + b"Host: a\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK")
+n = len(tile[2]) if tile else -1
+# accepted heads; those with content are answered and closed, the content never read as a request
+for raw in [R + b"Host: a\r\nContent-Length: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            R + b"Host: a\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(62)) + b"Connection: close\r\n\r\n",  # 64
+            b"GET /0/0/0.terrain HTTP/1.0\r\n\r\n",
+            R + b"Host: a\r\nContent-Length: 18\r\n\r\nGET /x HTTP/1.1\r\n\r\n",
+            R + b"Host: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"]:
+    expect(raw, "HTTP/1.1 200 OK", n)
+
+# keep-alive: two requests one after the other on one connection, then two sent at once
+s = connect(port)
+try:
+    for target in [b"/layer.json", b"/0/0/0.terrain"]:
+        s.sendall(b"GET " + target + b" HTTP/1.1\r\nHost: a\r\n\r\n")
+        data = b""
+        while not parse(data)[0]:
+            d = s.recv(65536)
+            if not d:
+                raise OSError("closed after " + target.decode())
+            data += d
+        rs, left = parse(data)
+        if len(rs) != 1 or left or rs[0][0] != "HTTP/1.1 200 OK" or rs[0][1].get("connection") == "close":
+            raise OSError("%s: %s, Connection: %s" % (target.decode(), rs[0][0], rs[0][1].get("connection")))
+    s.sendall(b"GET /0/0/0.terrain HTTP/1.1\r\nHost: a\r\n\r\nGET /layer.json HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+    rs, left = parse(read_all(s)[0])
+    if [r[0] for r in rs] != ["HTTP/1.1 200 OK"] * 2 or len(rs[0][2]) != n or left:
+        raise OSError("pipelined: %s, %d bytes left over" % ([r[0] for r in rs], len(left)))
+except OSError as e:
+    print("FAIL: keep-alive:", e); bad += 1
+s.close()
+
+# If-Range (RFC 9110 13.1.5): only the current strong ETag lets the Range through
+A = b"GET /archive.terra HTTP/1.1\r\nHost: a\r\nRange: bytes=0-9\r\n"
+rs, left, closed = exchange(port, A + b"Connection: close\r\n\r\n")
+etag = rs[0][1].get("etag", "") if rs else ""
+if not rs or rs[0][0] != "HTTP/1.1 206 Partial Content" or len(rs[0][2]) != 10 or not etag.startswith('"'):
+    print("FAIL: a range with no If-Range:", rs[0][0] if rs else "none", "ETag", etag); bad += 1
+expect(A + b"If-Range: " + etag.encode() + b"\r\nConnection: close\r\n\r\n", "HTTP/1.1 206 Partial Content", 10)
+for v in [b'"another"', b"W/" + etag.encode(), etag.encode()[:-2] + b'"', b"Sun, 06 Nov 1994 08:49:37 GMT", b""]:
+    r = expect(A + b"If-Range: " + v + b"\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK", size)
+    if r and "content-range" in r[1]:
+        print("FAIL: If-Range %r: a 200 with a Content-Range" % v); bad += 1
+sys.exit(1 if bad else 0)
+EOF
+alive "framing"
 
 # ---- slow clients next to a normal one (--request-timeout 2, --max-per-client 8) ----
 python3 - "$port" <<'EOF' || fail "slow clients starved a normal client or were not cut (see above)"
@@ -169,7 +319,23 @@ EOF
 alive "slow clients"
 
 # ---- the archive truncated and rewritten in place under the server ----
-truncate -s 1000 "$work/served.terra"
+# truncated, then asked at once (before the watcher's next look): 503 each time, whole bodies,
+# never the old Content-Length with the bytes missing
+python3 - "$port" "$work" <<'EOF' || fail "truncated archive (see above)"
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from rawhttp import *
+port = int(sys.argv[1])
+os.truncate(sys.argv[2] + "/served.terra", 1000)
+bad = 0
+for target, extra in [(b"/archive.terra", b""), (b"/archive.terra", b"Range: bytes=0-99\r\n"),
+                      (b"/archive.terra", b"Range: bytes=2000-2099\r\n"), (b"/2/1/1.terrain", b""), (b"/layer.json", b"")]:
+    r, why = one(port, b"GET " + target + b" HTTP/1.1\r\nHost: a\r\n" + extra + b"Connection: close\r\n\r\n",
+                 "HTTP/1.1 503 Service Unavailable")
+    if why or r[1].get("retry-after") != "1":
+        print("FAIL", target, extra, why or "no Retry-After: 1"); bad += 1
+sys.exit(1 if bad else 0)
+EOF
 sleep 0.1
 for i in $(seq 1 8); do
   c=$(code "$url/2/1/1.terrain")
@@ -203,6 +369,32 @@ ok=
 for _ in $(seq 1 40); do [ "$(code "$url/2/1/1.terrain")" = 200 ] && ok=1 && break; sleep 0.1; done
 [ -n "$ok" ] || fail "replaced archive not served within 4 s"
 kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
+
+# ---- 200 idle connections from one process (the defaults: --max-per-client 32, --request-timeout
+# 10) next to a fresh client from the same address: it is answered on its first try, while they are
+# held (the old server refused it until the idle ones timed out) ----
+start_server idle "$work/a.terra"
+python3 - "$port" "$work" <<'EOF' || fail "idle connections locked a fresh client out (see above)"
+import sys
+sys.path.insert(0, sys.argv[2])
+from rawhttp import *
+port = int(sys.argv[1])
+idle = [connect(port) for _ in range(200)]
+r, why = one(port, b"GET /0/0/0.terrain HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK")
+if why:
+    print("FAIL: a fresh client next to 200 idle connections:", why); sys.exit(1)
+# and the idle ones over the cap were closed to make room, the newest 32 kept
+s = idle[-1]
+s.sendall(b"GET /layer.json HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+rs, left = parse(read_all(s)[0])
+if [x[0] for x in rs] != ["HTTP/1.1 200 OK"]:
+    print("FAIL: the newest idle connection was not kept:", [x[0] for x in rs]); sys.exit(1)
+closed = sum(1 for c in idle[:100] if read_all(c, 2)[1])
+if closed != 100:
+    print("FAIL: %d of the 100 oldest idle connections closed, expected all" % closed); sys.exit(1)
+EOF
+kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
+grep -q "closed over --max-per-client" "$work/idle.err" || fail "closing idle connections not reported: $(cat "$work/idle.err")"
 
 # ---- decompression bombs ----
 start_server bomb "$work/bomb.terra"

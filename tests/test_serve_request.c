@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -200,6 +201,238 @@ static void test_ranges(void) {
                                          (unsigned long long)a, (unsigned long long)b);
         if (k == SERVE_RANGE_UNSATISFIABLE) CHECK(i % 3 == 2 ? y == 0 || size == 0 : x >= size, "'%s' of %llu refused", h,
                                                   (unsigned long long)size);
+    }
+}
+
+/* ---- If-Range, header fields --------------------------------------------------------------- */
+
+static bool if_range(const char *v, const char *etag) { return serve_if_range(v, v ? strlen(v) : 0, etag); }
+
+/* RFC 9110 13.1.5: only the strong tag itself lets a Range through; anything else is 200 whole. */
+static void test_if_range(void) {
+    const char *tag = "\"1f-7e9c-65a1b2c3.000000123\"";
+    CHECK(if_range(NULL, tag) && if_range(NULL, NULL), "no If-Range: the Range stands");
+    CHECK(if_range(tag, tag) && if_range(" \"1f-7e9c-65a1b2c3.000000123\"\t", tag), "the same tag");
+    const char *other[] = {"",
+                           "\"1f-7e9c-65a1b2c3.000000124\"",
+                           "W/\"1f-7e9c-65a1b2c3.000000123\"",
+                           "1f-7e9c-65a1b2c3.000000123",
+                           "\"1f-7e9c-65a1b2c3.000000123",
+                           "\"1f-7e9c-65a1b2c3.000000123\", \"x\"",
+                           "Mon, 01 Jan 2001 00:00:00 GMT",
+                           "Sun, 06 Nov 1994 08:49:37 GMT",
+                           "\"\""};
+    for (size_t i = 0; i < sizeof other / sizeof *other; i++) {
+        CHECK(!if_range(other[i], tag), "'%s' must not match", other[i]);
+        CHECK(!if_range(other[i], NULL), "'%s' with no tag to match", other[i]);
+    }
+    CHECK(!serve_if_range(tag, strlen(tag) - 1, tag), "the length is honoured");
+    /* property: a random value matches exactly when, trimmed, it is the tag */
+    uint64_t seed = 99;
+    const char alphabet[] = "\"W/ \t1f-7e9c.0,";
+    for (int i = 0; i < 50000; i++) {
+        char v[40];
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = (size_t)(seed >> 59);
+        for (size_t k = 0; k < n; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            v[k] = alphabet[(seed >> 33) % (sizeof alphabet - 1)];
+        }
+        const char *t = "\"1f-7e9c\"";
+        size_t a = 0, b = n;
+        while (a < b && (v[a] == ' ' || v[a] == '\t')) a++;
+        while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t')) b--;
+        bool same = b - a == strlen(t) && !memcmp(v + a, t, b - a);
+        CHECK(serve_if_range(v, n, t) == same, "'%.*s'", (int)n, v);
+    }
+}
+
+/* Splits "Name: value\n..." into fields as a parser would report them (value after the colon's
+ * white space). A line without ':' is all name. */
+static size_t fields_of(const char *text, serve_field *f, size_t max) {
+    size_t n = 0;
+    for (const char *p = text; *p && n < max;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) nl = p + strlen(p);
+        const char *colon = memchr(p, ':', (size_t)(nl - p));
+        f[n].name = p;
+        f[n].name_n = (size_t)((colon ? colon : nl) - p);
+        const char *v = colon ? colon + 1 : nl;
+        while (v < nl && (*v == ' ' || *v == '\t')) v++;
+        f[n].value = v;
+        f[n].value_n = (size_t)(nl - v);
+        n++;
+        p = *nl ? nl + 1 : nl;
+    }
+    return n;
+}
+
+/* the verdict on a head: 0 (acceptable, no content), 1 (acceptable, with content), or the status */
+static unsigned head(const char *text, bool http10) {
+    serve_field f[16];
+    size_t n = fields_of(text, f, 16);
+    serve_head h;
+    bool ok = serve_request_head(f, n, http10, &h);
+    CHECK(ok == (h.status == 0) && ok == (h.message == NULL), "'%s': status %u", text, h.status);
+    CHECK(ok || !h.content, "'%s': a refused head says nothing of content", text);
+    return ok ? (h.content ? 1u : 0u) : h.status;
+}
+
+static void test_head(void) {
+    struct {
+        const char *text;
+        bool http10;
+        unsigned verdict;
+    } cases[] = {
+        {"Host: a", false, 0},
+        {"Host: tiles.example:8080\nAccept: */*\nAccept-Encoding: gzip", false, 0},
+        {"Host: [::1]:8080", false, 0},
+        {"Host: ", false, 0},  /* empty: allowed (RFC 9112 3.2) */
+        {"Accept: */*", true, 0}, /* HTTP/1.0 needs no Host */
+        {"", true, 0},
+        {"", false, 400},                      /* HTTP/1.1 without Host */
+        {"Accept: */*", false, 400},
+        {"Host: a\nHost: a", false, 400},      /* two, even equal */
+        {"Host: a\nHost: b", true, 400},
+        {"Host: a b", false, 400},
+        {"Host: a/b", false, 400},
+        {"Host: user@a", false, 400},
+        {"Host: a\nContent-Length: 0", false, 0},
+        {"Host: a\nContent-Length: 0\nContent-Length: 0", false, 0},
+        {"Host: a\nContent-Length: 5", false, 1},
+        {"Host: a\nContent-Length: 007", false, 1},
+        {"Host: a\nContent-Length: 5, 5", false, 1},
+        {"Host: a\nContent-Length: 5\ncontent-length: 05", false, 1},
+        {"Host: a\nContent-Length: 0\nContent-Length: 5", false, 400},
+        {"Host: a\nContent-Length: 5,6", false, 400},
+        {"Host: a\nContent-Length: abc", false, 400},
+        {"Host: a\nContent-Length: -1", false, 400},
+        {"Host: a\nContent-Length: +5", false, 400},
+        {"Host: a\nContent-Length: 0x5", false, 400},
+        {"Host: a\nContent-Length: 1 2", false, 400},
+        {"Host: a\nContent-Length: ", false, 400},
+        {"Host: a\nContent-Length: 5,", false, 400},
+        {"Host: a\nContent-Length: 99999999999999999999999", false, 400},
+        {"Host: a\nTransfer-Encoding: chunked", false, 1},
+        {"Host: a\nTransfer-Encoding: gzip, CHUNKED", false, 1},
+        {"Host: a\nTransfer-Encoding: gzip\nTransfer-Encoding: chunked", false, 1},
+        {"Host: a\nTransfer-Encoding: gzip", false, 400},
+        {"Host: a\nTransfer-Encoding: chunked, gzip", false, 400},
+        {"Host: a\nTransfer-Encoding: chunked\nContent-Length: 5", false, 400},
+        {"Host: a\nContent-Length: 0\nTransfer-Encoding: chunked", false, 400},
+        {"Transfer-Encoding: chunked", true, 400},
+        {"Host: a\nX-A : b", false, 400},      /* white space before the colon */
+        {" Host: a", false, 400},              /* a first line that starts with white space */
+        {"Host: a\n\tX-A: b", false, 400},
+        {"Host: a\n: b", false, 400},          /* no name */
+        {"Host: a\nX(A): b", false, 400},
+        {"Host: a\nX-A: b\tc \xff", false, 0}, /* tab and obs-text are allowed in values */
+        {"Host: a\nX-A: b\rc", false, 400},
+        {"Host: a\nX-A: b\x7f", false, 400},
+        {"Host: a\nX-A: b\x01", false, 400},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        unsigned v = head(cases[i].text, cases[i].http10);
+        CHECK(v == cases[i].verdict, "'%s' (HTTP/1.%d): %u, expected %u", cases[i].text, cases[i].http10 ? 0 : 1, v,
+              cases[i].verdict);
+    }
+    serve_field nul = {.name = "X-A", .name_n = 3, .value = "b\0c", .value_n = 3};
+    serve_field host = {.name = "Host", .name_n = 4, .value = "a", .value_n = 1};
+    serve_field both[2] = {host, nul};
+    serve_head h;
+    CHECK(!serve_request_head(both, 2, false, &h) && h.status == 400, "a NUL in a value");
+
+    /* property: random heads from a small vocabulary against a model of RFC 9110/9112's rules */
+    static const char *names[] = {"Host", "HOST", "Content-Length", "content-length", "Transfer-Encoding", "X-A", "X A"};
+    static const char *values[] = {"a", "a b", "0", "5", "05", "5, 5", "5,6", "x", "", "chunked", "gzip", "gzip, chunked",
+                                   "chunked, gzip", "a\rb"};
+    uint64_t seed = 7;
+    for (int it = 0; it < 100000; it++) {
+        serve_field f[6];
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const size_t n = (size_t)(seed >> 61); /* 0..7, at most 6 used */
+        const bool http10 = (seed >> 40) & 1;
+        size_t hosts = 0, tes = 0;
+        bool bad = false, te_chunked = false, have_len = false, differ = false, content = false;
+        long len = -1;
+        for (size_t k = 0; k < n && k < 6; k++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const char *nm = names[(seed >> 33) % 7], *v = values[(seed >> 13) % 14];
+            f[k] = (serve_field){.name = nm, .name_n = strlen(nm), .value = v, .value_n = strlen(v)};
+            if (!strcmp(nm, "X A") || strchr(v, '\r')) bad = true;
+            if (!strcasecmp(nm, "Host")) {
+                hosts++;
+                if (strchr(v, ' ')) bad = true;
+            } else if (!strcasecmp(nm, "Content-Length")) {
+                /* the numbers each value lists: 0, 5 (5, 05, "5, 5"), or 5 and 6; others are malformed */
+                long a = !strcmp(v, "0") ? 0 : (!strcmp(v, "5") || !strcmp(v, "05") || !strcmp(v, "5, 5") || !strcmp(v, "5,6")) ? 5 : -1;
+                if (a < 0) bad = true;
+                if (!strcmp(v, "5,6")) differ = true;
+                if (a >= 0 && have_len && a != len) differ = true;
+                if (a >= 0) len = a, have_len = true;
+            } else if (!strcmp(nm, "Transfer-Encoding")) {
+                tes++;
+                te_chunked = !strcmp(v, "chunked") || !strcmp(v, "gzip, chunked");
+            }
+        }
+        const size_t used = n < 6 ? n : 6;
+        bool ok = !bad && hosts <= 1 && (hosts == 1 || http10) && !differ &&
+                  (tes == 0 || (!have_len && !http10 && te_chunked));
+        content = tes > 0 || (have_len && len > 0);
+        serve_head got;
+        bool r = serve_request_head(f, used, http10, &got);
+        CHECK(r == ok && (!ok || got.content == content), "case %d: %zu fields, HTTP/1.%d: %d (%s), expected %d", it, used,
+              http10 ? 0 : 1, r, got.message ? got.message : "", ok);
+    }
+}
+
+/* A request head as libmicrohttpd 0.9 leaves it: line ends and each field's colon overwritten
+ * with NUL, the fields pointing into it. */
+static void test_stray(void) {
+    char h1[] = "Host\0 a\0\0X-A\0 b\0\0\0"; /* ends with the empty line's CR LF */
+    serve_field f[3] = {{.name = h1, .name_n = 4, .value = h1 + 6, .value_n = 1},
+                        {.name = h1 + 9, .name_n = 3, .value = h1 + 14, .value_n = 1}};
+    const size_t n1 = sizeof h1 - 1;
+    CHECK(!serve_request_stray(h1, n1, f, 2), "every byte is a field's or a NUL");
+    CHECK(serve_request_stray(h1, n1, f, 1), "a line no field covers");
+    f[2] = (serve_field){.name = "Content-Length", .name_n = 14, .value = "0", .value_n = 1};
+    CHECK(!serve_request_stray(h1, n1, f, 3), "a field outside the head is skipped");
+    serve_field swapped[2] = {f[1], f[0]};
+    CHECK(serve_request_stray(h1, n1, swapped, 2), "fields out of order");
+    /* obs-fold: the parser moved "X-A: b" elsewhere (zeroing its line) and joined " c" to it */
+    char moved[] = "X-A\0 bc";
+    char h2[] = "Host\0 a\0\0\0\0\0\0\0\0\0\0 c\0\0\0";
+    serve_field g[2] = {{.name = h2, .name_n = 4, .value = h2 + 6, .value_n = 1},
+                        {.name = moved, .name_n = 3, .value = moved + 5, .value_n = 2}};
+    CHECK(serve_request_stray(h2, sizeof h2 - 1, g, 2), "the folded line stays behind");
+    CHECK(!serve_request_stray(h2, 12, g, 2), "the head's length is honoured");
+
+    /* property: random heads and sorted spans against a byte-by-byte model */
+    uint64_t seed = 3;
+    for (int it = 0; it < 20000; it++) {
+        char buf[64];
+        serve_field s[8];
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const size_t n = 1 + (size_t)(seed >> 58);
+        size_t ns = 0, at = 0;
+        bool covered[64] = {false};
+        while (ns < 8 && at < n) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            size_t a = at + (size_t)((seed >> 33) % 4), name_n = (size_t)((seed >> 40) % 4), gap = (size_t)((seed >> 45) % 3),
+                   value_n = (size_t)((seed >> 50) % 5);
+            if (a + name_n + gap + value_n > n) break;
+            s[ns++] = (serve_field){.name = buf + a, .name_n = name_n, .value = buf + a + name_n + gap, .value_n = value_n};
+            for (size_t i = a; i < a + name_n + gap + value_n; i++) covered[i] = true;
+            at = a + name_n + gap + value_n;
+        }
+        /* fields' bytes are anything; the others NUL, now and then not */
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            buf[i] = (char)(covered[i] ? (seed >> 56) : (seed >> 58) == 0 ? 'a' + (seed >> 40) % 26 : 0);
+        }
+        bool stray = false;
+        for (size_t i = 0; i < n; i++) stray |= buf[i] && !covered[i];
+        CHECK(serve_request_stray(buf, n, s, ns) == stray, "case %d", it);
     }
 }
 
@@ -515,6 +748,9 @@ int main(int argc, char **argv) {
     RUN(test_methods);
     RUN(test_accept_encoding);
     RUN(test_ranges);
+    RUN(test_if_range);
+    RUN(test_head);
+    RUN(test_stray);
     RUN(test_layer_json_ranges);
     RUN(test_tms_map_corner);
     RUN(test_hostile_archives);
