@@ -7,11 +7,15 @@
  * table (tints, metres per texture repeat as the test laid the texture coordinates), the files the
  * scenery names (present and absent), and that the cut lays the wall once and leaves the hole open.
  * Bad files (a NaN vertex, 0 bytes, garbage, no ground left, degenerate and duplicate triangles)
- * give clear errors or counts.
+ * give clear errors or counts. Hostile ones (counts no file holds, node graphs too deep or not a
+ * forest, URIs and symlinks out of the folder, FIFOs, past the memory budget, a crashing reader) are
+ * refused the same in this process and through terra-scenery, and the glTF triangles assimp drops
+ * are counted.
  *
- * `test_scenery --write DIR` writes the sceneries (ground.gltf + bush.png, ground.obj + ground.mtl)
- * and the bad files (bad-*.gltf, bad-*.obj) into DIR and nothing else, for `terra check` and the
- * CLI tests. */
+ * `test_scenery --write DIR` writes the sceneries (ground.gltf + bush.png, ground.obj + ground.mtl),
+ * the bad files (bad-*.gltf, bad-*.obj), quad.glb, quad.ply and the hostile files (bomb-*.ply,
+ * bomb.off, chain-20000.gltf, cycle.gltf, out-of-range.gltf) into DIR and nothing else, for
+ * `terra check`, the CLI tests and the fuzz seeds. */
 #include "check.h"
 #include "terra/io.h"
 #include "terra/raster.h"
@@ -697,20 +701,31 @@ static void test_bad_files(void) {
     CHECK(terra_scenery_read(&d, &s) == TERRA_E_IO && strstr(terra_last_error(), "not a regular file"));
 }
 
-/* Binary glTF (.glb: the buffer in its binary chunk, an image it names but lacks), PLY (no
- * materials, no texture coordinates: one layer, no repeat measured) and the triangle cap. */
-static void test_formats(void) {
+/* quad.glb (the buffer in its binary chunk, an image it names but lacks) and quad.ply (no
+ * materials, no texture coordinates) in `out`. */
+static void write_formats(const char *out) {
     mesh m = {0};
     double c0[3] = {0, 0, 0}, c1[3] = {10, 0, 0}, c2[3] = {10, 2, 10}, c3[3] = {0, 2, 10};
     mesh_quad(&m, c0, c1, c2, c3, 5);
     const mesh *mm[1] = {&m};
-    char glb[600];
-    snprintf(glb, sizeof glb, "%s/quad.glb", dir);
-    CHECK(write_gltf(glb, mm, NULL, 1, "[{\"name\":\"field\",\"mesh\":0}]", "[0]",
+    char p[600];
+    snprintf(p, sizeof p, "%s/quad.glb", out);
+    CHECK(write_gltf(p, mm, NULL, 1, "[{\"name\":\"field\",\"mesh\":0}]", "[0]",
                      "\"materials\":[{\"name\":\"field\",\"pbrMetallicRoughness\":{\"baseColorTexture\":"
                      "{\"index\":0}}}],\"textures\":[{\"source\":0}],\"images\":[{\"uri\":\"field%20albedo.png\"}]",
                      true));
     mesh_free(&m);
+    snprintf(p, sizeof p, "%s/quad.ply", out);
+    CHECK(write_text(p, "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
+                        "property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
+                        "0 0 0\n10 0 0\n10 1 10\n0 1 10\n3 0 1 2\n3 0 2 3\n"));
+}
+
+/* Binary glTF, PLY (one layer, no repeat measured) and the triangle cap. */
+static void test_formats(void) {
+    write_formats(dir);
+    char glb[600];
+    snprintf(glb, sizeof glb, "%s/quad.glb", dir);
     terra_scenery g;
     terra_scenery_desc gd = {.path = glb};
     CHECK(terra_scenery_read(&gd, &g) == TERRA_OK, "%s", terra_last_error());
@@ -721,9 +736,6 @@ static void test_formats(void) {
 
     char p[600];
     snprintf(p, sizeof p, "%s/quad.ply", dir);
-    CHECK(write_text(p, "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
-                        "property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
-                        "0 0 0\n10 0 0\n10 1 10\n0 1 10\n3 0 1 2\n3 0 2 3\n"));
     terra_scenery s;
     terra_scenery_desc d = {.path = p};
     CHECK(terra_scenery_read(&d, &s) == TERRA_OK, "%s", terra_last_error());
@@ -936,8 +948,9 @@ static void test_count_property(void) {
             terra_scenery_declared dd;
             terra_status st = terra_scenery_check_head(name, file, n, n, TERRA_SCENERY_MAX_DEPTH, &dd);
             terra_scenery_declared_free(&dd);
-            CHECK(st == (over ? TERRA_E_CORRUPT : TERRA_OK), "case %d (%s, raised %d): %s, %zu bytes after the header, "
-                  "%llu needed", c, name, raise, st ? terra_last_error() : "accepted", body_n, (unsigned long long)need);
+            CHECK(st == (over ? TERRA_E_CORRUPT : TERRA_OK),
+                  "case %d (%s, raised %d): %s, %zu bytes after the header, %llu needed", c, name, raise,
+                  st ? terra_last_error() : "accepted", body_n, (unsigned long long)need);
             if (over && kind != 2 && st == TERRA_E_CORRUPT) {
                 char place[64];
                 snprintf(place, sizeof place, "line %d: element 'e%d'", line[first_over], first_over);
@@ -1243,8 +1256,8 @@ static void test_crash(void) {
     printf("  %.300s\n", terra_last_error());
 }
 
-/* --write DIR: the sceneries, the bad and the hostile files, for terra check, the CLI tests and the
- * fuzz seeds. */
+/* --write DIR: the sceneries, the bad, the other formats' and the hostile files, for terra check,
+ * the CLI tests and the fuzz seeds. */
 static int write_all(const char *out) {
     mkdir(out, 0755);
     snprintf(dir, sizeof dir, "%s", out);
@@ -1256,6 +1269,7 @@ static int write_all(const char *out) {
     write_gltf_scenery(out, &sc, path, sizeof path);
     write_obj_scenery(out, &sc, path, sizeof path);
     write_bad(out);
+    write_formats(out);
     write_hostile(out);
     scenery_free(&sc);
     ground_free(&g);

@@ -27,7 +27,8 @@
 
 int main(int argc, char **argv) {
     if (argc != 4) {
-        fprintf(stderr, "terra-scenery: reads a scenery for terra (usage: terra-scenery PATH MAX_TRIANGLES MAX_BYTES)\n");
+        fprintf(stderr, "terra-scenery: reads a scenery for terra (usage: terra-scenery PATH MAX_TRIANGLES "
+                        "MAX_BYTES)\n");
         return 64 + TERRA_E_INVALID;
     }
     terra_scenery_desc d = {.path = argv[1],

@@ -109,7 +109,7 @@ typedef struct terra_scenery_desc {
  * in one place for the process. A texture's alpha is looked for in PNG files and embedded images
  * (PNG or raw texels); other image formats count as opaque.
  *
- * Hostile files are refused before assimp allocates for them (terra_scenery_check_head): a PLY
+ * Hostile files are refused before assimp allocates for them (io/cook/scenery_check.c): a PLY
  * or OFF header declaring more elements than the file's bytes can hold; a glTF node graph with a
  * cycle, a node with two parents, a child index out of range or a node deeper than
  * TERRA_SCENERY_MAX_DEPTH (any format's node tree is held to that depth after import too); a glTF

@@ -521,8 +521,10 @@ static char *read_all(reader *r, size_t *size) {
         if (fd >= 0) close(fd);
         return NULL;
     }
-    char *d = terra_alloc((size_t)st.st_size + 1);
-    *size = d ? gate_read(r->gate, fd, d, (size_t)st.st_size) : 0;
+    /* within the budget, as every read: gate_read refuses past it */
+    size_t n = (uint64_t)st.st_size < r->gate->budget ? (size_t)st.st_size : (size_t)r->gate->budget;
+    char *d = terra_alloc(n + 1);
+    *size = d ? gate_read(r->gate, fd, d, n) : 0;
     close(fd);
     if (d) d[*size] = 0;
     return d;
@@ -719,14 +721,15 @@ terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *o
                                       aiProcess_ValidateDataStructure, &io);
         const char *e = sc ? "" : aiGetErrorString();
         if (!sc && g.refused) s = terra_fail(g.refused, "%s", g.why);
-        else if (!sc && strstr(e, "bad_alloc")) s = terra_fail(TERRA_E_NOMEM, "%s: out of memory reading it (assimp: %s)", path, e);
+        else if (!sc && strstr(e, "bad_alloc"))
+            s = terra_fail(TERRA_E_NOMEM, "%s: out of memory reading it (assimp: %s)", path, e);
         else if (!sc) s = terra_fail(TERRA_E_FORMAT, "%s: assimp cannot read it: %s", path, e);
     }
     if (s == TERRA_OK) {
         reader r = {.path = path, .gate = &g, .declared = &declared, .scene = sc, .out = out,
                     .max_triangles = desc->max_triangles ? desc->max_triangles : (size_t)1 << 31};
         s = read_scene(&r);
-        if (s == TERRA_OK && g.refused) s = terra_fail(g.refused, "%s", g.why);
+        if (g.refused) s = terra_fail(g.refused, "%s", g.why); /* what went wrong first */
         for (unsigned i = 0; r.ratio && i < (sc->mNumMaterials ? sc->mNumMaterials : 1); i++) terra_free(r.ratio[i]);
         terra_free(r.ratio);
         terra_free(r.ratio_count);

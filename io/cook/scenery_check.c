@@ -267,7 +267,8 @@ static terra_status gltf_uris(const char *path, const cJSON *root, terra_scenery
                 if (!u) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
                 out->uris = u;
             }
-            if (!(out->uris[out->uri_count] = terra_alloc(n))) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
+            if (!(out->uris[out->uri_count] = terra_alloc(n)))
+                return terra_fail(TERRA_E_NOMEM, "%s: out of memory", path);
             memcpy(out->uris[out->uri_count++], uri->valuestring, n);
         }
     }
@@ -390,8 +391,8 @@ static terra_status gltf_depths(graph *g, int max_depth) {
             g->depth[v] = ++d;
             if (d > max_depth)
                 return terra_fail(TERRA_E_UNSUPPORTED,
-                                  "%s: node %d ('%.100s') is %d levels below its root, more than the %d terra reads", g->path,
-                                  v, node_name(g, v), d, max_depth);
+                                  "%s: node %d ('%.100s') is %d levels below its root, more than the %d terra reads",
+                                  g->path, v, node_name(g, v), d, max_depth);
         }
     }
     return TERRA_OK;

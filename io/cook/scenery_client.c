@@ -85,7 +85,8 @@ static answer receive(int fd, size_t budget, terra_scenery *s) {
     if (!s->layers || !s->left_out || !s->files) return ANSWER_NOMEM;
     for (; !a && s->layer_count < w.layer_count; s->layer_count++) {
         terra_scenery_layer *l = &s->layers[s->layer_count];
-        if (!terra_child_read(fd, l->tint, sizeof l->tint) || !terra_child_read(fd, &l->metres_per_repeat, sizeof(double)) ||
+        if (!terra_child_read(fd, l->tint, sizeof l->tint) ||
+            !terra_child_read(fd, &l->metres_per_repeat, sizeof(double)) ||
             !terra_child_read(fd, &l->triangles, sizeof(uint64_t)))
             return ANSWER_SHORT;
         a = get_string(fd, &l->name);
@@ -130,7 +131,8 @@ terra_status terra_scenery_read_isolated(const terra_scenery_desc *desc, const c
     if (a == ANSWER_OK && st == TERRA_OK) return TERRA_OK;
     terra_scenery_free(out);
     if (a == ANSWER_NOMEM) return terra_fail(TERRA_E_NOMEM, "%s: out of memory for the scenery's ground", desc->path);
-    if (a == ANSWER_BAD) return terra_fail(TERRA_E_IO, "%s: %s gave an answer that does not hold together", desc->path, what);
+    if (a == ANSWER_BAD)
+        return terra_fail(TERRA_E_IO, "%s: %s gave an answer that does not hold together", desc->path, what);
     if (st == TERRA_OK) return terra_fail(TERRA_E_IO, "%s: %s's answer is cut short", desc->path, what);
     return st;
 }
