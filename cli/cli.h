@@ -39,6 +39,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 bool cli_parse_double(const char *s, double *out);
 bool cli_parse_int(const char *s, long *out);
 bool cli_parse_doubles(const char *s, double *out, int n);
+/* Parses a memory size: a number of bytes with an optional K, M, G or T (powers of 1024, an
+ * optional B or iB after it), from 1 MiB to 1 PiB; false if malformed or out of that range. */
+bool cli_parse_bytes(const char *s, size_t *out);
 /* Parses WxH. */
 bool cli_parse_size(const char *s, int *w, int *h);
 

@@ -57,6 +57,9 @@ static void help(FILE *f) {
             "      --band N              band of a plain raster (default 1)\n"
             "      --z-scale S           multiply heights by S (e.g. 0.1 for decimetres)\n"
             "      --spacing M           metres between samples (default: georeferencing, else 1)\n"
+            "      --max-memory SIZE     memory budget for reading each input (e.g. 512M, 2G; default half\n"
+            "                            of physical memory): a raster past it is refused before it is\n"
+            "                            read, a scenery's reader (terra-scenery) runs limited to it\n"
             "  -q, --quiet               no progress bar (there is none when stderr is not a terminal)\n");
     fprintf(f,
             "On MPI ranks (mpirun -n N terra cook ..., with terra-cook-mpi built: TERRA_BUILD_MPI):\n"
@@ -70,8 +73,11 @@ static void help(FILE *f) {
             "  -h, --help                this help\n\n"
             "Prints a report (key value lines): frame, tiles, levels, per level its tiles, vertices,\n"
             "triangles, stored bytes and largest geometric error, bytes, seconds, samples_per_s,\n"
-            "peak_mb (this process) and reader_peak_mb (the terra-raster reader processes); with the\n"
-            "cache, why it was or was not reused, tiles_reused and finest_reused.\n"
+            "peak_mb (this process) and reader_peak_mb (the terra-raster and terra-scenery reader\n"
+            "processes); for a scenery, the triangles its reading dropped: dropped_degenerate,\n"
+            "dropped_duplicate, dropped_not_triangles (points, lines) and dropped_out_of_range (glTF\n"
+            "indices past the vertices); with the cache, why it was or was not reused, tiles_reused and\n"
+            "finest_reused.\n"
             "Exit 0 on success, 1 on failure, 2 on bad usage.\n");
 }
 
@@ -142,10 +148,16 @@ static void print_report(const char *out, const terra_cook_report *r, double rea
            rusage_mb(RUSAGE_SELF), rusage_mb(RUSAGE_CHILDREN));
 }
 
+/* What a scenery's reading dropped (the archive's metadata says it too). */
+static void print_dropped(const terra_scenery *s) {
+    printf("dropped_degenerate %zu\ndropped_duplicate %zu\ndropped_not_triangles %zu\ndropped_out_of_range %zu\n",
+           s->degenerate, s->duplicate, s->not_triangles, s->out_of_range);
+}
+
 /* ---- the command --------------------------------------------------------------------------------- */
 
 enum { OPT_LEVELS = 256, OPT_TILE, OPT_FRAME, OPT_THREADS, OPT_COMP, OPT_CACHE, OPT_NOCACHE, OPT_ENC, OPT_BAND,
-       OPT_ZS, OPT_SPACING, OPT_SOURCE, OPT_AREA, OPT_SEED, OPT_STAGE };
+       OPT_ZS, OPT_SPACING, OPT_SOURCE, OPT_AREA, OPT_SEED, OPT_STAGE, OPT_MAXMEM };
 
 static int cook_main(int argc, char **argv) {
     static const struct option opts[] = {
@@ -158,6 +170,7 @@ static int cook_main(int argc, char **argv) {
         {"spacing", required_argument, 0, OPT_SPACING}, {"quiet", no_argument, 0, 'q'},
         {"source", required_argument, 0, OPT_SOURCE}, {"area", required_argument, 0, OPT_AREA},
         {"seed", required_argument, 0, OPT_SEED},     {"stage", required_argument, 0, OPT_STAGE},
+        {"max-memory", required_argument, 0, OPT_MAXMEM},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     const char *out = NULL, *cache = NULL, *script = NULL, *stage = NULL;
     double area[4] = {0, 0, 1024, 1024};
@@ -165,6 +178,7 @@ static int cook_main(int argc, char **argv) {
     bool quiet = false, no_cache = false;
     double max_error = 1.0, zscale = 0, spacing = 0;
     int levels = 0, tile = 0, threads = 0, band = 0;
+    size_t max_bytes = 0;
     terra_cook_frame frame = TERRA_COOK_FRAME_AUTO;
     terra_compression comp = TERRA_COMPRESS_PACKED;
     terra_raster_encoding enc = TERRA_RASTER_PLAIN;
@@ -217,6 +231,10 @@ static int cook_main(int argc, char **argv) {
             break;
         case OPT_SPACING:
             if (!cli_opt_double(CMD, "--spacing", optarg, "metres", 1e-6, 1e6, &spacing)) return EXIT_USAGE;
+            break;
+        case OPT_MAXMEM:
+            if (!cli_parse_bytes(optarg, &max_bytes))
+                return cli_usage_error(CMD, "--max-memory: '%s' is not a size from 1M to 1P (e.g. 512M, 2G)", optarg);
             break;
         case OPT_SOURCE: script = optarg; break;
         case OPT_AREA:
@@ -274,7 +292,7 @@ static int cook_main(int argc, char **argv) {
     if (!rasters || !inputs || !sources || !sceneries || !named) rc = cli_error(CMD, "out of memory");
     for (; rc == EXIT_OK && opened < nin; opened++) {
         terra_raster_desc rd = {.path = argv[optind + opened], .encoding = enc, .band = band, .z_scale = zscale,
-                                .spacing_m = spacing};
+                                .spacing_m = spacing, .max_bytes = max_bytes};
         terra_raster_source **s = sources + (size_t)opened * (size_t)threads;
         inputs[opened] = (terra_cook_input){.path = rd.path};
         if (is_scenery(rd.path)) continue;
@@ -304,7 +322,9 @@ static int cook_main(int argc, char **argv) {
     }
     for (int i = 0; rc == EXIT_OK && i < nin; i++) {
         if (!is_scenery(inputs[i].path)) continue;
-        if (terra_scenery_read(&(terra_scenery_desc){.path = inputs[i].path}, &sceneries[i]) != TERRA_OK) {
+        /* in a child process of its own: assimp's memory held to the budget, a crash there kept there */
+        const terra_scenery_desc sd = {.path = inputs[i].path, .max_bytes = max_bytes};
+        if (terra_scenery_read_isolated(&sd, NULL, &sceneries[i]) != TERRA_OK) {
             rc = cli_error(CMD, "%s", terra_last_error());
             break;
         }
@@ -327,7 +347,7 @@ static int cook_main(int argc, char **argv) {
         if (inputs[i].scenery) continue;
         terra_raster_source **s = sources + (size_t)i * (size_t)threads;
         terra_raster_desc rd = {.path = inputs[i].path, .encoding = enc, .band = band, .z_scale = zscale,
-                                .spacing_m = spacing};
+                                .spacing_m = spacing, .max_bytes = max_bytes};
         /* in the local frame too, a raster too large to hold as floats is read in windows */
         const terra_raster_info *info = terra_raster_source_info(s[0]);
         const char *cap = getenv("TERRA_COOK_WHOLE_MAX"); /* for tests: a smaller cap */
@@ -374,6 +394,8 @@ static int cook_main(int argc, char **argv) {
         for (size_t i = 0; i < (size_t)nin * (size_t)threads; i++) terra_raster_close(sources[i]), sources[i] = NULL;
         if (st != TERRA_OK) rc = cli_error(CMD, "%s", terra_last_error());
         else print_report(out, &rep, read_s);
+        for (int i = 0; st == TERRA_OK && i < nin; i++)
+            if (inputs[i].scenery) print_dropped(inputs[i].scenery);
         if (st == TERRA_OK && cc) printf("cache %s\ntiles_reused %llu\nfinest_reused %llu\n", terra_cook_cache_reason(cc),
                                          (unsigned long long)rep.tiles_reused, (unsigned long long)rep.finest_reused);
     }

@@ -314,30 +314,6 @@ static int stage_commit(out_set *o) {
     return rc;
 }
 
-/* Parses a memory size: a number of bytes with an optional K, M, G or T (powers of 1024, an
- * optional B or iB after it), from 1 MiB to 1 PiB. */
-static bool parse_bytes(const char *s, size_t *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v) || v <= 0) return false;
-    double mul = 1;
-    switch (*end) {
-    case 'k': case 'K': mul = 1024.0, end++; break;
-    case 'm': case 'M': mul = 1048576.0, end++; break;
-    case 'g': case 'G': mul = 1073741824.0, end++; break;
-    case 't': case 'T': mul = 1099511627776.0, end++; break;
-    default: break;
-    }
-    if (mul > 1 && *end == 'i') end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end) return false;
-    v *= mul;
-    if (v < 1048576.0 || v > 1125899906842624.0) return false;
-    *out = (size_t)v;
-    return true;
-}
-
 typedef struct xy_map {
     int mode; /* 0 samples, 1 metres, 2 geo */
     double gt[6];
@@ -765,7 +741,7 @@ int cmd_mesh(int argc, char **argv) {
             threads_set = true;
             break;
         case OPT_MAXMEM:
-            if (!parse_bytes(optarg, &max_bytes))
+            if (!cli_parse_bytes(optarg, &max_bytes))
                 return cli_usage_error(CMD, "--max-memory: '%s' is not a size from 1M to 1P (e.g. 512M, 2G)", optarg);
             break;
         case 'q': quiet = true; break;

@@ -69,6 +69,28 @@ bool cli_parse_doubles(const char *s, double *out, int n) {
     return true;
 }
 
+bool cli_parse_bytes(const char *s, size_t *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v) || v <= 0) return false;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0, end++; break;
+    case 'm': case 'M': mul = 1048576.0, end++; break;
+    case 'g': case 'G': mul = 1073741824.0, end++; break;
+    case 't': case 'T': mul = 1099511627776.0, end++; break;
+    default: break;
+    }
+    if (mul > 1 && *end == 'i') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return false;
+    v *= mul;
+    if (v < 1048576.0 || v > 1125899906842624.0) return false;
+    *out = (size_t)v;
+    return true;
+}
+
 bool cli_parse_size(const char *s, int *w, int *h) {
     char *end;
     long a = strtol(s, &end, 10);

@@ -7,7 +7,7 @@ build=${1:?build dir}
 secs=${2:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 shared=${TERRA_SHARED:-$root/../shared}
-for t in terra test_hostile test_cook_split; do
+for t in terra test_hostile test_cook_split test_scenery; do
   [ -x "$build/$t" ] || { echo "fuzz/run.sh: $build/$t not built" >&2; exit 1; }
 done
 corpus=$(mktemp -d "${TMPDIR:-/tmp}/terra_fuzz.XXXXXX")
@@ -72,3 +72,12 @@ mkdir -p "$corpus/part_seed" "$corpus/parts"
 "$build/test_cook_split" --write "$corpus/parts" >/dev/null
 for f in "$corpus"/parts/*.part; do { printf '\x00'; cat "$f"; } >"$corpus/part_seed/$(basename "$f")"; done
 fuzz_one fuzz_cook_part 65536 "$corpus/part_seed"
+# terra's look at a scenery before assimp: a byte picking the name (.ply .off .gltf .glb .obj) before
+# the sceneries, bad and hostile files tests/test_scenery.c writes (fuzz/fuzz_scenery.c)
+mkdir -p "$corpus/scenery_seed" "$corpus/sceneries"
+"$build/test_scenery" --write "$corpus/sceneries" >/dev/null
+for f in "$corpus"/sceneries/*; do
+  case "$f" in *.ply) b='\x00' ;; *.off) b='\x01' ;; *.gltf) b='\x02' ;; *.glb) b='\x03' ;; *.obj) b='\x04' ;; *) continue ;; esac
+  { printf "$b"; cat "$f"; } >"$corpus/scenery_seed/$(basename "$f")"
+done
+fuzz_one fuzz_scenery 65536 "$corpus/scenery_seed"

@@ -4,6 +4,7 @@
 #include "terra/io.h"
 #include "terra/raster.h"
 #include "raster_wire.h"
+#include "child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,17 +92,7 @@ terra_status terra_raster_check_extent(const char *path, const terra_raster *r) 
 }
 
 /* Reads exactly n bytes (false at an early end or an error). */
-static bool read_all(int fd, void *buf, size_t n) {
-    uint8_t *p = buf;
-    while (n) {
-        ssize_t k = read(fd, p, n > (1u << 20) ? (1u << 20) : n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return false;
-        p += k;
-        n -= (size_t)k;
-    }
-    return true;
-}
+static bool read_all(int fd, void *buf, size_t n) { return terra_child_read(fd, buf, n); }
 
 bool terra_io_sibling_path(const char *name, char *out, size_t cap) {
     char self[PATH_MAX];
@@ -114,24 +105,9 @@ bool terra_io_sibling_path(const char *name, char *out, size_t cap) {
     return snprintf(out, cap, "%s%s", self, name) < (int)cap;
 }
 
-/* The reader next to the running program, or $TERRA_RASTER_READER. */
-static bool default_reader(char *out, size_t cap) {
-    const char *env = getenv("TERRA_RASTER_READER");
-    if (env && *env) return snprintf(out, cap, "%s", env) < (int)cap;
-    return terra_io_sibling_path("terra-raster", out, cap);
-}
-
-/* The reader to run: `reader`, or the default; TERRA_E_UNSUPPORTED naming the file when missing. */
+/* The reader to run: `reader`, $TERRA_RASTER_READER, or terra-raster next to the running program. */
 static terra_status reader_path(const char *file, const char *reader, char *path, size_t cap) {
-    if (reader) {
-        snprintf(path, cap, "%s", reader);
-    } else if (!default_reader(path, cap)) {
-        return terra_fail(TERRA_E_UNSUPPORTED, "%s: cannot locate terra-raster, the raster reader", file);
-    }
-    if (access(path, X_OK) != 0)
-        return terra_fail(TERRA_E_UNSUPPORTED, "%s: the raster reader %s is missing (it is built next to terra)", file,
-                          path);
-    return TERRA_OK;
+    return terra_child_locate(file, "the raster reader", reader, "TERRA_RASTER_READER", "terra-raster", path, cap);
 }
 
 /* The reader's arguments after the path: encoding, band, z_scale, spacing_m, max_side, max_bytes. */
@@ -157,38 +133,11 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
     char args[6][40];
     reader_args(d, args);
     char *argv[] = {path, (char *)d->path, args[0], args[1], args[2], args[3], args[4], args[5], NULL};
-
-    /* Close-on-exec from the start (a socket pair: POSIX has no pipe2): a child another thread spawns
-     * meanwhile must not inherit the write ends, or the reads below would wait for it to exit. */
-    int data[2] = {-1, -1}, err[2] = {-1, -1};
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) != 0 ||
-        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, err) != 0) {
-        terra_status st = terra_fail(TERRA_E_IO, "%s: cannot start the raster reader: %s", d->path, strerror(errno));
-        for (int i = 0; i < 2; i++) {
-            if (data[i] >= 0) close(data[i]);
-            if (err[i] >= 0) close(err[i]);
-        }
-        return st;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, data[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-    posix_spawn_file_actions_addclose(&fa, data[0]);
-    posix_spawn_file_actions_addclose(&fa, err[0]);
-    pid_t pid;
-    int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(data[1]);
-    close(err[1]);
-    if (rc != 0) {
-        close(data[0]);
-        close(err[0]);
-        return terra_fail(TERRA_E_IO, "%s: cannot start the raster reader %s: %s", d->path, path, strerror(rc));
-    }
+    terra_child c;
+    if ((rst = terra_child_start(d->path, "the raster reader", path, argv, &c)) != TERRA_OK) return rst;
 
     terra_raster_wire w;
-    bool got = read_all(data[0], &w, sizeof w) && w.magic == TERRA_RASTER_WIRE_MAGIC && w.size == sizeof w &&
+    bool got = read_all(c.out, &w, sizeof w) && w.magic == TERRA_RASTER_WIRE_MAGIC && w.size == sizeof w &&
                w.raster.width > 0 && w.raster.height > 0;
     float *hs = NULL;
     bool nomem = false;
@@ -199,26 +148,10 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
         const size_t n = (size_t)w.raster.width * (size_t)w.raster.height;
         hs = terra_alloc(n * sizeof(float) + 1);
         nomem = !hs;
-        got = hs && read_all(data[0], hs, n * sizeof(float));
+        got = hs && read_all(c.out, hs, n * sizeof(float));
     }
-    close(data[0]); /* a reader still writing gets EPIPE and stops */
-    char msg[1024];
-    size_t mn = 0;
-    for (;;) {
-        ssize_t k = read(err[0], msg + mn, sizeof msg - 1 - mn);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        mn += (size_t)k;
-        if (mn == sizeof msg - 1) break;
-    }
-    msg[mn] = 0;
-    while (mn && (msg[mn - 1] == '\n' || msg[mn - 1] == '\r')) msg[--mn] = 0;
-    close(err[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-
-    if (got && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    terra_status st = terra_child_finish(&c, d->path, "the raster reader");
+    if (got && st == TERRA_OK) {
         *out = w.raster;
         out->heights = hs;
         return TERRA_OK;
@@ -226,12 +159,8 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
     terra_free(hs);
     if (over) return over;
     if (nomem) return terra_fail(TERRA_E_NOMEM, "%s: out of memory for %dx%d samples", d->path, w.raster.width, w.raster.height);
-    if (WIFEXITED(status) && WEXITSTATUS(status) > 64 && WEXITSTATUS(status) <= 64 + TERRA_E_CAPACITY && mn)
-        return terra_fail((terra_status)(WEXITSTATUS(status) - 64), "%s", msg);
-    if (WIFSIGNALED(status))
-        return terra_fail(TERRA_E_IO, "%s: the raster reader died (signal %d)%s%s", d->path, WTERMSIG(status),
-                          mn ? ": " : "", msg);
-    return terra_fail(TERRA_E_IO, "%s: the raster reader failed%s%s", d->path, mn ? ": " : "", msg);
+    if (st == TERRA_OK) return terra_fail(TERRA_E_IO, "%s: the raster reader's answer is cut short", d->path);
+    return st;
 }
 
 /* ---- sources: what every kind shares ----------------------------------------------------------- */

@@ -78,7 +78,7 @@ for lib in terra terra-io terra-gdal terra-cook terra-gl terra-ode; do
       bad "$lib: exports $f, which no installed header declares"
   done
 done
-for p in terra terra-raster terra-gl terra-cook terra-drive terra-http; do has "$full/bin/$p"; done
+for p in terra terra-raster terra-scenery terra-gl terra-cook terra-drive terra-http; do has "$full/bin/$p"; done
 run "installed terra runs" "$full/bin/terra" --version
 run "installed terra runs terra-cook beside it" "$full/bin/terra" cook --help
 consumer io-shared "$full" -DTERRA_PARTS=io

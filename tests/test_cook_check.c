@@ -524,7 +524,7 @@ static void test_scenery_source(void) {
         if (!hole) {
             /* the layer table: the scenery's passes, another repeat length is named */
             terra_scenery sc;
-            const terra_scenery_desc sd = {obj, 0};
+            const terra_scenery_desc sd = {.path = obj};
             CHECK(terra_scenery_read(&sd, &sc) == TERRA_OK && sc.layer_count == 1, "%s", terra_last_error());
             char js[512];
             for (int wrong = 0; wrong < 2 && sc.layer_count >= 1; wrong++) {

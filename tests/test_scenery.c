@@ -7,21 +7,37 @@
  * table (tints, metres per texture repeat as the test laid the texture coordinates), the files the
  * scenery names (present and absent), and that the cut lays the wall once and leaves the hole open.
  * Bad files (a NaN vertex, 0 bytes, garbage, no ground left, degenerate and duplicate triangles)
- * give clear errors or counts.
+ * give clear errors or counts. Hostile ones (counts no file holds, node graphs too deep or not a
+ * forest, URIs and symlinks out of the folder, FIFOs, past the memory budget, a crashing reader) are
+ * refused the same in this process and through terra-scenery, and the glTF triangles assimp drops
+ * are counted.
  *
- * `test_scenery --write DIR` writes the sceneries (ground.gltf + bush.png, ground.obj + ground.mtl)
- * and the bad files (bad-*.gltf, bad-*.obj) into DIR and nothing else, for `terra check` and the
- * CLI tests. */
+ * `test_scenery --write DIR` writes the sceneries (ground.gltf + bush.png, ground.obj + ground.mtl),
+ * the bad files (bad-*.gltf, bad-*.obj), quad.glb, quad.ply and the hostile files (bomb-*.ply,
+ * bomb.off, chain-20000.gltf, cycle.gltf, out-of-range.gltf) into DIR and nothing else, for
+ * `terra check`, the CLI tests and the fuzz seeds. */
 #include "check.h"
 #include "terra/io.h"
 #include "terra/raster.h"
 #include "terra/scenery.h"
 #include "terra/tin.h"
+#include "../io/cook/scenery_check.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Sanitizer builds run terra-scenery without its address-space limit (their shadow memory needs
+ * more), and a crash there is the sanitizer's report and exit, not a signal. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
 
 /* What the scenery is made to hold: metres per repeat of each ground material's texture. */
 #define GRASS_M 8.0
@@ -370,8 +386,8 @@ static bool write_text(const char *path, const char *text) {
     return fclose(f) == 0;
 }
 
-/* The bad files: bad-nan.gltf, bad-empty.obj, bad-garbage.gltf, bad-objects.gltf (nothing but a
- * transformed node), bad-degenerate.obj (2 good triangles, 2 without area, 1 repeated). */
+/* The bad files: bad-nan.gltf, bad-empty.obj, bad-garbage.gltf (cut short), bad-assimp.gltf (JSON
+ * that is no glTF), bad-objects.gltf (nothing but a transformed node), bad-degenerate.obj (2 good triangles, 2 without area, 1 repeated). */
 static void write_bad(const char *dir) {
     char p[600];
     mesh m = {0};
@@ -389,6 +405,8 @@ static void write_bad(const char *dir) {
     CHECK(write_text(p, ""));
     snprintf(p, sizeof p, "%s/bad-garbage.gltf", dir);
     CHECK(write_text(p, "{\"asset\": {\"version\": \"2.0\"}, \"meshes\": [ {\"primitives\": 7 "));
+    snprintf(p, sizeof p, "%s/bad-assimp.gltf", dir); /* JSON, but no glTF */
+    CHECK(write_text(p, "{\"asset\": {\"version\": \"2.0\"}, \"meshes\": [ {\"primitives\": 7 } ] }"));
     snprintf(p, sizeof p, "%s/bad-degenerate.obj", dir);
     CHECK(write_text(p, "v 0 0 0\nv 10 0 0\nv 10 1 10\nv 0 1 10\nv 5 0 0\n"
                         "f 1 2 3\nf 1 3 4\nf 3 2 1\nf 1 5 2\nf 4 4 1\n"));
@@ -533,6 +551,41 @@ static void check_cut(const terra_scenery *s, const scenery *sc, double tile) {
 
 static char dir[256];
 
+/* The reader process hands over the same ground, field for field, as the read in this process. */
+static void check_same(const terra_scenery *a, const terra_scenery *b, const char *what) {
+    bool same = a->vertex_count == b->vertex_count && a->triangle_count == b->triangle_count &&
+                a->layer_count == b->layer_count && a->left_out_count == b->left_out_count &&
+                a->file_count == b->file_count && a->degenerate == b->degenerate && a->duplicate == b->duplicate &&
+                a->not_triangles == b->not_triangles && a->out_of_range == b->out_of_range;
+    same = same && !memcmp(a->position, b->position, 3 * a->vertex_count * sizeof(double)) &&
+           !memcmp(a->material, b->material, a->vertex_count * sizeof(uint16_t)) &&
+           !memcmp(a->tri, b->tri, 3 * a->triangle_count * sizeof(uint32_t));
+    for (size_t i = 0; same && i < a->layer_count; i++) {
+        const terra_scenery_layer *x = &a->layers[i], *y = &b->layers[i];
+        same = !strcmp(x->name, y->name) && !memcmp(x->tint, y->tint, sizeof x->tint) &&
+               x->metres_per_repeat == y->metres_per_repeat && x->triangles == y->triangles;
+    }
+    for (size_t i = 0; same && i < a->left_out_count; i++)
+        same = !strcmp(a->left_out[i].name, b->left_out[i].name) && a->left_out[i].reason == b->left_out[i].reason &&
+               a->left_out[i].triangles == b->left_out[i].triangles;
+    for (size_t i = 0; same && i < a->file_count; i++)
+        same = !strcmp(a->files[i].path, b->files[i].path) && a->files[i].present == b->files[i].present;
+    CHECK(same, "%s: the scenery reader's ground differs from the one read in process", what);
+}
+
+/* Reads d in this process and through terra-scenery: the same ground or the same error. */
+static terra_status read_both(const terra_scenery_desc *d, terra_scenery *s, char *err, size_t cap) {
+    terra_status st = terra_scenery_read(d, s);
+    snprintf(err, cap, "%s", st ? terra_last_error() : "");
+    terra_scenery iso;
+    terra_status ist = terra_scenery_read_isolated(d, NULL, &iso);
+    CHECK(ist == st && (st ? !strcmp(terra_last_error(), err) : true), "%s: in process %d '%s', isolated %d '%s'",
+          d->path, st, err, ist, ist ? terra_last_error() : "");
+    if (st == TERRA_OK && ist == TERRA_OK) check_same(s, &iso, d->path);
+    terra_scenery_free(&iso);
+    return st;
+}
+
 static void check_scenery(const ground *gr, const char *what, double tile) {
     scenery sc;
     make_scenery(gr, &sc);
@@ -540,8 +593,9 @@ static void check_scenery(const ground *gr, const char *what, double tile) {
     write_gltf_scenery(dir, &sc, path, sizeof path);
     terra_scenery s;
     terra_scenery_desc d = {.path = path};
-    terra_status st = terra_scenery_read(&d, &s);
-    CHECK(st == TERRA_OK, "%s: %s", what, terra_last_error());
+    char err[1024];
+    terra_status st = read_both(&d, &s, err, sizeof err);
+    CHECK(st == TERRA_OK, "%s: %s", what, err);
     if (st == TERRA_OK) {
         printf("  %s glTF: %zu ground triangles, %zu vertices, %zu left out, %zu layers, %zu files\n", what,
                s.triangle_count, s.vertex_count, s.left_out_count, s.layer_count, s.file_count);
@@ -577,8 +631,8 @@ static void check_scenery(const ground *gr, const char *what, double tile) {
         terra_scenery_free(&s);
     }
     write_obj_scenery(dir, &sc, path, sizeof path);
-    st = terra_scenery_read(&d, &s);
-    CHECK(st == TERRA_OK, "%s: %s", what, terra_last_error());
+    st = read_both(&d, &s, err, sizeof err);
+    CHECK(st == TERRA_OK, "%s: %s", what, err);
     if (st == TERRA_OK) {
         CHECK(s.triangle_count == sc.ground_tris + sc.wall_tris, "%s OBJ: %zu ground triangles", what, s.triangle_count);
         const terra_scenery_left_out *tree = left(&s, "tree");
@@ -622,14 +676,15 @@ static void test_bad_files(void) {
     } bad[] = {
         {"bad-nan.gltf", "is not finite", TERRA_E_FORMAT},
         {"bad-empty.obj", "empty file (0 bytes)", TERRA_E_FORMAT},
-        {"bad-garbage.gltf", "assimp cannot read it", TERRA_E_FORMAT},
+        {"bad-garbage.gltf", "JSON does not parse", TERRA_E_FORMAT},
+        {"bad-assimp.gltf", "assimp cannot read it", TERRA_E_FORMAT},
         {"bad-objects.gltf", "no ground left", TERRA_E_FORMAT},
         {"not-there.obj", "cannot open", TERRA_E_IO},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, bad[i].name);
-        terra_status st = terra_scenery_read(&d, &s);
-        const char *e = terra_last_error();
+        char e[1024];
+        terra_status st = read_both(&d, &s, e, sizeof e);
         CHECK(st == bad[i].code && strstr(e, p) && strstr(e, bad[i].says), "%s: %d %s", bad[i].name, st, e);
         CHECK(s.triangle_count == 0 && s.position == NULL);
         printf("  %s: %s\n", bad[i].name, e);
@@ -646,20 +701,31 @@ static void test_bad_files(void) {
     CHECK(terra_scenery_read(&d, &s) == TERRA_E_IO && strstr(terra_last_error(), "not a regular file"));
 }
 
-/* Binary glTF (.glb: the buffer in its binary chunk, an image it names but lacks), PLY (no
- * materials, no texture coordinates: one layer, no repeat measured) and the triangle cap. */
-static void test_formats(void) {
+/* quad.glb (the buffer in its binary chunk, an image it names but lacks) and quad.ply (no
+ * materials, no texture coordinates) in `out`. */
+static void write_formats(const char *out) {
     mesh m = {0};
     double c0[3] = {0, 0, 0}, c1[3] = {10, 0, 0}, c2[3] = {10, 2, 10}, c3[3] = {0, 2, 10};
     mesh_quad(&m, c0, c1, c2, c3, 5);
     const mesh *mm[1] = {&m};
-    char glb[600];
-    snprintf(glb, sizeof glb, "%s/quad.glb", dir);
-    CHECK(write_gltf(glb, mm, NULL, 1, "[{\"name\":\"field\",\"mesh\":0}]", "[0]",
+    char p[600];
+    snprintf(p, sizeof p, "%s/quad.glb", out);
+    CHECK(write_gltf(p, mm, NULL, 1, "[{\"name\":\"field\",\"mesh\":0}]", "[0]",
                      "\"materials\":[{\"name\":\"field\",\"pbrMetallicRoughness\":{\"baseColorTexture\":"
                      "{\"index\":0}}}],\"textures\":[{\"source\":0}],\"images\":[{\"uri\":\"field%20albedo.png\"}]",
                      true));
     mesh_free(&m);
+    snprintf(p, sizeof p, "%s/quad.ply", out);
+    CHECK(write_text(p, "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
+                        "property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
+                        "0 0 0\n10 0 0\n10 1 10\n0 1 10\n3 0 1 2\n3 0 2 3\n"));
+}
+
+/* Binary glTF, PLY (one layer, no repeat measured) and the triangle cap. */
+static void test_formats(void) {
+    write_formats(dir);
+    char glb[600];
+    snprintf(glb, sizeof glb, "%s/quad.glb", dir);
     terra_scenery g;
     terra_scenery_desc gd = {.path = glb};
     CHECK(terra_scenery_read(&gd, &g) == TERRA_OK, "%s", terra_last_error());
@@ -670,9 +736,6 @@ static void test_formats(void) {
 
     char p[600];
     snprintf(p, sizeof p, "%s/quad.ply", dir);
-    CHECK(write_text(p, "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
-                        "property float z\nelement face 2\nproperty list uchar int vertex_indices\nend_header\n"
-                        "0 0 0\n10 0 0\n10 1 10\n0 1 10\n3 0 1 2\n3 0 2 3\n"));
     terra_scenery s;
     terra_scenery_desc d = {.path = p};
     CHECK(terra_scenery_read(&d, &s) == TERRA_OK, "%s", terra_last_error());
@@ -685,7 +748,516 @@ static void test_formats(void) {
           "%s", terra_last_error());
 }
 
-/* --write DIR: the sceneries and the bad files, for terra check and the CLI tests. */
+
+/* ---- hostile sceneries ------------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x5ce7e12fu;
+static uint64_t rnd(void) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The issue's 189-byte ASCII PLY (2,000,000,000 vertices declared, 3 there), its binary twin, and
+ * an OFF file declaring as many. */
+static const char PLY_BOMB[] = "ply\nformat ascii 1.0\nelement vertex 2000000000\nproperty float x\nproperty float y\n"
+                               "property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n"
+                               "0 0 0\n1 0 0\n0 0 1\n3 0 1 2\n";
+
+/* A quad (two triangles, 10 m) for the graphs and URIs below. */
+static void quad_mesh(mesh *m) {
+    double a[3] = {0, 0, 0}, b[3] = {10, 0, 0}, c[3] = {10, 1, 10}, d[3] = {0, 1, 10};
+    memset(m, 0, sizeof *m);
+    mesh_quad(m, a, b, c, d, 5);
+}
+
+/* nodes[0] -> nodes[1] -> ... -> nodes[n - 1], which holds the quad: a chain n - 1 levels deep. */
+static char *chain_json(int n) {
+    char *j = malloc((size_t)n * 48 + 16), *p = j;
+    p += sprintf(p, "[");
+    for (int i = 0; i < n; i++)
+        p += i + 1 < n ? sprintf(p, "%s{\"name\":\"n%d\",\"children\":[%d]}", i ? "," : "", i, i + 1)
+                       : sprintf(p, "%s{\"name\":\"n%d\",\"mesh\":0}", i ? "," : "", i);
+    sprintf(p, "]");
+    return j;
+}
+
+/* A COLLADA scene whose one triangle sits n nodes deep (assimp builds its node tree itself). */
+static bool write_deep_dae(const char *path, int n) {
+    FILE *f = fopen(path, "w");
+    if (!f) return false;
+    fputs("<?xml version=\"1.0\"?><COLLADA xmlns=\"http://www.collada.org/2005/11/COLLADASchema\" version=\"1.4.1\">"
+          "<library_geometries><geometry id=\"g\"><mesh><source id=\"p\"><float_array id=\"pa\" count=\"9\">"
+          "0 0 0 1 0 0 0 0 1</float_array><technique_common><accessor source=\"#pa\" count=\"3\" stride=\"3\">"
+          "<param name=\"X\" type=\"float\"/><param name=\"Y\" type=\"float\"/><param name=\"Z\" type=\"float\"/>"
+          "</accessor></technique_common></source><vertices id=\"v\"><input semantic=\"POSITION\" source=\"#p\"/>"
+          "</vertices><triangles count=\"1\"><input semantic=\"VERTEX\" source=\"#v\" offset=\"0\"/><p>0 1 2</p>"
+          "</triangles></mesh></geometry></library_geometries><library_visual_scenes><visual_scene id=\"s\">",
+          f);
+    for (int i = 0; i < n; i++) fputs("<node>", f);
+    fputs("<instance_geometry url=\"#g\"/>", f);
+    for (int i = 0; i < n; i++) fputs("</node>", f);
+    fputs("</visual_scene></library_visual_scenes><scene><instance_visual_scene url=\"#s\"/></scene></COLLADA>\n", f);
+    return fclose(f) == 0;
+}
+
+/* The hostile files CLI tests and fuzz seeds use too: bomb-ascii.ply, bomb-binary.ply, bomb.off,
+ * chain-20000.gltf (the issue's 20,000-deep chain), cycle.gltf, out-of-range.gltf (2 triangles, one
+ * with an index past the 4 vertices). */
+static void write_hostile(const char *out) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/bomb-ascii.ply", out);
+    CHECK(write_text(p, PLY_BOMB) && sizeof PLY_BOMB - 1 == 189);
+    snprintf(p, sizeof p, "%s/bomb-binary.ply", out);
+    FILE *f = fopen(p, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("ply\nformat binary_little_endian 1.0\nelement vertex 2000000000\nproperty float x\nproperty float y\n"
+              "property float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n", f);
+        const float v[9] = {0, 0, 0, 1, 0, 0, 0, 0, 1};
+        const uint8_t three = 3;
+        const int32_t idx[3] = {0, 1, 2};
+        fwrite(v, sizeof v, 1, f), fwrite(&three, 1, 1, f), fwrite(idx, sizeof idx, 1, f);
+        CHECK(fclose(f) == 0);
+    }
+    snprintf(p, sizeof p, "%s/bomb.off", out);
+    CHECK(write_text(p, "OFF\n2000000000 1 0\n0 0 0\n1 0 0\n0 0 1\n3 0 1 2\n"));
+    mesh m;
+    quad_mesh(&m);
+    const mesh *mm[1] = {&m};
+    static const char *one = "\"materials\":[{\"name\":\"grass\"}]";
+    char *chain = chain_json(20000);
+    snprintf(p, sizeof p, "%s/chain-20000.gltf", out);
+    CHECK(write_gltf(p, mm, NULL, 1, chain, "[0]", one, false));
+    free(chain);
+    snprintf(p, sizeof p, "%s/cycle.gltf", out);
+    CHECK(write_gltf(p, mm, NULL, 1, "[{\"mesh\":0},{\"children\":[2]},{\"children\":[1]}]", "[0]", one, false));
+    m.idx[5] = 7; /* the second triangle's last corner: there are 4 vertices */
+    snprintf(p, sizeof p, "%s/out-of-range.gltf", out);
+    CHECK(write_gltf(p, mm, NULL, 1, "[{\"mesh\":0}]", "[0]", one, false));
+    mesh_free(&m);
+}
+
+/* A read that must fail with `code` and a message naming the file and saying `says`: through the
+ * reader process first (under a 256 MiB budget, so a check that let a bomb through would end there,
+ * not in this test), then in this process. */
+static void check_refused(const char *path, terra_status code, const char *says) {
+    terra_scenery s;
+    terra_scenery_desc d = {.path = path, .max_bytes = (size_t)256 << 20};
+    terra_status st = terra_scenery_read_isolated(&d, NULL, &s);
+    const char *e = terra_last_error();
+    CHECK(st == code && strstr(e, path) && strstr(e, says), "%s: %d '%s', wanted %d '%s'", path, st, e, code, says);
+    printf("  %s\n", e);
+    if (st != code) return;
+    char err[1024];
+    CHECK(read_both(&d, &s, err, sizeof err) == code, "%s: in process: %s", path, err);
+}
+
+/* Counts no file can hold, refused from the header before anything of their size is allocated. */
+static void test_count_bombs(void) {
+    write_hostile(dir);
+    char p[600];
+    snprintf(p, sizeof p, "%s/bomb-ascii.ply", dir);
+    check_refused(p, TERRA_E_CORRUPT, "PLY header line 3: element 'vertex' declares 2000000000 items of at least 6");
+    snprintf(p, sizeof p, "%s/bomb-binary.ply", dir);
+    check_refused(p, TERRA_E_CORRUPT, "PLY header line 3: element 'vertex' declares 2000000000 items of at least 12");
+    snprintf(p, sizeof p, "%s/bomb.off", dir);
+    check_refused(p, TERRA_E_CORRUPT, "declares 2000000000 vertices and 1 faces");
+}
+
+/* Random PLY (ASCII or binary, random property types, lists, spacing, comments) and OFF files as
+ * written are never refused; with one element's count raised they are refused exactly when the
+ * least bytes the counts need (ASCII 2 a property, binary the scalars' and list counts' sizes, OFF 2
+ * a line; one less at the file's end in text) pass the bytes after the header, naming the element
+ * and its line. */
+static void test_count_property(void) {
+    static const char *types[] = {"char", "uchar", "short", "ushort", "int", "uint", "float", "double",
+                                  "int8", "uint8", "int16", "uint16", "int32", "uint32", "float32", "float64"};
+    static const int sizes[] = {1, 1, 2, 2, 4, 4, 4, 8, 1, 1, 2, 2, 4, 4, 4, 8};
+    int accepted = 0, refused = 0;
+    for (int c = 0; c < 3000; c++) {
+        const int kind = (int)(rnd() % 3); /* 0 ASCII PLY, 1 binary PLY, 2 OFF */
+        char *head = NULL, *body = NULL;
+        size_t head_n = 0, body_n = 0;
+        FILE *b = open_memstream(&body, &body_n);
+        int ne = kind == 2 ? 2 : 1 + (int)(rnd() % 3), line[3] = {0};
+        uint64_t count[3], least[3];
+        int props[3], type[3][4];
+        bool list[3][4];
+        for (int e = 0; e < ne; e++) {
+            count[e] = rnd() % 6, props[e] = 1 + (int)(rnd() % 4), least[e] = 0;
+            for (int k = 0; k < props[e]; k++) {
+                type[e][k] = (int)(rnd() % 16), list[e][k] = kind != 2 && rnd() % 4 == 0;
+                least[e] += kind == 1 ? (uint64_t)sizes[type[e][k]] : 2;
+            }
+            if (kind == 2) least[e] = 2;
+        }
+        for (int e = 0; e < ne; e++) /* the elements' data */
+            for (uint64_t i = 0; i < count[e]; i++) {
+                if (kind == 2) {
+                    fprintf(b, "%s%d%s", rnd() % 2 ? " " : "", (int)(rnd() % 100), rnd() % 2 ? " 1 2\n" : "\n");
+                    continue;
+                }
+                for (int k = 0; k < props[e]; k++) {
+                    int items = list[e][k] ? (int)(rnd() % 3) : 0;
+                    if (kind == 0) {
+                        fprintf(b, "%d", (int)(rnd() % 3 ? rnd() % 10 : rnd() % 100000));
+                        for (int t = 0; t < items; t++) fprintf(b, " %d", (int)(rnd() % 10));
+                        fputs(k + 1 < props[e] ? (rnd() % 4 ? " " : "  ") : rnd() % 4 ? "\n" : "\r\n", b);
+                    } else {
+                        uint8_t zero[8] = {0};
+                        fwrite(zero, (size_t)sizes[type[e][k]], 1, b); /* a list's count: 0 items */
+                    }
+                }
+            }
+        fclose(b);
+        for (int raise = 0; raise < 2; raise++) {
+            int which = (int)(rnd() % (unsigned)ne);
+            uint64_t declared[3] = {count[0], count[1], count[2]};
+            if (raise) declared[which] += 1 + rnd() % (2 * body_n / least[which] + 2);
+            FILE *h = open_memstream(&head, &head_n);
+            if (kind == 2) {
+                fprintf(h, "%s%sOFF\n%s%llu %llu 0\n", rnd() % 2 ? "" : "# made by test_scenery\n",
+                        rnd() % 2 ? "" : "C", rnd() % 2 ? "" : "# counts\n", (unsigned long long)declared[0],
+                        (unsigned long long)declared[1]);
+            } else {
+                int ln = 0;
+                fprintf(h, "ply\nformat %s 1.0\n", kind == 0 ? "ascii" : "binary_little_endian"), ln = 2;
+                if (rnd() % 2) fprintf(h, "comment from test_scenery\n"), ln++;
+                for (int e = 0; e < ne; e++) {
+                    fprintf(h, "element e%d %llu\n", e, (unsigned long long)declared[e]), line[e] = ++ln;
+                    for (int k = 0; k < props[e]; k++, ln++)
+                        if (list[e][k]) fprintf(h, "property list %s int p%d\n", types[type[e][k]], k);
+                        else fprintf(h, "property %s p%d\n", types[type[e][k]], k);
+                }
+                fputs("end_header\n", h);
+            }
+            fclose(h);
+            size_t n = head_n + body_n;
+            uint8_t *file = malloc(n + 1);
+            memcpy(file, head, head_n), memcpy(file + head_n, body, body_n);
+            const char *name = kind == 2 ? "p.off" : "p.ply";
+            uint64_t need = 0, slack = kind != 1, after = body_n + (kind == 2); /* OFF: from the counts' end */
+            bool over = false;
+            int first_over = -1;
+            for (int e = 0; e < ne; e++) {
+                need += declared[e] * least[e];
+                if (!over && need > after + slack) over = true, first_over = e;
+            }
+            terra_scenery_declared dd;
+            terra_status st = terra_scenery_check_head(name, file, n, n, TERRA_SCENERY_MAX_DEPTH, &dd);
+            terra_scenery_declared_free(&dd);
+            CHECK(st == (over ? TERRA_E_CORRUPT : TERRA_OK),
+                  "case %d (%s, raised %d): %s, %zu bytes after the header, %llu needed", c, name, raise,
+                  st ? terra_last_error() : "accepted", body_n, (unsigned long long)need);
+            if (over && kind != 2 && st == TERRA_E_CORRUPT) {
+                char place[64];
+                snprintf(place, sizeof place, "line %d: element 'e%d'", line[first_over], first_over);
+                CHECK(strstr(terra_last_error(), place), "case %d: %s (wanted %s)", c, terra_last_error(), place);
+            }
+            CHECK(raise || !over, "case %d: the file as written needs more than it holds", c);
+            accepted += !over, refused += over;
+            free(file);
+            free(head);
+        }
+        free(body);
+    }
+    printf("  %d headers accepted, %d refused\n", accepted, refused);
+    CHECK(accepted > 3000 && refused > 1000, "%d accepted, %d refused", accepted, refused);
+}
+
+/* glTF node graphs: depth up to TERRA_SCENERY_MAX_DEPTH read, the issue's 20,000-deep chain and
+ * every graph that is not a forest refused before assimp recurses into it; a deep COLLADA tree
+ * (assimp builds it) refused after the import. */
+static void test_node_graphs(void) {
+    mesh m;
+    quad_mesh(&m);
+    const mesh *mm[1] = {&m};
+    static const char *one = "\"materials\":[{\"name\":\"grass\"}]";
+    char p[600];
+    snprintf(p, sizeof p, "%s/chain.gltf", dir);
+    char *chain = chain_json(TERRA_SCENERY_MAX_DEPTH + 1);
+    CHECK(write_gltf(p, mm, NULL, 1, chain, "[0]", one, false));
+    free(chain);
+    terra_scenery s;
+    terra_scenery_desc d = {.path = p};
+    char err[1024];
+    CHECK(read_both(&d, &s, err, sizeof err) == TERRA_OK && s.triangle_count == 2, "a chain %d deep: %s",
+          TERRA_SCENERY_MAX_DEPTH, err);
+    terra_scenery_free(&s);
+    chain = chain_json(TERRA_SCENERY_MAX_DEPTH + 2);
+    CHECK(write_gltf(p, mm, NULL, 1, chain, "[0]", one, false));
+    free(chain);
+    check_refused(p, TERRA_E_UNSUPPORTED, "node 1001 ('n1001') is 1001 levels below its root");
+    snprintf(p, sizeof p, "%s/chain-20000.gltf", dir); /* written by test_count_bombs */
+    check_refused(p, TERRA_E_UNSUPPORTED, "node 1001 ('n1001') is 1001 levels below its root");
+    struct {
+        const char *nodes, *roots, *says;
+    } bad[] = {
+        {"[{\"mesh\":0},{\"children\":[2]},{\"children\":[1]}]", "[0]", "the nodes form a cycle through node"},
+        {"[{\"children\":[1]},{\"children\":[2]},{\"children\":[1],\"mesh\":0}]", "[0]",
+         "node 1 is a child of node 0 and again of node 2"},
+        {"[{\"children\":[1,1]},{\"mesh\":0}]", "[0]", "node 1 is a child of node 0 and again of node 0"},
+        {"[{\"children\":[0],\"mesh\":0}]", "[0]", "node 0 is its own child"},
+        {"[{\"children\":[5],\"mesh\":0}]", "[0]", "nodes[0].children[0] is not one of the 1 nodes"},
+        {"[{\"children\":[1.5]},{\"mesh\":0}]", "[0]", "nodes[0].children[0] is not one of the 2 nodes"},
+        {"[{\"children\":[1]},{\"mesh\":0}]", "[0,1]", "scenes[0].nodes[1]: node 1 is a root and a child of node 0"},
+        {"[{\"mesh\":0}]", "[0,0]", "scenes[0].nodes[1]: node 0 is named twice"},
+        {"[{\"mesh\":0}]", "[3]", "scenes[0].nodes[0] is not one of the 1 nodes"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(p, sizeof p, "%s/graph-%zu.gltf", dir, i);
+        CHECK(write_gltf(p, mm, NULL, 1, bad[i].nodes, bad[i].roots, one, false));
+        check_refused(p, TERRA_E_CORRUPT, bad[i].says);
+    }
+    /* a glTF 1.0 node graph names nodes by id: the same rules */
+    snprintf(p, sizeof p, "%s/graph-v1.gltf", dir);
+    CHECK(write_text(p, "{\"asset\":{\"version\":\"1.0\"},\"nodes\":{\"a\":{\"children\":[\"b\"]},\"b\":{\"children\":"
+                        "[\"a\"]}},\"scenes\":{\"s\":{\"nodes\":[\"a\"]}},\"scene\":\"s\"}"));
+    check_refused(p, TERRA_E_CORRUPT, "scenes.s.nodes[0]: node 0 is a root and a child of node 1");
+    mesh_free(&m);
+    snprintf(p, sizeof p, "%s/deep.dae", dir);
+    CHECK(write_deep_dae(p, TERRA_SCENERY_MAX_DEPTH + 500));
+    check_refused(p, TERRA_E_UNSUPPORTED, "is more than 1000 levels below the scene's root");
+}
+
+/* A quad's buffer as a file: 4 positions, 6 indices (72 bytes). */
+static void write_quad_bin(const char *path) {
+    static const float pos[12] = {0, 0, 0, 10, 0, 0, 10, 1, 10, 0, 1, 10};
+    static const uint32_t idx[6] = {0, 1, 2, 0, 2, 3};
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "%s", path);
+    if (f) {
+        fwrite(pos, sizeof pos, 1, f), fwrite(idx, sizeof idx, 1, f);
+        CHECK(fclose(f) == 0);
+    }
+}
+
+/* A one-quad glTF whose buffer (write_quad_bin's) is the file `uri` names; `images` adds members. */
+static void write_uri_gltf(const char *path, const char *uri, const char *images) {
+    char *json = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&json, &n);
+    fprintf(f,
+            "{\"asset\":{\"version\":\"2.0\"},\"buffers\":[{\"byteLength\":72,\"uri\":\"%s\"}],\"bufferViews\":["
+            "{\"buffer\":0,\"byteLength\":48},{\"buffer\":0,\"byteOffset\":48,\"byteLength\":24}],\"accessors\":["
+            "{\"bufferView\":0,\"componentType\":5126,\"count\":4,\"type\":\"VEC3\",\"min\":[0,0,0],\"max\":[10,1,10]},"
+            "{\"bufferView\":1,\"componentType\":5125,\"count\":6,\"type\":\"SCALAR\"}],\"meshes\":[{\"primitives\":["
+            "{\"attributes\":{\"POSITION\":0},\"indices\":1}]}],\"nodes\":[{\"mesh\":0}],\"scenes\":[{\"nodes\":[0]}],"
+            "\"scene\":0%s}",
+            uri, images ? images : "");
+    fclose(f);
+    CHECK(write_text(path, json), "%s", path);
+    free(json);
+}
+
+/* Buffer and image URIs stay in the scene's folder: those that leave it (the files they name are
+ * there, valid buffers: read, they would cook) are refused before assimp opens anything. */
+static void test_uris(void) {
+    char folder[600], p[700], bin[700];
+    snprintf(folder, sizeof folder, "%s/scene", dir);
+    mkdir(folder, 0755);
+    snprintf(p, sizeof p, "%s/sub", folder);
+    mkdir(p, 0755);
+    snprintf(bin, sizeof bin, "%s/outside.bin", dir);
+    write_quad_bin(bin);
+    char abs_bin[PATH_MAX + 16];
+    CHECK(getcwd(abs_bin, PATH_MAX) != NULL);
+    strcat(abs_bin, "/"), strcat(abs_bin, bin);
+    snprintf(bin, sizeof bin, "%s/buf.bin", folder);
+    write_quad_bin(bin);
+    snprintf(p, sizeof p, "%s/scene.gltf", folder);
+    char file_uri[PATH_MAX + 32];
+    snprintf(file_uri, sizeof file_uri, "file://%s", abs_bin);
+    struct {
+        const char *uri, *says;
+    } bad[] = {
+        {"../outside.bin", "climbs out with \"..\""},
+        {"sub/../../outside.bin", "climbs out with \"..\""},
+        {"%2e%2e/outside.bin", "climbs out with \"..\""},
+        {"sub/%2E%2E%2f..%2Foutside.bin", "climbs out with \"..\""},
+        {"..\\\\outside.bin", "climbs out with \"..\""},
+        {abs_bin, "is an absolute path"},
+        {file_uri, "names a scheme or a drive"},
+        {"C:/outside.bin", "names a scheme or a drive"},
+        {"buf.bin%00.png", "holds a NUL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_uri_gltf(p, bad[i].uri, NULL);
+        check_refused(p, TERRA_E_UNSUPPORTED, bad[i].says);
+        CHECK(strstr(terra_last_error(), "buffers[0].uri"), "%s", terra_last_error());
+    }
+    write_uri_gltf(p, "buf.bin", ",\"images\":[{\"uri\":\"../outside.png\"}]");
+    check_refused(p, TERRA_E_UNSUPPORTED, "images[0].uri '../outside.png' climbs out");
+    const char *good[] = {"buf.bin", "./buf.bin", "sub/../buf.bin", "sub/.././buf.bin"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        write_uri_gltf(p, good[i], NULL);
+        terra_scenery s;
+        terra_scenery_desc d = {.path = p};
+        char err[1024];
+        CHECK(read_both(&d, &s, err, sizeof err) == TERRA_OK && s.triangle_count == 2, "'%s': %s", good[i], err);
+        terra_scenery_free(&s);
+    }
+}
+
+/* The gate every open goes through: a symlink out of the folder, a FIFO, a folder, files past the
+ * budget, in a glTF's buffers, an OBJ's material library and an MTL's textures, and the scene itself
+ * a FIFO. Nothing blocks (a blocking open of a FIFO would wait here until the alarm). */
+static void test_gate(void) {
+    alarm(300);
+    char folder[600], p[700], link[700], fifo[700];
+    snprintf(folder, sizeof folder, "%s/scene", dir); /* test_uris made it, buf.bin and ../outside.bin */
+    snprintf(p, sizeof p, "%s/gate.gltf", folder);
+    snprintf(link, sizeof link, "%s/link.bin", folder);
+    CHECK(symlink("../outside.bin", link) == 0, "symlink %s", link);
+    write_uri_gltf(p, "link.bin", NULL);
+    check_refused(p, TERRA_E_UNSUPPORTED, "link.bin, which resolves to ");
+    CHECK(strstr(terra_last_error(), "outside.bin, outside the scene's folder"), "%s", terra_last_error());
+    snprintf(link, sizeof link, "%s/alias.bin", folder); /* a link that stays inside is fine */
+    CHECK(symlink("sub/../buf.bin", link) == 0, "symlink %s", link);
+    write_uri_gltf(p, "alias.bin", NULL);
+    terra_scenery s;
+    terra_scenery_desc d = {.path = p};
+    char err[1024];
+    CHECK(read_both(&d, &s, err, sizeof err) == TERRA_OK && s.triangle_count == 2, "%s", err);
+    terra_scenery_free(&s);
+    snprintf(fifo, sizeof fifo, "%s/fifo.bin", folder);
+    CHECK(mkfifo(fifo, 0644) == 0, "mkfifo %s", fifo);
+    write_uri_gltf(p, "fifo.bin", NULL);
+    check_refused(p, TERRA_E_UNSUPPORTED, "fifo.bin, which is a FIFO, not a regular file");
+    write_uri_gltf(p, "sub", NULL);
+    check_refused(p, TERRA_E_UNSUPPORTED, "sub, which is a folder, not a regular file");
+    snprintf(p, sizeof p, "%s/fifo.gltf", folder);
+    CHECK(mkfifo(p, 0644) == 0, "mkfifo %s", p);
+    check_refused(p, TERRA_E_IO, "not a regular file");
+    /* an OBJ: its material library a FIFO; a texture outside the folder; a texture a FIFO */
+    snprintf(p, sizeof p, "%s/fifo.mtl", folder);
+    CHECK(mkfifo(p, 0644) == 0, "mkfifo %s", p);
+    snprintf(p, sizeof p, "%s/tri.obj", folder);
+    CHECK(write_text(p, "mtllib fifo.mtl\nv 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2 3\n"));
+    check_refused(p, TERRA_E_UNSUPPORTED, "fifo.mtl, which is a FIFO");
+    const char *textures[2][2] = {{"../outside.bin", "outside the scene's folder"}, {"fifo.bin", "which is a FIFO"}};
+    for (int i = 0; i < 2; i++) {
+        char mtl[700], text[300];
+        snprintf(mtl, sizeof mtl, "%s/tex.mtl", folder);
+        snprintf(text, sizeof text, "newmtl a\nmap_Kd %s\n", textures[i][0]);
+        CHECK(write_text(mtl, text));
+        CHECK(write_text(p, "mtllib tex.mtl\nusemtl a\nv 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2 3\n"));
+        check_refused(p, TERRA_E_UNSUPPORTED, textures[i][1]);
+    }
+    /* the files read add up past the budget: a 2 MiB OBJ (comments) under 1 MiB */
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (f) {
+        for (int i = 0; i < 32768; i++) fprintf(f, "# %061d\n", i);
+        fputs("v 0 0 0\nv 1 0 0\nv 0 0 1\nf 1 2 3\n", f);
+        CHECK(fclose(f) == 0);
+    }
+    d.max_bytes = (size_t)1 << 20;
+    CHECK(terra_scenery_read(&d, &s) == TERRA_E_CAPACITY &&
+              strstr(terra_last_error(), "the files it reads add up to more than the memory budget of 1.0 MiB"),
+          "%s", terra_last_error());
+    d.max_bytes = (size_t)8 << 20; /* read twice: by assimp, and by terra for its mtllib lines */
+    CHECK(terra_scenery_read(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    terra_scenery_free(&s);
+    alarm(0);
+}
+
+/* assimp drops a glTF triangle with an index past its vertices: random grids with some corrupted
+ * are read with the others, and every dropped one counted (in the reader process too); a mesh no
+ * node uses is not loaded by assimp and not counted. */
+static void test_out_of_range(void) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/range.gltf", dir);
+    for (int c = 0; c < 40; c++) {
+        mesh m[2] = {{0}, {0}};
+        int w = 2 + (int)(rnd() % 6), h = 2 + (int)(rnd() % 6);
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < h; j++)
+                for (int i = 0; i < w; i++) {
+                    double a[3] = {i, 0.1 * k, j}, b[3] = {i + 1, 0.1 * k, j}, cc[3] = {i + 1, 0.1 * k + 0.5, j + 1},
+                           dd[3] = {i, 0.1 * k + 0.5, j + 1};
+                    mesh_quad(&m[k], a, b, cc, dd, 1);
+                }
+        size_t tris = m[0].ni / 3, bad = 0;
+        for (size_t t = 0; t < tris; t++)
+            if (rnd() % 4 == 0) m[0].idx[3 * t + rnd() % 3] = (uint32_t)(m[0].nv + rnd() % 1000), bad++;
+        if (bad == tris) m[0].idx[0] = 0, m[0].idx[1] = 1, m[0].idx[2] = 2, bad--; /* keep one good one */
+        for (size_t t = 0; t < m[1].ni / 3; t += 2) m[1].idx[3 * t] = (uint32_t)m[1].nv; /* never loaded */
+        const mesh *mm[2] = {&m[0], &m[1]};
+        CHECK(write_gltf(p, mm, NULL, 2, "[{\"mesh\":0}]", "[0]",
+                         "\"materials\":[{\"name\":\"a\"},{\"name\":\"b\"}]", false));
+        terra_scenery s;
+        terra_scenery_desc d = {.path = p};
+        char err[1024];
+        terra_status st = read_both(&d, &s, err, sizeof err);
+        CHECK(st == TERRA_OK && s.out_of_range == bad && s.triangle_count + s.duplicate == tris - bad,
+              "case %d: %s; %zu of %zu bad, %zu counted, %zu kept", c, err, bad, tris, s.out_of_range,
+              s.triangle_count);
+        terra_scenery_free(&s);
+        mesh_free(&m[0]), mesh_free(&m[1]);
+    }
+}
+
+/* The reader process runs within the memory budget: an OBJ whose reading takes ~10 MiB (files of
+ * 0.7 MiB) is refused under 4 MiB, read under the default. */
+static void test_budget(void) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/grid.obj", dir);
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    const int n = 120;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) fprintf(f, "v %d %d %d\n", i, (i * j) % 7, j);
+    for (int j = 0; j + 1 < n; j++)
+        for (int i = 0; i + 1 < n; i++) {
+            int a = j * n + i + 1;
+            fprintf(f, "f %d %d %d\nf %d %d %d\n", a, a + n, a + 1, a + 1, a + n, a + n + 1);
+        }
+    CHECK(fclose(f) == 0);
+    terra_scenery s;
+    terra_scenery_desc d = {.path = p};
+    CHECK(terra_scenery_read_isolated(&d, NULL, &s) == TERRA_OK && s.triangle_count == 2u * (n - 1) * (n - 1), "%s",
+          terra_last_error());
+    terra_scenery_free(&s);
+#ifdef UNDER_SANITIZER
+    printf("  SKIP: the reader's address-space limit (a sanitizer build runs it unlimited)\n");
+#else
+    d.max_bytes = (size_t)4 << 20;
+    CHECK(terra_scenery_read_isolated(&d, NULL, &s) == TERRA_E_CAPACITY &&
+              strstr(terra_last_error(), "reading it takes more than the memory budget of 4.0 MiB") &&
+              strstr(terra_last_error(), p),
+          "%s", terra_last_error());
+    printf("  %s\n", terra_last_error());
+#endif
+}
+
+/* A crash in the reader stays there: a reader that dies of SIGSEGV, and assimp itself on a
+ * COLLADA tree 200,000 nodes deep (its recursion runs out of stack). */
+static void test_crash(void) {
+    char p[600], fake[600];
+    snprintf(p, sizeof p, "%s/deep-200000.dae", dir);
+    CHECK(write_deep_dae(p, 200000));
+    snprintf(fake, sizeof fake, "%s/fake-reader.sh", dir);
+    CHECK(write_text(fake, "#!/bin/sh\nkill -SEGV $$\n") && chmod(fake, 0755) == 0);
+    terra_scenery s;
+    terra_scenery_desc d = {.path = p};
+    char want[700];
+    snprintf(want, sizeof want, "the scenery reader crashed on %s (signal 11, ", p);
+    CHECK(terra_scenery_read_isolated(&d, fake, &s) == TERRA_E_IO && strstr(terra_last_error(), want), "%s",
+          terra_last_error());
+    terra_status st = terra_scenery_read_isolated(&d, NULL, &s);
+    CHECK(st != TERRA_OK && strstr(terra_last_error(), p), "%d %s", st, terra_last_error());
+#ifndef UNDER_SANITIZER /* there the sanitizer reports the overflow and exits */
+    CHECK(strstr(terra_last_error(), want), "%s", terra_last_error());
+#endif
+    printf("  %.300s\n", terra_last_error());
+}
+
+/* --write DIR: the sceneries, the bad, the other formats' and the hostile files, for terra check,
+ * the CLI tests and the fuzz seeds. */
 static int write_all(const char *out) {
     mkdir(out, 0755);
     snprintf(dir, sizeof dir, "%s", out);
@@ -697,6 +1269,8 @@ static int write_all(const char *out) {
     write_gltf_scenery(out, &sc, path, sizeof path);
     write_obj_scenery(out, &sc, path, sizeof path);
     write_bad(out);
+    write_formats(out);
+    write_hostile(out);
     scenery_free(&sc);
     ground_free(&g);
     printf("test_scenery: sceneries in %s (ground from %s)\n", out, g.spacing == 5 ? "a synthetic hill" : "St Helens");
@@ -711,6 +1285,14 @@ int main(int argc, char **argv) {
     RUN(test_dem);
     RUN(test_bad_files);
     RUN(test_formats);
+    RUN(test_count_bombs);
+    RUN(test_count_property);
+    RUN(test_node_graphs);
+    RUN(test_uris);
+    RUN(test_gate);
+    RUN(test_out_of_range);
+    RUN(test_budget);
+    RUN(test_crash);
     int rc = finish();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -21,7 +21,8 @@
  * counter-clockwise in the plane whichever way it faced.
  */
 /* Threads: terra_scenery_read runs one at a time in a process (assimp keeps its last error in one
- * place); terra takes no lock, so the caller serialises. A terra_scenery_cut is read-only once built:
+ * place); terra takes no lock, so the caller serialises. terra_scenery_read_isolated shares nothing
+ * between calls. A terra_scenery_cut is read-only once built:
  * terra_scenery_cut_tile may run on any number of threads at once, as the pyramid's make_finest.
  * terra_scenery_drop_repeats and terra_scenery_cut_build keep no state. */
 #ifndef TERRA_SCENERY_H
@@ -82,19 +83,50 @@ typedef struct terra_scenery {
      * vertices included), the same three positions as an earlier triangle (either order), and
      * faces that are points or lines. */
     size_t degenerate, duplicate, not_triangles;
+    /* Triangles the file declares that assimp did not deliver: a glTF triangle with an index past
+     * its primitive's vertices (assimp drops those one by one; the count is the triangles the
+     * glTF's primitives declare less those assimp gives). 0 for other formats, which refuse such
+     * a file or have no count to compare with. */
+    size_t out_of_range;
 } terra_scenery;
+
+/* Deepest node read: a node more than this many levels below the scene's root is refused. */
+#define TERRA_SCENERY_MAX_DEPTH 1000
 
 typedef struct terra_scenery_desc {
     const char *path;
     size_t max_triangles;       /* refuse (TERRA_E_CAPACITY) more ground triangles; 0: 2^31 */
+    /* Memory budget (bytes; 0: half of physical memory, terra_raster_memory_budget): the files a
+     * read opens may add up to no more; terra_scenery_read_isolated runs its reader under this much
+     * address space. */
+    size_t max_bytes;
 } terra_scenery_desc;
 
-/* Reads the ground of a scenery. Errors name the file, the place (mesh, vertex) and the problem:
- * missing or unreadable file, an empty (0-byte) one, assimp's own error text, a position that is
- * NaN or infinite, more than 65,536 ground materials, no ground left. One read at a time: assimp's
- * C interface keeps its last error in one place for the process. A texture's alpha is looked for
- * in PNG files and embedded images (PNG or raw texels); other image formats count as opaque. */
+/* Reads the ground of a scenery in this process. Errors name the file, the place (mesh, vertex,
+ * header line, JSON member, node) and the problem: missing, unreadable, empty (0-byte) or not a
+ * regular file; assimp's own error text; a position that is NaN or infinite; more than 65,536
+ * ground materials; no ground left. One read at a time: assimp's C interface keeps its last error
+ * in one place for the process. A texture's alpha is looked for in PNG files and embedded images
+ * (PNG or raw texels); other image formats count as opaque.
+ *
+ * Hostile files are refused before assimp allocates for them (io/cook/scenery_check.c): a PLY
+ * or OFF header declaring more elements than the file's bytes can hold; a glTF node graph with a
+ * cycle, a node with two parents, a child index out of range or a node deeper than
+ * TERRA_SCENERY_MAX_DEPTH (any format's node tree is held to that depth after import too); a glTF
+ * buffer or image URI that is absolute, has a scheme other than data:, or climbs out of the
+ * scene's folder with "..". Every file assimp or terra opens goes through one gate: it must
+ * resolve (symlinks followed) inside the scene's folder or be the scene itself, be a regular file
+ * (never a FIFO or a device: nothing blocks), and the bytes read add up to no more than
+ * max_bytes. A file the scenery names that breaks these rules is an error naming it. */
 TERRA_API terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *out);
+
+/* terra_scenery_read in a child process, `reader` (NULL: $TERRA_SCENERY_READER, else terra-scenery
+ * next to the running program), whose address space is limited to desc->max_bytes (not in
+ * sanitizer builds: their shadow memory needs more): assimp's memory, a crash or an abort in it
+ * stay there. The same ground and errors, plus TERRA_E_CAPACITY when the reader runs past the
+ * budget and TERRA_E_IO "the scenery reader crashed on FILE (signal N, NAME)". Any number may run
+ * at once. */
+TERRA_API terra_status terra_scenery_read_isolated(const terra_scenery_desc *desc, const char *reader, terra_scenery *out);
 TERRA_API void terra_scenery_free(terra_scenery *s);
 
 /* ---- cutting along the tile grid (the core, src/cook/cut.c) --------------------------------- */

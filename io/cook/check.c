@@ -974,8 +974,8 @@ static terra_status open_sources(checker *ck) {
                                   d->sources[i].path, ck->path);
             mesh_source *M = &ck->mesh[ck->mesh_count];
             M->path = d->sources[i].path;
-            const terra_scenery_desc sd = {M->path, 0};
-            terra_status st = terra_scenery_read(&sd, &M->s);
+            const terra_scenery_desc sd = {.path = M->path};
+            terra_status st = terra_scenery_read_isolated(&sd, NULL, &M->s);
             if (st) return st;
             ck->mesh_count++;
             st = open_mesh(M);

@@ -801,6 +801,8 @@ static void add_scenery(cJSON *o, const terra_scenery *sc) {
     }
     cJSON_AddNumberToObject(o, "degenerate", (double)sc->degenerate);
     cJSON_AddNumberToObject(o, "duplicate", (double)sc->duplicate);
+    cJSON_AddNumberToObject(o, "not_triangles", (double)sc->not_triangles);
+    cJSON_AddNumberToObject(o, "out_of_range", (double)sc->out_of_range);
 }
 
 /* What the archive's metadata says of its source: the inputs, how they were read, and the plane. */

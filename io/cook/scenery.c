@@ -1,19 +1,26 @@
 /* The ground of a scenery through assimp (terra/scenery.h): which nodes and meshes are ground,
  * the triangle soup, the layer table and the files the scenery names. */
+#define _DEFAULT_SOURCE /* realpath */
 #include "terra/scenery.h"
-#include "../json.h"
+#include "terra/raster.h"
+#include "scenery_check.h"
 
+#include <assimp/cfileio.h>
 #include <assimp/cimport.h>
 #include <assimp/material.h>
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- growable arrays and strings ---------------------------------------------------------------- */
 
@@ -33,10 +40,153 @@ static char *copy_string(const char *s, size_t n) {
     return r;
 }
 
+/* ---- the gate: every file a read opens ----------------------------------------------------------- */
+
+/* Every file assimp or terra opens for a read: it must resolve (symlinks followed) inside the
+ * scene's folder or be the scene itself, and be a regular file, opened without blocking (a FIFO
+ * would wait for a writer); the bytes read add up to no more than the budget. The first refusal is
+ * kept as the read's error. */
+typedef struct gate {
+    const char *scene;          /* as given, for messages */
+    char folder[PATH_MAX], self[PATH_MAX]; /* the scene's folder and the scene, resolved */
+    uint64_t budget, read;
+    terra_status refused;       /* TERRA_OK while nothing was refused */
+    char why[1024];
+} gate;
+
+static void gate_refuse(gate *g, terra_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void gate_refuse(gate *g, terra_status st, const char *fmt, ...) {
+    if (g->refused) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->why, sizeof g->why, fmt, ap);
+    va_end(ap);
+    g->refused = st;
+}
+
+static terra_status gate_init(gate *g, const char *scene, size_t max_bytes) {
+    memset(g, 0, sizeof *g);
+    g->scene = scene;
+    g->budget = terra_raster_memory_budget(max_bytes);
+    const char *slash = strrchr(scene, '/');
+    char dir[PATH_MAX];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash == scene ? 1 : slash - scene), scene);
+    if (!realpath(dir, g->folder) || !realpath(scene, g->self))
+        return terra_fail(TERRA_E_IO, "%s: cannot resolve its folder: %s", scene, strerror(errno));
+    return TERRA_OK;
+}
+
+/* Opens name for reading: a descriptor, or -1 for a file that is not there (errno) or one the gate
+ * refuses (recorded). */
+static int gate_open(gate *g, const char *name) {
+    char real[PATH_MAX];
+    if (!realpath(name, real)) return -1;
+    size_t n = strlen(g->folder);
+    bool inside = !strcmp(real, g->self) ||
+                  (!strncmp(real, g->folder, n) && (real[n] == '/' || (n == 1 && real[1]))); /* "/" holds all */
+    if (!inside) {
+        bool same = !strcmp(name, real);
+        gate_refuse(g, TERRA_E_UNSUPPORTED, "%s: names %s%s%s, outside the scene's folder %s", g->scene, name,
+                    same ? "" : ", which resolves to ", same ? "" : real, g->folder);
+        errno = EACCES;
+        return -1;
+    }
+    int fd = open(real, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return -1;
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) return fd;
+    gate_refuse(g, TERRA_E_UNSUPPORTED, "%s: names %s, which is %s, not a regular file", g->scene, name,
+                S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder" : "a device or socket");
+    close(fd);
+    errno = EACCES;
+    return -1;
+}
+
+/* Reads up to n bytes at the descriptor's position, counted against the budget. */
+static size_t gate_read(gate *g, int fd, void *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        if (g->read >= g->budget) {
+            gate_refuse(g, TERRA_E_CAPACITY, "%s: the files it reads add up to more than the memory budget of %.1f MiB",
+                        g->scene, (double)g->budget / 1048576.0);
+            break;
+        }
+        size_t want = n - got < g->budget - g->read ? n - got : (size_t)(g->budget - g->read);
+        ssize_t k = read(fd, (char *)buf + got, want > (1u << 30) ? (1u << 30) : want);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k, g->read += (uint64_t)k;
+    }
+    return got;
+}
+
+/* assimp's file system (struct aiFileIO) over the gate. */
+typedef struct gate_file {
+    struct aiFile file;
+    gate *gate;
+    int fd;
+} gate_file;
+
+static size_t io_read(struct aiFile *f, char *buf, size_t size, size_t count) {
+    gate_file *gf = (gate_file *)f->UserData;
+    if (!size || !count || count > SIZE_MAX / size) return 0;
+    return gate_read(gf->gate, gf->fd, buf, size * count) / size;
+}
+
+static size_t io_write(struct aiFile *f, const char *buf, size_t size, size_t count) {
+    (void)f, (void)buf, (void)size, (void)count;
+    return 0;
+}
+
+static size_t io_tell(struct aiFile *f) {
+    off_t at = lseek(((gate_file *)f->UserData)->fd, 0, SEEK_CUR);
+    return at < 0 ? 0 : (size_t)at;
+}
+
+static size_t io_size(struct aiFile *f) {
+    struct stat st;
+    return fstat(((gate_file *)f->UserData)->fd, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+static enum aiReturn io_seek(struct aiFile *f, size_t offset, enum aiOrigin origin) {
+    int whence = origin == aiOrigin_SET ? SEEK_SET : origin == aiOrigin_CUR ? SEEK_CUR : SEEK_END;
+    if (offset > (size_t)INT64_MAX) return aiReturn_FAILURE;
+    return lseek(((gate_file *)f->UserData)->fd, (off_t)offset, whence) < 0 ? aiReturn_FAILURE : aiReturn_SUCCESS;
+}
+
+static void io_flush(struct aiFile *f) { (void)f; }
+
+static struct aiFile *io_open(struct aiFileIO *io, const char *path, const char *mode) {
+    gate *g = (gate *)io->UserData;
+    if (strpbrk(mode, "wa+")) return NULL;
+    int fd = gate_open(g, path);
+    if (fd < 0) return NULL;
+    gate_file *gf = terra_calloc(1, sizeof *gf);
+    if (!gf) {
+        close(fd);
+        return NULL;
+    }
+    gf->gate = g, gf->fd = fd;
+    gf->file = (struct aiFile){io_read, io_write, io_tell, io_size, io_seek, io_flush, (char *)gf};
+    return &gf->file;
+}
+
+static void io_close(struct aiFileIO *io, struct aiFile *f) {
+    (void)io;
+    if (!f) return;
+    gate_file *gf = (gate_file *)f->UserData;
+    close(gf->fd);
+    terra_free(gf);
+}
+
 /* ---- the reading ------------------------------------------------------------------------------ */
 
 typedef struct reader {
     const char *path;
+    gate *gate;
+    const terra_scenery_declared *declared; /* what terra read of the file itself */
     const struct aiScene *scene;
     terra_scenery *out;
     size_t vcap, tcap, lcap, fcap;
@@ -217,6 +367,17 @@ static terra_status add_mesh(reader *r, const struct aiNode *node, const struct 
     return st;
 }
 
+/* A node more than TERRA_SCENERY_MAX_DEPTH below the root (n at `depth`), or NULL; the recursion
+ * stops at the limit, so the walks below may recurse. */
+static const struct aiNode *too_deep(const struct aiNode *n, int depth) {
+    if (depth > TERRA_SCENERY_MAX_DEPTH) return n;
+    for (unsigned i = 0; i < n->mNumChildren; i++) {
+        const struct aiNode *d = too_deep(n->mChildren[i], depth + 1);
+        if (d) return d;
+    }
+    return NULL;
+}
+
 /* The ground under node n; objects (a transformation of their own) and alpha meshes left out. The
  * root is judged too when it holds meshes itself (a glTF with a single root node is that node). */
 static terra_status walk(reader *r, const struct aiNode *n, const struct aiMatrix4x4 *root, bool is_root) {
@@ -261,13 +422,13 @@ static bool png_alpha(const uint8_t *d, size_t n) {
     return false;
 }
 
-static bool file_png_alpha(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
+static bool file_png_alpha(reader *r, const char *path) {
+    int fd = gate_open(r->gate, path);
+    if (fd < 0) return false;
     /* the chunks before the image data: a header, a palette and its transparency fit in 64 KiB */
     uint8_t *d = terra_alloc(65536);
-    size_t n = d ? fread(d, 1, 65536, f) : 0;
-    fclose(f);
+    size_t n = d ? gate_read(r->gate, fd, d, 65536) : 0;
+    close(fd);
     bool a = d && png_alpha(d, n);
     terra_free(d);
     return a;
@@ -303,7 +464,7 @@ static bool texel_alpha(const struct aiTexture *t) {
 
 /* Whether a material is vegetation or a fence: opacity below 1, a glTF alphaMode other than
  * OPAQUE, or a diffuse or base-colour texture with alpha. */
-static bool material_alpha(const reader *r, const struct aiMaterial *m) {
+static bool material_alpha(reader *r, const struct aiMaterial *m) {
     ai_real opacity = 1;
     unsigned one = 1;
     if (aiGetMaterialFloatArray(m, "$mat.opacity", 0, 0, &opacity, &one) == aiReturn_SUCCESS && opacity < 1) return true;
@@ -322,7 +483,7 @@ static bool material_alpha(const reader *r, const struct aiMaterial *m) {
                 continue;
             }
             char *f = resolve(r->path, p.data);
-            bool a = f && file_png_alpha(f);
+            bool a = f && file_png_alpha(r, f);
             terra_free(f);
             if (a) return true;
         }
@@ -345,53 +506,28 @@ static terra_status add_file(reader *r, const char *name) {
         terra_free(path);
         return terra_fail(TERRA_E_NOMEM, "%s: out of memory", r->path);
     }
-    struct stat st;
-    FILE *f = fopen(path, "rb");
+    int fd = gate_open(r->gate, path);
     s->files[s->file_count].path = path;
-    s->files[s->file_count++].present = f && stat(path, &st) == 0 && S_ISREG(st.st_mode);
-    if (f) fclose(f);
+    s->files[s->file_count++].present = fd >= 0;
+    if (fd >= 0) close(fd);
     return TERRA_OK;
 }
 
-static char *read_all(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *d = terra_alloc(cap + 1);
-    while (d) {
-        n += fread(d + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *e = cap > ((size_t)1 << 40) ? NULL : terra_realloc(d, 2 * cap + 1);
-        if (!e) terra_free(d);
-        d = e, cap *= 2;
+/* The scene's bytes again (for the files it names), through the gate. */
+static char *read_all(reader *r, size_t *size) {
+    int fd = gate_open(r->gate, r->path);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0) close(fd);
+        return NULL;
     }
-    fclose(f);
-    if (d) d[n] = 0;
-    *size = n;
+    /* within the budget, as every read: gate_read refuses past it */
+    size_t n = (uint64_t)st.st_size < r->gate->budget ? (size_t)st.st_size : (size_t)r->gate->budget;
+    char *d = terra_alloc(n + 1);
+    *size = d ? gate_read(r->gate, fd, d, n) : 0;
+    close(fd);
+    if (d) d[*size] = 0;
     return d;
-}
-
-/* The buffers and images a glTF (or .glb: its JSON chunk) names. */
-static terra_status gltf_files(reader *r, const char *text, size_t n) {
-    if (n >= 20 && !memcmp(text, "glTF", 4)) {
-        const uint8_t *b = (const uint8_t *)text;
-        uint32_t len = (uint32_t)b[12] | (uint32_t)b[13] << 8 | (uint32_t)b[14] << 16 | (uint32_t)b[15] << 24;
-        if (memcmp(text + 16, "JSON", 4) || len > n - 20) return TERRA_OK; /* assimp has judged it already */
-        text += 20, n = len;
-    }
-    cJSON *root = terra_json_parse_length(text, n);
-    if (!root) return TERRA_OK;
-    terra_status st = TERRA_OK;
-    const char *lists[2] = {"buffers", "images"};
-    for (int k = 0; k < 2 && st == TERRA_OK; k++) {
-        const cJSON *item;
-        cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(root, lists[k])) {
-            const cJSON *uri = cJSON_GetObjectItemCaseSensitive(item, "uri");
-            if (cJSON_IsString(uri) && (st = add_file(r, uri->valuestring)) != TERRA_OK) break;
-        }
-    }
-    cJSON_Delete(root);
-    return st;
 }
 
 /* The material libraries an OBJ names (mtllib lines). */
@@ -424,13 +560,16 @@ static terra_status named_files(reader *r) {
                 terra_status st = add_file(r, p.data);
                 if (st != TERRA_OK) return st;
             }
+    for (size_t i = 0; i < r->declared->uri_count; i++) { /* a glTF's buffers and images */
+        terra_status st = add_file(r, r->declared->uris[i]);
+        if (st != TERRA_OK) return st;
+    }
     const char *dot = strrchr(r->path, '.');
-    bool gltf = dot && (!strcasecmp(dot, ".gltf") || !strcasecmp(dot, ".glb")), obj = dot && !strcasecmp(dot, ".obj");
-    if (!gltf && !obj) return TERRA_OK;
+    if (!dot || strcasecmp(dot, ".obj")) return TERRA_OK;
     size_t n;
-    char *text = read_all(r->path, &n);
+    char *text = read_all(r, &n);
     if (!text) return terra_fail(TERRA_E_IO, "%s: cannot read again: %s", r->path, strerror(errno));
-    terra_status st = gltf ? gltf_files(r, text, n) : obj_files(r, text);
+    terra_status st = obj_files(r, text);
     terra_free(text);
     return st;
 }
@@ -509,11 +648,19 @@ static terra_status read_scene(reader *r) {
             return terra_fail(TERRA_E_CORRUPT, "%s: mesh '%s' uses material %u of %u", r->path,
                               sc->mMeshes[i]->mName.data, sc->mMeshes[i]->mMaterialIndex, sc->mNumMaterials);
     if (!sc->mRootNode) return terra_fail(TERRA_E_FORMAT, "%s: the scene has no nodes", r->path);
+    const struct aiNode *top = sc->mRootNode, *deep = too_deep(top, 0);
+    if (deep)
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: node '%s' is more than %d levels below the scene's root", r->path,
+                          node_name(deep), TERRA_SCENERY_MAX_DEPTH);
     static const struct aiMatrix4x4 none = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
-    const struct aiNode *top = sc->mRootNode;
     terra_status st = walk(r, top, top->mNumMeshes ? &none : &top->mTransformation, true);
     if (st != TERRA_OK) return st;
     terra_scenery *s = r->out;
+    if (r->declared->known) { /* assimp drops a glTF triangle with an index past its vertices, and says nothing */
+        uint64_t delivered = 0;
+        for (unsigned i = 0; i < sc->mNumMeshes; i++) delivered += mesh_triangles(sc->mMeshes[i]);
+        s->out_of_range = r->declared->triangles > delivered ? (size_t)(r->declared->triangles - delivered) : 0;
+    }
     st = terra_scenery_drop_repeats(s->tri, &s->triangle_count, &s->duplicate);
     if (st != TERRA_OK) return st;
     if (!s->triangle_count)
@@ -526,34 +673,74 @@ static terra_status read_scene(reader *r) {
     return st;
 }
 
+/* terra's own look at the scene's first bytes (scenery_check.h) before assimp allocates for it;
+ * fd at the start of the file. */
+static terra_status check_head(gate *g, int fd, uint64_t size, terra_scenery_declared *declared) {
+    uint8_t first[20];
+    size_t n = gate_read(g, fd, first, size < sizeof first ? (size_t)size : sizeof first);
+    uint64_t want = terra_scenery_head_size(g->scene, first, n, size);
+    if (!want) return TERRA_OK;
+    if (want > g->budget)
+        return terra_fail(TERRA_E_CAPACITY, "%s: its header or JSON of %llu bytes is larger than the memory budget of "
+                          "%.1f MiB", g->scene, (unsigned long long)want, (double)g->budget / 1048576.0);
+    uint8_t *head = terra_alloc((size_t)want);
+    if (!head) return terra_fail(TERRA_E_NOMEM, "%s: out of memory for its first %llu bytes", g->scene,
+                                 (unsigned long long)want);
+    memcpy(head, first, n < want ? n : (size_t)want);
+    if (n < want) n += gate_read(g, fd, head + n, (size_t)want - n);
+    terra_status st = g->refused ? terra_fail(g->refused, "%s", g->why)
+                                 : terra_scenery_check_head(g->scene, head, n < want ? n : (size_t)want, size,
+                                                            TERRA_SCENERY_MAX_DEPTH, declared);
+    terra_free(head);
+    return st;
+}
+
 terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *out) {
     memset(out, 0, sizeof *out);
     if (!desc || !desc->path) return terra_fail(TERRA_E_INVALID, "scenery: no path");
     const char *path = desc->path;
+    /* opened without blocking: a FIFO would wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return terra_fail(TERRA_E_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
-    if (stat(path, &st) != 0) return terra_fail(TERRA_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return terra_fail(TERRA_E_IO, "%s: not a regular file", path);
-    if (st.st_size == 0) return terra_fail(TERRA_E_FORMAT, "%s: empty file (0 bytes)", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) return terra_fail(TERRA_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    fclose(f);
-    /* Triangulate splits polygons without moving a vertex; nothing else that drops or reshapes
-     * geometry (degenerates are found and counted here). */
-    const struct aiScene *sc = aiImportFile(path, aiProcess_Triangulate | aiProcess_JoinIdenticalVertices |
-                                                      aiProcess_ValidateDataStructure);
-    if (!sc) return terra_fail(TERRA_E_FORMAT, "%s: assimp cannot read it: %s", path, aiGetErrorString());
-    reader r = {.path = path, .scene = sc, .out = out, .max_triangles = desc->max_triangles ? desc->max_triangles
-                                                                                           : (size_t)1 << 31};
-    terra_status s = read_scene(&r);
-    for (unsigned i = 0; r.ratio && i < (sc->mNumMaterials ? sc->mNumMaterials : 1); i++) terra_free(r.ratio[i]);
-    terra_free(r.ratio);
-    terra_free(r.ratio_count);
-    terra_free(r.ratio_cap);
-    terra_free(r.alpha);
-    terra_free(r.ground);
-    terra_free(r.slot);
-    terra_free(r.scene_material);
-    aiReleaseImport(sc);
+    terra_status s = TERRA_OK;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) s = terra_fail(TERRA_E_IO, "%s: not a regular file", path);
+    else if (st.st_size == 0) s = terra_fail(TERRA_E_FORMAT, "%s: empty file (0 bytes)", path);
+    gate g;
+    terra_scenery_declared declared;
+    memset(&declared, 0, sizeof declared);
+    if (s == TERRA_OK) s = gate_init(&g, path, desc->max_bytes);
+    if (s == TERRA_OK) s = check_head(&g, fd, (uint64_t)st.st_size, &declared);
+    close(fd);
+    const struct aiScene *sc = NULL;
+    if (s == TERRA_OK) {
+        /* Triangulate splits polygons without moving a vertex; nothing else that drops or reshapes
+         * geometry (degenerates are found and counted here). */
+        struct aiFileIO io = {io_open, io_close, (char *)&g};
+        sc = aiImportFileEx(path, aiProcess_Triangulate | aiProcess_JoinIdenticalVertices |
+                                      aiProcess_ValidateDataStructure, &io);
+        const char *e = sc ? "" : aiGetErrorString();
+        if (!sc && g.refused) s = terra_fail(g.refused, "%s", g.why);
+        else if (!sc && strstr(e, "bad_alloc"))
+            s = terra_fail(TERRA_E_NOMEM, "%s: out of memory reading it (assimp: %s)", path, e);
+        else if (!sc) s = terra_fail(TERRA_E_FORMAT, "%s: assimp cannot read it: %s", path, e);
+    }
+    if (s == TERRA_OK) {
+        reader r = {.path = path, .gate = &g, .declared = &declared, .scene = sc, .out = out,
+                    .max_triangles = desc->max_triangles ? desc->max_triangles : (size_t)1 << 31};
+        s = read_scene(&r);
+        if (g.refused) s = terra_fail(g.refused, "%s", g.why); /* what went wrong first */
+        for (unsigned i = 0; r.ratio && i < (sc->mNumMaterials ? sc->mNumMaterials : 1); i++) terra_free(r.ratio[i]);
+        terra_free(r.ratio);
+        terra_free(r.ratio_count);
+        terra_free(r.ratio_cap);
+        terra_free(r.alpha);
+        terra_free(r.ground);
+        terra_free(r.slot);
+        terra_free(r.scene_material);
+    }
+    if (sc) aiReleaseImport(sc);
+    terra_scenery_declared_free(&declared);
     if (s != TERRA_OK) terra_scenery_free(out);
     return s;
 }
