@@ -238,6 +238,16 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     int n;
     double t0 = terra_now_s();
     terra_status st = terra_planet_select_run(s->sel, c.eye, &fr, &tiles, &n);
+    /* A view that asks for more tiles than the selection holds (a tiny tau, a tall picture, a wide
+     * field of view) is drawn from then on at a coarser tau, doubled until it fits, and says so. */
+    const double asked = terra_planet_select_sse(s->sel);
+    for (double tau = asked; st == TERRA_E_CAPACITY && tau < 1000;) {
+        terra_planet_select_set_sse(s->sel, tau *= 2);
+        st = terra_planet_select_run(s->sel, c.eye, &fr, &tiles, &n);
+        if (st != TERRA_E_CAPACITY)
+            terra_log(TERRA_LOG_WARN, "gl planet: the view asks for more than %d tiles at a screen-space error of %g px: "
+                      "drawn at %g px", s->d.select.max_tiles, asked, tau);
+    }
     f.select_ms = (terra_now_s() - t0) * 1e3;
     if (st != TERRA_OK) return st;
     t0 = terra_now_s();

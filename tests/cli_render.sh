@@ -46,20 +46,25 @@ msg=$("$terra" render -o /proc/nonexistent/x.png --size 32x18 2>&1); rc=$?
 # the ranges keep the selection's rules (issue 37: this view missed the crack rule by a rounding)
 log=$("$terra" render -o "$out/d.png" --size 640x360 --eye -250000,0,90000 --above 150 --yaw 200 --pitch -8 2>&1); rc=$?
 [ $rc -eq 0 ] && is_png "$out/d.png" && ok "derived ranges keep the crack rule" || bad "derived ranges (rc $rc): $log"
-# random cameras, picture shapes (16 to 4096 rows or columns), fields of view and --sse values
+# random cameras, picture shapes (16 to 4096 rows or columns), fields of view and --sse values, on the
+# plane and on the planet
 awk 'BEGIN { srand(37); for (i = 0; i < 12; i++) {
   w = int(exp(log(16) + rand() * log(256))); h = int(exp(log(16) + rand() * log(256)))
   if (i % 4 == 0) h = 16 * (1 + int(rand() * 256)); if (i % 4 == 1) w = 16 * (1 + int(rand() * 256))
   printf "--size %dx%d --fov %.3f --sse %.4g --eye %.1f,0,%.1f --above %.4g --yaw %.1f --pitch %.1f\n", w, h,
     1 + rand() * 169, exp(log(0.1) + rand() * log(10000)), (rand() - 0.5) * 2e6, (rand() - 0.5) * 2e6,
-    exp(log(0.01) + rand() * log(1e8)), rand() * 720 - 360, rand() * 180 - 90 } }' >"$out/views"
+    exp(log(0.01) + rand() * log(1e8)), rand() * 720 - 360, rand() * 180 - 90 }
+  for (i = 0; i < 4; i++)
+    printf "--planet --size %dx%d --fov %.3f --sse %.4g --lat %.4f --lon %.4f --alt %.4g --heading %.1f --pitch %.1f\n",
+      16 + int(rand() * 240), 16 + int(rand() * 240), 1 + rand() * 169, exp(log(0.1) + rand() * log(10000)),
+      rand() * 180 - 90, rand() * 360 - 180, exp(log(0.1) + rand() * log(1e9)), rand() * 720 - 360, rand() * 180 - 90 }' >"$out/views"
 bad_views=0
 while read -r view; do
   # shellcheck disable=SC2086
   log=$("$terra" render -o "$out/r.png" $view 2>&1) && is_png "$out/r.png" || { bad_views=$((bad_views + 1)); echo "  $view: $log"; }
   rm -f "$out/r.png"
 done <"$out/views"
-[ $bad_views -eq 0 ] && ok "12 random views render with derived ranges" || bad "$bad_views of 12 random views failed"
+[ $bad_views -eq 0 ] && ok "12 random views and 4 of the planet render" || bad "$bad_views of 16 random views failed"
 
 # --archive: a local-frame archive from terra bake, drawn; what cannot be drawn refused by name
 "$terra" bake -q --levels 3 --area 0,0,256,256 "$out/w.terra" >/dev/null 2>&1

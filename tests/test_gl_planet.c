@@ -350,6 +350,32 @@ static void steady_at_two_metres(void) {
     terra_gl_planet_destroy(scene);
 }
 
+/* A view that asks for more tiles than the selection holds (here a cache of 16 tiles, as a tiny tau
+ * or a tall picture asks more of the default one) is drawn at a coarser tau, whole: no hole. */
+static void too_much_asked_is_drawn_coarser(void) {
+    terra_gl_planet *scene;
+    CHECK(terra_gl_planet_create(&(terra_gl_planet_desc){.planet = planet, .width = W, .height = H, .threads = 2,
+                                                         .capacity_tiles = 16},
+                                 &scene) == TERRA_OK,
+          "%s", terra_last_error());
+    if (!scene) return;
+    const terra_gl_style style = {.flat = true, .clear_rgb = {CLEAR[0] / 255.0f, CLEAR[1] / 255.0f, CLEAR[2] / 255.0f}};
+    static uint8_t rgb[W * H * 3];
+    static bool ground[W * H];
+    terra_camera cam = terra_planet_path_camera(planet, 0.7); /* low over the ground */
+    cam.aspect = (double)W / H;
+    CHECK(terra_gl_planet_frame(scene, &cam, &style, NULL) == TERRA_OK, "%s", terra_last_error());
+    const double tau = terra_planet_select_sse(terra_gl_planet_select(scene));
+    CHECK(tau > 2, "tau %g: the frame fitted 10 tiles at 2 px, so the test asks for nothing", tau);
+    CHECK(terra_gl_read_rgb(terra_gl_planet_renderer(scene), rgb) == TERRA_OK);
+    must_be_ground(planet, &cam, MARGIN, ground);
+    long checked = 0;
+    const long holes = count_holes(rgb, ground, &checked);
+    CHECK(holes == 0 && checked > W * H / 4, "%ld hole pixels of %ld", holes, checked);
+    printf("     16 tiles held: drawn at a screen-space error of %g px, %ld pixels of ground, %ld holes\n", tau, checked, holes);
+    terra_gl_planet_destroy(scene);
+}
+
 /* A geographic grid laid over the WGS84 planet (ridges 1,400 m high over 45..45.5 N, 7..7.5 E,
  * blended into the planet's ground over 3 km): settled frames looking across its borders and down
  * on a corner, from 30 m to 30 km up, show no hole. */
@@ -422,6 +448,7 @@ int main(void) {
     RUN(realtime_frames_have_no_holes);
     RUN(culling_hides_only_the_unseen);
     RUN(steady_at_two_metres);
+    RUN(too_much_asked_is_drawn_coarser);
     RUN(overlay_border_has_no_holes);
     terra_planet_destroy(planet);
     terra_gl_context_destroy(ctx);

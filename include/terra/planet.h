@@ -306,6 +306,9 @@ typedef struct terra_planet_select terra_planet_select;
 TERRA_API terra_status terra_planet_select_create(const terra_planet_select_desc *desc, const terra_planet *p,
                                                   terra_planet_select **out);
 TERRA_API void terra_planet_select_destroy(terra_planet_select *s);
+/* Tau from now on (the ranges follow), and tau now. */
+TERRA_API terra_status terra_planet_select_set_sse(terra_planet_select *s, double max_sse_px);
+TERRA_API double terra_planet_select_sse(const terra_planet_select *s);
 /* The walk: each of the six faces from its root down, by the least 3-D distance from the eye to each
  * tile's ground (its bounding sphere's, or its cap's between its lowest and highest ground, whichever
  * is farther); a tile is dropped when its sphere is outside the frustum (may be NULL) or

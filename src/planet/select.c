@@ -39,6 +39,7 @@ struct terra_planet_select {
     float morph_start[TERRA_PLANET_MAX_LEVELS], morph_end[TERRA_PLANET_MAX_LEVELS];
     double allowance2[TERRA_PLANET_MAX_LEVELS];
     float error[TERRA_PLANET_MAX_LEVELS];
+    float hi;               /* the planet's highest ground */
     double sse_k, occluder; /* occluder: the ball's radius in the horizon's scaled space */
     double ia, ib;          /* the scaled space: x / a, y / b, z / a (a sphere's: all / radius) */
     double stretch, lean_k; /* an ellipsoid's: angles grow by a / b at most; a height leans by lean_k per unit */
@@ -119,6 +120,37 @@ static terra_status measure(const terra_planet_select *s, terra_tile_key k, tile
     return TERRA_OK;
 }
 
+/* Each level's range and morph from tau, the view and the level errors. */
+static void set_ranges(terra_planet_select *s) {
+    const terra_planet_select_desc d = s->d;
+    const terra_planet *p = s->p;
+    const float hi = s->hi;
+    s->sse_k = d.view_height_px / (2.0 * tan(0.5 * d.view_fov_y_rad));
+    /* ranges: the next level's error projects to tau there (so a tile is split exactly where by_error
+     * splits it); with morph_margin, as on the plane (select.c, derive_ranges), no sooner than the
+     * morph margin of this level's diagonal allows. The face's own level draws however far (it has
+     * no parent to hand over to). */
+    double prev = 0;
+    for (int l = 0; l < s->levels; l++) {
+        s->error[l] = terra_planet_level_error(p, l);
+        double r = d.morph_margin ? prev + level_diagonal(p, l, hi) / d.morph_start_ratio : 0;
+        if (l + 1 < s->levels) r = fmax(r, terra_planet_level_error(p, l + 1) * s->sse_k / d.max_sse_px);
+        else r = fmax(r, 2 * prev);
+        r = fmax(r, prev * (1 + 1e-6) + 1e-3); /* a level whose error is no more than the one below draws nowhere */
+        s->range[l] = r, s->range2[l] = r * r;
+        s->morph_start[l] = (float)(prev + (r - prev) * d.morph_start_ratio);
+        s->morph_end[l] = (float)r;
+        if (l > 0) {
+            const double a = s->morph_start[l] - s->range[l - 1];
+            s->allowance2[l] = a * a;
+        }
+        prev = r;
+    }
+    s->morph_start[s->levels - 1] = s->morph_end[s->levels - 1] = 0; /* faces never morph */
+    if (d.by_error)
+        for (int l = 0; l < s->levels; l++) s->morph_start[l] = s->morph_end[l] = 0;
+}
+
 terra_status terra_planet_select_create(const terra_planet_select_desc *desc, const terra_planet *p,
                                         terra_planet_select **out) {
     *out = NULL;
@@ -165,30 +197,8 @@ terra_status terra_planet_select_create(const terra_planet_select_desc *desc, co
          * image of n by at most twice the largest angle the scaling turns a vector, atan((k - 1) / (2 sqrt k)) */
         s->lean_k = a == b ? 0 : 2.02 * atan((s->stretch - 1) / (2 * sqrt(s->stretch)));
     }
-    s->sse_k = d.view_height_px / (2.0 * tan(0.5 * d.view_fov_y_rad));
-    /* ranges: the next level's error projects to tau there (so a tile is split exactly where by_error
-     * splits it); with morph_margin, as on the plane (select.c, derive_ranges), no sooner than the
-     * morph margin of this level's diagonal allows. The face's own level draws however far (it has
-     * no parent to hand over to). */
-    double prev = 0;
-    for (int l = 0; l < s->levels; l++) {
-        s->error[l] = terra_planet_level_error(p, l);
-        double r = d.morph_margin ? prev + level_diagonal(p, l, hi) / d.morph_start_ratio : 0;
-        if (l + 1 < s->levels) r = fmax(r, terra_planet_level_error(p, l + 1) * s->sse_k / d.max_sse_px);
-        else r = fmax(r, 2 * prev);
-        r = fmax(r, prev * (1 + 1e-6) + 1e-3); /* a level whose error is no more than the one below draws nowhere */
-        s->range[l] = r, s->range2[l] = r * r;
-        s->morph_start[l] = (float)(prev + (r - prev) * d.morph_start_ratio);
-        s->morph_end[l] = (float)r;
-        if (l > 0) {
-            const double a = s->morph_start[l] - s->range[l - 1];
-            s->allowance2[l] = a * a;
-        }
-        prev = r;
-    }
-    s->morph_start[s->levels - 1] = s->morph_end[s->levels - 1] = 0; /* faces never morph */
-    if (d.by_error)
-        for (int l = 0; l < s->levels; l++) s->morph_start[l] = s->morph_end[l] = 0;
+    s->hi = hi;
+    set_ranges(s);
     for (int f = 0; f < 6; f++) {
         terra_status st = measure(s, terra_tile_key_make(f, s->levels - 1, 0, 0), &s->root[f]);
         if (st != TERRA_OK) {
@@ -338,6 +348,16 @@ static int node(terra_planet_select *s, terra_tile_key key, const tile_b *b, int
     }
     return HANDLED;
 }
+
+terra_status terra_planet_select_set_sse(terra_planet_select *s, double max_sse_px) {
+    if (!(max_sse_px > 0) || !isfinite(max_sse_px))
+        return terra_fail(TERRA_E_INVALID, "planet select: max_sse_px must be a positive number of pixels (got %g)", max_sse_px);
+    s->d.max_sse_px = max_sse_px;
+    set_ranges(s);
+    return TERRA_OK;
+}
+
+double terra_planet_select_sse(const terra_planet_select *s) { return s->d.max_sse_px; }
 
 terra_status terra_planet_select_run(terra_planet_select *s, terra_vec3 eye, const terra_frustum *frustum,
                                      const terra_planet_tile **tiles, int *count) {
