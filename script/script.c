@@ -213,7 +213,7 @@ static double clock_s(clockid_t clock) {
 
 /* The watchdog's signal (every 20 ms past the deadline): the first sets the stop hook; a later one,
  * once the thread has run 20 ms of its own time since without reaching the hook (compiled code or a C
- * function; or 1 s went by, a system call), jumps back to the call's start. */
+ * function; or 0.5 s went by, a system call), jumps back to the call's start. */
 static void on_stop_signal(int sig, siginfo_t *info, void *context) {
     (void)sig, (void)info;
     lstate *ls = tl_ls;
@@ -225,7 +225,7 @@ static void on_stop_signal(int sig, siginfo_t *info, void *context) {
         lua_sethook(ls->L, stop_hook, LUA_MASKCOUNT, 1); /* safe in a handler, as Lua's own interpreter uses it */
         return;
     }
-    if (cpu - ls->hooked_cpu < 0.02 && wall - ls->hooked_wall < 1) return;
+    if (cpu - ls->hooked_cpu < 0.02 && wall - ls->hooked_wall < 0.5) return;
     ls->stop_pc = stopped_at(ls, context);
     tl_armed = 0;
     siglongjmp(*tl_jump, 1);
