@@ -428,8 +428,11 @@ static int l_find_module(lua_State *L) {
         return 2;
     }
     rel[n] = 0;
+    lstate *ls = tl_ls;
     const sig_atomic_t armed = tl_armed;
+    const bool capped = ls && ls->capped;
     tl_armed = 0; /* never stopped inside stdio */
+    if (ls) ls->capped = false; /* nor failing for memory while disarmed: a module is the author's file */
     char path[PATH_MAX + 32], real[PATH_MAX];
     int found = 0;
     for (int k = 0; k < 2 && !found; k++) {
@@ -452,6 +455,7 @@ static int l_find_module(lua_State *L) {
             found = rc ? 2 : 1;
         }
     }
+    if (ls) ls->capped = capped;
     tl_armed = armed;
     if (!found) {
         lua_pushnil(L);
@@ -471,6 +475,7 @@ static const char *const driver_lua[] = { /* pieces under C's 4095 characters, r
     "local P, C, trusted, limit = ...\n"
     "local ffi = require('ffi')\n"
     "local type, tostring, format, error, pcall, rawget = type, tostring, string.format, error, pcall, rawget\n"
+    "local str_sub, str_find = string.sub, string.find -- the script may change string's fields; these stay\n"
     "local noise_f = ffi.cast('float (*)(uint64_t, double, double)', P.noise)\n"
     "local fbm_f = ffi.cast('float (*)(uint64_t, double, double, int, double, double)', P.fbm)\n"
     "local ridged_f = ffi.cast('float (*)(uint64_t, double, double, int, double, double)', P.ridged)\n"
@@ -559,7 +564,7 @@ static const char *const driver_lua[] = { /* pieces under C's 4095 characters, r
     "  load = function(chunk, name, mode, env)\n"
     "    if low(P.parse_stack) ~= 0 then error('load: calls nested too deeply (the C stack is nearly used up)', 2) end\n"
     "    local f, err = oload(chunk, name, 't', env)\n"
-    "    if not f and type(err) == 'string' and err:find('wrong mode', 1, true) then\n"
+    "    if not f and type(err) == 'string' and str_find(err, 'wrong mode', 1, true) then\n"
     "      err = 'load of a compiled (bytecode) chunk' .. why\n"
     "    end\n"
     "    return f, err\n"
@@ -572,7 +577,7 @@ static const char *const driver_lua[] = { /* pieces under C's 4095 characters, r
     "    if type(name) ~= 'string' then error(\"bad argument #1 to 'require' (string expected, got \" .. type(name) .. ')', 2) end\n"
     "    local m = libs[name] or loaded[name]\n"
     "    if m ~= nil then return m end\n"
-    "    if gone[name] or name:sub(1, 4) == 'jit.' then refuse(\"require('\" .. name .. \"')\") end\n"
+    "    if gone[name] or str_sub(name, 1, 4) == 'jit.' then refuse(\"require('\" .. name .. \"')\") end\n"
     "    if loading[name] then error(\"require('\" .. name .. \"'): the module requires itself\", 2) end\n"
     "    if low(P.parse_stack) ~= 0 then error('require: calls nested too deeply (the C stack is nearly used up)', 2) end\n"
     "    local f, why = find(name)\n"

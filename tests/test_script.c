@@ -403,7 +403,7 @@ static void test_sandbox_names(void) {
     CHECK(f != NULL, "no list");
     if (!f) return;
     char name[256];
-    int n = 0, nkept = 0, nrefused = 0;
+    int nkept = 0, nrefused = 0;
     while (fgets(name, sizeof name, f)) {
         name[strcspn(name, "\n")] = 0;
         const bool module = !strncmp(name, "require:", 8);
@@ -430,12 +430,13 @@ static void test_sandbox_names(void) {
         else snprintf(says, sizeof says, "%.*s", (int)strcspn(what, "."), what);
         const bool named = strstr(terra_last_error(), "world.lua:1:") && strstr(terra_last_error(), says) &&
                            strstr(terra_last_error(), "refused");
-        /* a module that is no library (_G) is simply not found beside the script */
-        const bool not_found = module && strstr(terra_last_error(), "neither");
+        /* _G is no library: it is simply not found beside the script */
+        const bool not_found = module && !strcmp(what, "_G") && strstr(terra_last_error(), "neither");
         CHECK(st == TERRA_E_SOURCE && (named || not_found), "%s: status %d, '%s'", name, st, terra_last_error());
-        nrefused++, n++;
+        nrefused++;
     }
     fclose(f);
+    unlink(list);
     CHECK(nkept > 100 && nrefused > 40, "%d names kept, %d refused: the list is short", nkept, nrefused);
 }
 
@@ -462,6 +463,8 @@ static void test_escapes(void) {
         {"require('jit.util') os.execute('touch %s')", "require('jit.util') is refused"},
         {"local f = loadfile('/dev/null') os.execute('touch %s')", "loadfile is refused"},
         {"package.loadlib('libc.so.6', 'creat') os.execute('touch %s')", "package is refused"},
+        {"rawset(string, 'sub', function() return '' end) string.find = nil require('jit.util') os.execute('touch %s')",
+         "require('jit.util') is refused"},
         {"require('os').remove('%s')", "os.remove is refused"},
     };
     for (size_t i = 0; i < sizeof escapes / sizeof *escapes; i++) {
