@@ -74,16 +74,17 @@ bool cli_opt_size(const char *cmd, const char *opt, const char *arg, int lo, int
  * message and stated in --help, all from the same numbers), its default and its help line. A
  * command takes the groups it names; its own options it parses itself, through a callback. */
 enum {
-    CLI_WORLD = 1 << 0,   /* --seed --source --edits --cells --tile0 --levels --range0 */
+    CLI_WORLD = 1 << 0,   /* --seed --source --trust-script --edits --cells --tile0 --levels --range0 */
     CLI_ARCHIVE = 1 << 1, /* --archive */
     CLI_LENS = 1 << 2,    /* --size --fov --sse */
     CLI_POSE = 1 << 3,    /* --eye --above --yaw --pitch */
     CLI_STYLE = 1 << 4,   /* --level-tint --no-morph --clear */
     CLI_PLANET = 1 << 5,  /* --planet --lat --lon --alt --heading (with --pitch of CLI_POSE) */
 };
-/* Scripts (script.h) where terra is built with them; elsewhere opening fails, saying so. */
+/* Scripts (script.h) where terra is built with them; elsewhere opening fails, saying so. `trusted`
+ * (--trust-script) lifts the sandbox. */
 typedef struct terra_script terra_script;
-terra_status cli_script_open(const char *path, uint64_t seed, terra_script **out);
+terra_status cli_script_open(const char *path, uint64_t seed, bool trusted, terra_script **out);
 terra_source *cli_script_source(terra_script *s);
 void cli_script_close(terra_script *s);
 bool cli_script_changed(const terra_script *s);
@@ -97,6 +98,7 @@ typedef struct cli_scene {
     terra_select_desc sel;     /* grid (tile0_size, cells), levels, range0 (0: the selection's default) */
     const char *archive;       /* NULL: the default world of `seed`, or the script's ground */
     const char *script;        /* --source: a Lua script's ground (its terra.world of `seed`) */
+    bool trust_script;         /* --trust-script: the script runs outside the sandbox */
     terra_script *lua, *retired; /* the script open, and the one it replaced while workers still call it */
     const char *journal;       /* --edits: an edit journal replayed over the ground (edit.h) */
     bool want_edits;           /* an edit layer even without --edits (terra view's mouse) */
@@ -195,6 +197,7 @@ int cli_run_sibling(const char *cmd, const char *program);
 typedef struct cli_bake_tin {
     const char *out;
     const char *script; /* --source, or NULL: the default world */
+    bool trust_script;  /* --trust-script */
     const char *journal; /* --edits over it, or NULL */
     uint64_t seed;
     double scale;

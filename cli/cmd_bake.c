@@ -32,7 +32,10 @@ static void help(FILE *f) {
             "                            (default 111319.49)\n"
             "  --compression gzip|zstd|none   per-tile compression (default gzip)\n"
             "  --source FILE             the ground of a Lua script instead of the default world (see\n"
-            "                            terra render --help; its surfaces are baked as their ids)\n"
+            "                            terra render --help; its surfaces are baked as their ids),\n"
+            "                            run sandboxed, without the file system or the process\n"
+            "  --trust-script            run --source with all of LuaJIT's libraries (os, io, ffi, debug,\n"
+            "                            bytecode): only a script you wrote or trust as a program\n"
             "  --seed S                  the default world's seed (default 1; with --source: terra.world's)\n"
             "  --edits FILE              the edits of a journal (terra edit, terra view) over the ground\n"
             "  --scale S                 the default world's horizontal scale, 0.001..1000 (default 1)\n"
@@ -47,7 +50,7 @@ static void help(FILE *f) {
 }
 
 int cmd_bake(int argc, char **argv) {
-    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS, O_TIN, O_SOURCE, O_EDITS };
+    enum { O_FRAME = 256, O_LEVELS, O_AREA, O_BOUNDS, O_TILE, O_CELLS, O_MPD, O_COMP, O_SEED, O_SCALE, O_NONORM, O_NOSURF, O_THREADS, O_TIN, O_SOURCE, O_EDITS, O_TRUST };
     static const struct option opts[] = {
         {"frame", required_argument, 0, O_FRAME},     {"levels", required_argument, 0, O_LEVELS},
         {"area", required_argument, 0, O_AREA},       {"bounds", required_argument, 0, O_BOUNDS},
@@ -58,13 +61,14 @@ int cmd_bake(int argc, char **argv) {
         {"threads", required_argument, 0, O_THREADS}, {"quiet", no_argument, 0, 'q'},
         {"tin", no_argument, 0, O_TIN},               {"max-error", required_argument, 0, 'e'},
         {"source", required_argument, 0, O_SOURCE},   {"edits", required_argument, 0, O_EDITS},
+        {"trust-script", no_argument, 0, O_TRUST},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     terra_bake_desc d = {0};
     d.compression = TERRA_COMPRESS_GZIP;
     uint64_t seed = 1;
     double scale = 1;
     const char *script = NULL, *journal = NULL;
-    bool quiet = false, tin = false, levels_given = false, compression_given = false;
+    bool quiet = false, tin = false, levels_given = false, compression_given = false, trust = false;
     double max_error = 1.0;
     int c;
     optind = 1;
@@ -122,6 +126,7 @@ int cmd_bake(int argc, char **argv) {
             break;
         case O_TIN: tin = true; break;
         case O_SOURCE: script = optarg; break;
+        case O_TRUST: trust = true; break;
         case O_EDITS: journal = optarg; break;
         case 'e':
             if (!cli_opt_double("bake", "--max-error", optarg, "metres", 1e-6, 1e6, &max_error)) return EXIT_USAGE;
@@ -133,12 +138,13 @@ int cmd_bake(int argc, char **argv) {
     }
     if (optind != argc - 1) return cli_usage_error("bake", "expected one OUT.terra");
     if (script && scale != 1) return cli_usage_error("bake", "--scale is the default world's; a script sets its own");
+    if (trust && !script) return cli_usage_error("bake", "--trust-script trusts the script of --source: give one");
     const char *out = argv[optind];
     if (tin) {
         if (d.frame == TERRA_FRAME_GEOGRAPHIC) return cli_usage_error("bake", "--tin bakes the local frame only");
         if (!cli_bake_tin_run) return cli_run_sibling("bake", "terra-cook"); /* meshoptimizer's program */
         const double tile0 = d.tile0_size > 0 ? d.tile0_size : 64;
-        cli_bake_tin t = {.out = out, .script = script, .journal = journal, .seed = seed, .scale = scale, .spacing = tile0 / (d.cells ? d.cells : 32),
+        cli_bake_tin t = {.out = out, .script = script, .trust_script = trust, .journal = journal, .seed = seed, .scale = scale, .spacing = tile0 / (d.cells ? d.cells : 32),
                           .max_error = max_error, .levels = levels_given ? d.levels : 0, .threads = d.threads,
                           .compression = compression_given ? (int)d.compression : (int)TERRA_COMPRESS_PACKED,
                           .quiet = quiet};
@@ -153,7 +159,7 @@ int cmd_bake(int argc, char **argv) {
 
     terra_source *src = NULL;
     terra_script *lua = NULL;
-    if (script ? cli_script_open(script, seed, &lua) != TERRA_OK
+    if (script ? cli_script_open(script, seed, trust, &lua) != TERRA_OK
                : terra_world_create(&(terra_world_desc){.seed = seed, .scale = scale}, &src) != TERRA_OK)
         return cli_error("bake", "%s", terra_last_error());
     if (lua) src = cli_script_source(lua);

@@ -40,6 +40,8 @@ static void help(FILE *f) {
             "                            sampled --spacing apart (default 2) over --area, local frame\n"
             "      --area X0,Z0,X1,Z1    with --source: the area in metres (default 0,0,1024,1024)\n"
             "      --seed S              with --source: its terra.world's seed (default 1)\n"
+            "      --trust-script        with --source: run it with all of LuaJIT's libraries (os, io,\n"
+            "                            ffi, debug, bytecode), not sandboxed: only a script you trust\n"
             "  -e, --max-error M         the finest level's vertical error bound, metres (default 1)\n"
             "      --levels N            local frame: levels to build (default: up to one tile)\n"
             "      --tile-size S         samples along a finest tile's side (default 256; geographic:\n"
@@ -157,7 +159,7 @@ static void print_dropped(const terra_scenery *s) {
 /* ---- the command --------------------------------------------------------------------------------- */
 
 enum { OPT_LEVELS = 256, OPT_TILE, OPT_FRAME, OPT_THREADS, OPT_COMP, OPT_CACHE, OPT_NOCACHE, OPT_ENC, OPT_BAND,
-       OPT_ZS, OPT_SPACING, OPT_SOURCE, OPT_AREA, OPT_SEED, OPT_STAGE, OPT_MAXMEM };
+       OPT_ZS, OPT_SPACING, OPT_SOURCE, OPT_AREA, OPT_SEED, OPT_STAGE, OPT_MAXMEM, OPT_TRUST };
 
 static int cook_main(int argc, char **argv) {
     static const struct option opts[] = {
@@ -170,12 +172,12 @@ static int cook_main(int argc, char **argv) {
         {"spacing", required_argument, 0, OPT_SPACING}, {"quiet", no_argument, 0, 'q'},
         {"source", required_argument, 0, OPT_SOURCE}, {"area", required_argument, 0, OPT_AREA},
         {"seed", required_argument, 0, OPT_SEED},     {"stage", required_argument, 0, OPT_STAGE},
-        {"max-memory", required_argument, 0, OPT_MAXMEM},
+        {"max-memory", required_argument, 0, OPT_MAXMEM}, {"trust-script", no_argument, 0, OPT_TRUST},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     const char *out = NULL, *cache = NULL, *script = NULL, *stage = NULL;
     double area[4] = {0, 0, 1024, 1024};
     uint64_t seed = 1;
-    bool quiet = false, no_cache = false;
+    bool quiet = false, no_cache = false, trust = false;
     double max_error = 1.0, zscale = 0, spacing = 0;
     int levels = 0, tile = 0, threads = 0, band = 0;
     size_t max_bytes = 0;
@@ -237,6 +239,7 @@ static int cook_main(int argc, char **argv) {
                 return cli_usage_error(CMD, "--max-memory: '%s' is not a size from 1M to 1P (e.g. 512M, 2G)", optarg);
             break;
         case OPT_SOURCE: script = optarg; break;
+        case OPT_TRUST: trust = true; break;
         case OPT_AREA:
             if (!cli_opt_doubles(CMD, "--area", optarg, "X0,Z0,X1,Z1 in metres", 4, -CLI_MAX_COORD, CLI_MAX_COORD, area))
                 return EXIT_USAGE;
@@ -262,10 +265,11 @@ static int cook_main(int argc, char **argv) {
 #endif
     if (threads < 1) threads = terra_default_threads();
     if (stage && ranks == 1) return cli_usage_error(CMD, "--stage is for a cook on MPI ranks (mpirun -n N terra cook)");
+    if (trust && !script) return cli_usage_error(CMD, "--trust-script trusts the script of --source: give one");
     if (script) { /* a script's ground, sampled over the area: as terra bake --tin */
         if (nin) return cli_usage_error(CMD, "--source cooks a script's ground: no INPUT beside it ('%s')", argv[optind]);
         if (!out) return cli_usage_error(CMD, "no output: -o OUT.terra");
-        cli_bake_tin t = {.out = out, .script = script, .seed = seed, .scale = 1, .spacing = spacing > 0 ? spacing : 2,
+        cli_bake_tin t = {.out = out, .script = script, .trust_script = trust, .seed = seed, .scale = 1, .spacing = spacing > 0 ? spacing : 2,
                           .max_error = max_error, .levels = levels, .threads = threads, .compression = (int)comp,
                           .quiet = quiet};
         memcpy(t.area, area, sizeof area);
@@ -458,7 +462,7 @@ int cli_bake_tin_run(const cli_bake_tin *t) {
                                (unsigned long long)LOCAL_WHOLE_MAX);
     terra_source *src = NULL;
     terra_script *script = NULL;
-    if (t->script ? cli_script_open(t->script, t->seed, &script) != TERRA_OK
+    if (t->script ? cli_script_open(t->script, t->seed, t->trust_script, &script) != TERRA_OK
                   : terra_world_create(&(terra_world_desc){.seed = t->seed, .scale = t->scale}, &src) != TERRA_OK)
         return cli_error("bake", "%s", terra_last_error());
     if (script) src = cli_script_source(script);

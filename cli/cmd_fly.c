@@ -470,7 +470,7 @@ bool cli_scene_reload(cli_scene *s, terra_gl_scene *scene, FILE *log) {
     if (!cli_script_changed(s->lua)) return false;
     terra_script *fresh = NULL;
     terra_edit_layer *edits = NULL;
-    terra_status st = cli_script_open(s->script, s->seed, &fresh);
+    terra_status st = cli_script_open(s->script, s->seed, s->trust_script, &fresh);
     /* the edits again over the new ground: replayed from the journal (without one they start anew) */
     if (st == TERRA_OK && s->edits)
         st = terra_edit_layer_create(&(terra_edit_layer_desc){.base = cli_script_source(fresh), .journal = s->journal},

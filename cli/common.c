@@ -239,7 +239,11 @@ static const scene_opt scene_opts[] = {
      STR(TERRA_SELECT_MAX_RANGE_TILES) " of its tiles; with it, each\nlevel's range is twice the one before"},
     {"source", "FILE", CLI_WORLD, K_TEXT, 0, 0, NULL, AT(script), 0,
      "the ground of a Lua script instead of the default world (script.h:\nreturns { height = function(x, z) ... end, "
-     "layer, layers, range });\n--seed is its terra.world's; edited while drawing, it is drawn anew"},
+     "layer, layers, range });\n--seed is its terra.world's; edited while drawing, it is drawn anew;\n"
+     "it runs sandboxed, without the file system or the process"},
+    {"trust-script", NULL, CLI_WORLD, K_FLAG, 0, 0, NULL, AT(trust_script), 0,
+     "run --source with all of LuaJIT's libraries (os, io, ffi, debug,\nbytecode): only a script you wrote or "
+     "trust as a program"},
     {"edits", "FILE", CLI_WORLD, K_TEXT, 0, 0, NULL, AT(journal), 0,
      "an edit journal (edit.h) replayed over the ground, created if missing;\nterra view appends what its "
      "mouse digs (left) and raises (right)"},
@@ -395,6 +399,7 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (s->script && s->archive) return cli_usage_error(cmd, "--source and --archive are two grounds: give one");
+    if (s->trust_script && !s->script) return cli_usage_error(cmd, "--trust-script trusts the script of --source: give one");
     if (s->planet && (s->script || s->journal))
         return cli_usage_error(cmd, "--planet draws the built-in planet (and --archive); --source and --edits are not drawn on it yet");
     if (s->wgs84 && !s->planet) return cli_usage_error(cmd, "--wgs84 shapes a planet: give --planet");
@@ -420,7 +425,7 @@ terra_status cli_scene_open(cli_scene *s, terra_source **src) {
     s->sel.view_fov_y_rad = s->fov * PI / 180;
     if (!s->archive) {
         if (s->script) {
-            st = cli_script_open(s->script, s->seed, &s->lua);
+            st = cli_script_open(s->script, s->seed, s->trust_script, &s->lua);
             if (st == TERRA_OK) *src = cli_script_source(s->lua);
         } else {
             st = terra_world_create(&(terra_world_desc){.seed = s->seed}, src);
@@ -513,16 +518,16 @@ void cli_ground_json(char *out, size_t n, const char *script, uint64_t seed, dou
 }
 
 #ifdef TERRA_HAVE_SCRIPT
-terra_status cli_script_open(const char *path, uint64_t seed, terra_script **out) {
-    return terra_script_open(&(terra_script_desc){.path = path, .world_seed = seed}, out);
+terra_status cli_script_open(const char *path, uint64_t seed, bool trusted, terra_script **out) {
+    return terra_script_open(&(terra_script_desc){.path = path, .world_seed = seed, .trusted = trusted}, out);
 }
 terra_source *cli_script_source(terra_script *s) { return terra_script_source(s); }
 void cli_script_close(terra_script *s) { terra_script_close(s); }
 bool cli_script_changed(const terra_script *s) { return terra_script_changed(s); }
 static const terra_surface_table *script_surfaces(const terra_script *s) { return terra_script_surfaces(s); }
 #else
-terra_status cli_script_open(const char *path, uint64_t seed, terra_script **out) {
-    (void)seed;
+terra_status cli_script_open(const char *path, uint64_t seed, bool trusted, terra_script **out) {
+    (void)seed, (void)trusted;
     *out = NULL;
     return terra_fail(TERRA_E_UNSUPPORTED, "%s: this terra was built without scripts (LuaJIT: libluajit-5.1-dev)", path);
 }

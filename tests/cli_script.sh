@@ -2,7 +2,10 @@
 # --source WORLD.lua end to end: a script that is the default world bakes to the same archive as
 # the default world, byte for byte; a script of its own renders, bakes, cooks (TIN) and passes
 # terra check; a broken script exits 1 naming file:line, leaving no archive; --source with
-# --archive is refused.
+# --archive is refused. The sandbox: a script that runs a command or writes a file is refused
+# (exit 1, file:line, what was refused, nothing done, no archive); with --trust-script bake and
+# cook run it and say it is trusted; --trust-script without --source is a usage error; a runaway
+# height function ends as an error naming its line.
 set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 bin=$(dirname "$T")
@@ -63,4 +66,53 @@ set +e
 rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q "give one" "$work/err2.txt" || fail "--source with --archive: $rc $(cat "$work/err2.txt")"
+# the sandbox: an escape is refused where it is written, and nothing happens
+cat >"$work/escape.lua" <<EOF
+-- a world that runs a command
+os.execute("touch '$work/ran'")
+local f = io.open("$work/wrote", "w") if f then f:write("x") f:close() end
+return { height = function(x, z) return 0 end, min_height = -1, max_height = 1 }
+EOF
+set +e
+"$T" bake --source "$work/escape.lua" --levels 1 --area 0,0,64,64 -q "$work/escape.terra" 2>"$work/err3.txt"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "a sandbox escape exits $rc"
+grep -q "escape.lua:2: os.execute is refused" "$work/err3.txt" || fail "the refusal: $(cat "$work/err3.txt")"
+grep -q -- "--trust-script" "$work/err3.txt" || fail "the refusal does not say what lifts it: $(cat "$work/err3.txt")"
+[ ! -e "$work/ran" ] && [ ! -e "$work/wrote" ] || fail "the sandboxed script ran a command or wrote a file"
+[ ! -e "$work/escape.terra" ] || fail "a refused script left an archive"
+# trusted: it runs, and says so
+"$T" bake --source "$work/escape.lua" --trust-script --levels 1 --area 0,0,64,64 -q "$work/escape.terra" \
+  2>"$work/trust.txt" || fail "bake --trust-script: $(cat "$work/trust.txt")"
+[ -e "$work/ran" ] && [ -e "$work/wrote" ] || fail "the trusted script did not run its command and write its file"
+grep -q "escape.lua: trusted" "$work/trust.txt" || fail "bake --trust-script does not say so: $(cat "$work/trust.txt")"
+if [ -x "$bin/terra-cook" ]; then
+  rm -f "$work/ran" "$work/wrote"
+  set +e
+  "$T" cook --source "$work/escape.lua" --area 0,0,64,64 -q -o "$work/escape_tin.terra" 2>"$work/err4.txt"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] && grep -q "os.execute is refused" "$work/err4.txt" && [ ! -e "$work/ran" ] ||
+    fail "cook --source, sandboxed: $rc $(cat "$work/err4.txt")"
+  "$T" cook --source "$work/escape.lua" --trust-script --area 0,0,64,64 -q -o "$work/escape_tin.terra" \
+    2>"$work/trust2.txt" || fail "cook --trust-script: $(cat "$work/trust2.txt")"
+  [ -e "$work/ran" ] && grep -q "escape.lua: trusted" "$work/trust2.txt" || fail "cook --trust-script: $(cat "$work/trust2.txt")"
+fi
+set +e
+"$T" bake --trust-script "$work/x.terra" 2>"$work/err5.txt"
+rc=$?
+"$T" render --trust-script -o "$work/x.png" 2>>"$work/err5.txt"
+rc2=$?
+set -e
+[ "$rc" = 2 ] && [ "$rc2" = 2 ] && [ "$(grep -c "give one" "$work/err5.txt")" = 2 ] ||
+  fail "--trust-script without --source: $rc $rc2 $(cat "$work/err5.txt")"
+# a runaway: stopped at the time limit, naming the loop's line
+printf 'return { min_height = 0, max_height = 1,\n  height = function(x, z)\n    while true do end\n  end }\n' >"$work/spin.lua"
+set +e
+"$T" bake --source "$work/spin.lua" --levels 1 --area 0,0,64,64 -q "$work/spin.terra" 2>"$work/err6.txt"
+rc=$?
+set -e
+[ "$rc" = 1 ] && grep -q "spin.lua:3: a call ran past its time limit" "$work/err6.txt" ||
+  fail "a runaway: $rc $(cat "$work/err6.txt")"
 echo "cli_script: ok"

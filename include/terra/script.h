@@ -30,13 +30,42 @@
  *   terra.WORLD_MIN, terra.WORLD_MAX   the default world's global bound
  * so a script can carve a road into the default world and give a tight range for it.
  *
- * `require` finds modules beside the script first. Errors, at load or in any call, carry the
- * script's file:line (Lua's own message); a call that fails fails the grid or query it served
- * (TERRA_E_SOURCE), and nothing else. A call that runs longer than the time limit is stopped there
- * (TERRA_E_SOURCE, "... ran past its time limit"): the Lua state that ran it is abandoned (its memory
- * is not freed: an interrupted state cannot be closed safely) and a fresh one is loaded for the next
- * call. Stopping uses a real-time signal, TERRA_SCRIPT_SIGNAL, whose handler the first terra_script_open
- * installs for the process.
+ * `require` finds modules under the script's folder (name "a.b": a/b.lua or a/b/init.lua; a file whose
+ * real path leaves the folder is refused), and those are watched (terra_script_changed).
+ *
+ * Sandbox. A script is code from whoever made the world, so unless the desc says `trusted` it gets
+ * only what cannot reach the process or the file system: the base functions, string, table, math,
+ * bit, coroutine, os.time and os.clock, `terra`, `require` as above, `print` (to terra_log, INFO) and
+ * `load`/`loadstring` of source text. io, ffi, debug, jit, package, module, dofile, loadfile,
+ * getfenv, setfenv, newproxy, string.dump, the rest of os, bytecode (a compiled chunk, which can crash
+ * the VM: refused in `load`, in `require` and as the script itself) and every other module are
+ * refused, each with an error naming what was refused and where. `trusted` opens all of LuaJIT's
+ * libraries (and logs, WARN, that the script is trusted); the limits below hold either way.
+ *
+ * Limits. Errors, at load or in any call, carry the file:line of the script (or module) where they
+ * rose; a call that fails fails the grid or query it served (TERRA_E_SOURCE), and nothing else.
+ *  - Time: a call that runs longer than the time limit is stopped there (TERRA_E_SOURCE, "FILE:LINE:
+ *    a call ran past its time limit of T s"). Interpreted code is stopped by a hook at its next
+ *    instruction and the state is closed; compiled code (LuaJIT's traces never look at hooks) and C
+ *    functions are stopped by a real-time signal, TERRA_SCRIPT_SIGNAL, whose handler the first
+ *    terra_script_open installs for the process, and the line named is where the compiled loop
+ *    starts (x86-64 and arm64; elsewhere, and in a C function the interpreter called, the line where
+ *    height, layer or range starts); that state is abandoned (its memory is not freed: an interrupted state cannot
+ *    be closed safely). Either way a fresh state is loaded for the next call.
+ *  - Memory: each Lua state (one per thread calling at once) may hold up to the memory limit,
+ *    garbage not yet collected included. Past half of it the script is stopped at its next
+ *    interpreted instruction; an allocation past the limit itself is refused. Either fails the call
+ *    ("FILE:LINE: the script ran past its memory limit of N MiB", the line where a compiled loop
+ *    starts when it was one; a single allocation too large from a C function names where the
+ *    function the call ran starts) and closes the state. string.rep is refused up front, at its
+ *    line, when its result would not fit in what is left.
+ *  - Recursion: Lua recursion ends in LuaJIT's "stack overflow", with the place; recursion through C
+ *    functions that call back into Lua (string.gsub, string.format, table.sort, coroutines, load,
+ *    print, os.time) is refused ("calls nested too deeply", at the line) once it has used 1 MiB of C
+ *    stack or comes within a quarter of the thread's stack (at most 256 KiB) of its end, so it never
+ *    overflows the C stack.
+ * The state's memory comes from LuaJIT's own allocator, not terra_set_allocator's: a call stopped by
+ * the signal may be inside an allocation, and only a per-state allocator makes that harmless.
  */
 /* Threads: the source's callbacks may run on any number of threads at once (source.h): each call
  * takes a Lua state of its own (one per thread calling at once, loaded from the file when first
@@ -56,19 +85,25 @@ extern "C" {
 
 #define TERRA_SCRIPT_SIGNAL (SIGRTMIN + 4) /* <signal.h> */
 #define TERRA_SCRIPT_DEFAULT_TIME_LIMIT_S 2.0
+#define TERRA_SCRIPT_DEFAULT_MEMORY_LIMIT ((size_t)256 << 20) /* bytes per Lua state */
+#define TERRA_SCRIPT_MIN_MEMORY_LIMIT (4 << 20)               /* a state with the built-ins takes ~100 KiB */
 
 typedef struct terra_script_desc {
     const char *path;     /* the Lua file; required */
     uint64_t world_seed;  /* the seed of terra.world (0 is a valid seed) */
     double time_limit_s;  /* how long one call (a grid, a point, a range, the load) may run; 0 = 2 s */
+    size_t memory_limit_bytes; /* what each Lua state may hold; 0 = 256 MiB, else at least 4 MiB */
+    bool trusted;         /* all of LuaJIT's libraries (the command line's --trust-script): only for a
+                             script the user wrote or trusts as a program; logged */
 } terra_script_desc;
 
 typedef struct terra_script terra_script;
 
 /* Loads the script once to check it: it must return a table with a height function and a sound
  * range, each field of the right type. Fails with TERRA_E_NOT_FOUND / TERRA_E_IO when the file cannot
- * be read, TERRA_E_SOURCE with the script's file:line for a Lua error, TERRA_E_INVALID naming the
- * field for a table of the wrong shape. */
+ * be read, TERRA_E_SOURCE with the script's file:line for a Lua error, a refusal of the sandbox or a
+ * limit passed, TERRA_E_INVALID naming the field for a table of the wrong shape or a limit out of
+ * range. */
 TERRA_API terra_status terra_script_open(const terra_script_desc *desc, terra_script **out);
 TERRA_API void terra_script_close(terra_script *s);
 /* The ground the script describes; owned by the script. */
@@ -78,7 +113,7 @@ TERRA_API const terra_surface_table *terra_script_surfaces(const terra_script *s
 /* Whether the file, or a file of a module it required while loading, has changed (modification
  * time or size) since terra_script_open read it: the cue to open it again (hot reload). */
 TERRA_API bool terra_script_changed(const terra_script *s);
-/* How many calls were stopped at the time limit so far. */
+/* How many calls (and loads) were stopped at the time limit so far. */
 TERRA_API int terra_script_timeouts(const terra_script *s);
 
 #ifdef __cplusplus
