@@ -589,3 +589,33 @@ int cli_failed_tiles(const char *cmd, const terra_stream *stream) {
                      n, n == 1 ? "" : "s", n == 1 ? "was" : "were", n == 1 ? "its" : "their", n == 1 ? "" : "s", list,
                      n > SHOWN ? ", ..." : "");
 }
+
+/* ---- what a check of an archive found ------------------------------------------------------------- */
+
+void cli_report_archive(void *user, uint64_t index, const terra_archive_entry *e, terra_status st, const char *msg) {
+    (void)e;
+    cli_report *r = user;
+    if (st == TERRA_OK) {
+        if (r->notes++ < CLI_REPORT_LINES) printf("note        %s\n", msg);
+        return;
+    }
+    if (r->whole + r->tiles < CLI_REPORT_LINES) fprintf(stderr, "terra %s: %s\n", r->cmd, msg);
+    if (index == TERRA_ARCHIVE_WHOLE) r->whole++;
+    else r->tiles++;
+}
+
+int cli_report_end(const cli_report *r, const terra_archive *a) {
+    const char *path = terra_archive_path(a);
+    const uint64_t named = CLI_REPORT_LINES, all = r->whole + r->tiles;
+    if (r->notes > named) printf("note        ... and %llu more notes\n", (unsigned long long)(r->notes - named));
+    if (!all) return EXIT_OK;
+    if (all > named) fprintf(stderr, "terra %s: %s: ... and %llu more problems\n", r->cmd, path, (unsigned long long)(all - named));
+    char whole[96] = "", tiles[96] = "";
+    if (r->whole)
+        snprintf(whole, sizeof whole, "%llu problem%s with the archive as a whole", (unsigned long long)r->whole,
+                 r->whole == 1 ? "" : "s");
+    if (r->tiles || !r->whole)
+        snprintf(tiles, sizeof tiles, "%llu of %llu tiles bad", (unsigned long long)r->tiles,
+                 (unsigned long long)terra_archive_get_info(a)->tile_count);
+    return cli_error(r->cmd, "%s: %s%s%s", path, whole, r->whole && tiles[0] ? "; " : "", tiles);
+}

@@ -29,6 +29,7 @@ struct terra_archive_mesh {
     } point[POINT_TILES];
     uint64_t clock;
     arc_index x;
+    terra_tile_rules rules; /* the archive's (terra_archive_validate): every tile decoded passes them */
     terra_archive_mesh_info info;
     terra_source *src;
     double latency_ms;
@@ -43,7 +44,7 @@ terra_status terra_archive_mesh_decode(const terra_archive_mesh *m, terra_tile_k
     terra_status st = terra_archive_find(m->a, key, &e);
     if (st) return st;
     terra_qmesh q;
-    if ((st = terra_archive_check_tile(m->a, &e, NULL, &q, NULL))) return st;
+    if ((st = terra_archive_check_tile(m->a, &e, &m->rules, &q, NULL))) return st;
     const uint32_t V = q.vertex_count, I = 3 * q.triangle_count;
     const size_t need = terra_tile_mesh_bytes(V, I);
     if (V < 3 || V > TERRA_TILE_MESH_MAX_VERTICES || I == 0 || need > capacity) {
@@ -248,11 +249,13 @@ terra_status terra_archive_mesh_open(const char *path, const terra_archive_mesh_
     pthread_mutex_init(&m->lock, NULL);
     m->latency_ms = d.latency_ms;
     terra_status st = terra_archive_open(path, NULL, &m->a);
-    if (!st) st = arc_index_build(m->a, &m->x);
+    terra_archive_layout layout;
+    if (!st) st = arc_index_build(m->a, &layout, &m->x);
     if (!st) {
+        m->rules = layout.rules;
         m->info = (terra_archive_mesh_info){.tile0_size = m->x.tile0, .levels = m->x.max_level + 1,
                                             .min_height = m->x.glo - m->x.margin, .max_height = m->x.ghi + m->x.margin,
-                                            .tin = terra_archive_is_tin(m->a),
+                                            .tin = layout.tin,
                                             .tiles = terra_archive_get_info(m->a)->tile_count,
                                             .tile_bytes = 2 * (size_t)m->x.max_raw + 64};
         memcpy(m->info.bounds, m->x.area, sizeof m->x.area);
