@@ -169,18 +169,11 @@ terra_status cli_planet_scene(const cli_scene *scene, const terra_planet *planet
  * in its place), names the first few and the count on stderr and returns EXIT_FAIL; else EXIT_OK. */
 int cli_failed_tiles(const char *cmd, const terra_stream *stream);
 
-/* ---- what a check of an archive found (terra_archive_validate, terra_archive_verify_tiles) ---- */
-#define CLI_REPORT_LINES 20 /* problems, and notes, named one a line before only counts follow */
-typedef struct cli_report {
-    const char *cmd;
-    uint64_t whole, tiles, notes; /* problems of the archive as a whole, bad tiles, notes */
-} cli_report;
-/* A terra_archive_report_fn (user: a cli_report): the first CLI_REPORT_LINES problems on stderr
- * ("terra CMD: ..."), the first notes on stdout ("note        ..."), all of them counted. */
-void cli_report_archive(void *user, uint64_t index, const terra_archive_entry *e, terra_status st, const char *msg);
-/* After a check: how many notes went unnamed (stdout), and if there were problems, how many went
- * unnamed and the totals (stderr) and EXIT_FAIL; else EXIT_OK. */
-int cli_report_end(const cli_report *r, const terra_archive *a);
+/* terra_archive_verify_tiles over `a`, as info --verify and export run it: the first
+ * CLI_REPORT_LINES problems on stderr ("terra CMD: ..."), the first notes on stdout ("note ..."),
+ * then how many went unnamed and the totals. EXIT_OK when there is no problem, else EXIT_FAIL. */
+#define CLI_REPORT_LINES 20
+int cli_verify_archive(const char *cmd, const terra_archive *a);
 
 /* Subcommands: one file each (cli/cmd_NAME.c). */
 int cmd_fly(int argc, char **argv);

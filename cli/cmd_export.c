@@ -72,11 +72,7 @@ int cmd_export(int argc, char **argv) {
     int status = EXIT_OK;
     char buf[4096];
     /* every problem before anything is written: what verify refuses is not exported in part */
-    cli_report r = {.cmd = "export"};
-    terra_status st = terra_archive_verify_tiles(a, cli_report_archive, &r, NULL);
-    if (st == TERRA_E_IO || st == TERRA_E_NOMEM || (st && !r.whole && !r.tiles)) status = cli_error("export", "%s", terra_last_error());
-    if (cli_report_end(&r, a) != EXIT_OK) status = EXIT_FAIL;
-    if (status) goto done;
+    if ((status = cli_verify_archive("export", a)) != EXIT_OK) goto done;
     if (terra_archive_tms_map(a, &map) != TERRA_OK || terra_archive_layer_json(a, &map, &layer) != TERRA_OK) {
         status = cli_error("export", "%s", terra_last_error());
         goto done;
@@ -100,7 +96,7 @@ int cmd_export(int argc, char **argv) {
         int64_t x, y;
         uint8_t *raw = NULL, *out = NULL;
         size_t rn = 0, on = 0;
-        st = terra_archive_entry_at(a, i, &e);
+        terra_status st = terra_archive_entry_at(a, i, &e);
         if (st == TERRA_OK && !terra_tms_from_key(&map, e.key, &z, &x, &y))
             st = terra_fail(TERRA_E_CORRUPT, "%s: tile %d/%d/%d has no place in the z/x/y tree", path,
                             terra_tile_key_level(e.key), terra_tile_key_x(e.key), terra_tile_key_y(e.key));

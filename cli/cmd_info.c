@@ -21,8 +21,10 @@ static void help(FILE *f) {
                "             and each tile read, decompressed and decoded (checksums, sizes, counts,\n"
                "             indices, edges, finite header values, listed extensions, and for terra bake's\n"
                "             grids the lattice). Names each problem (the first %d, then a count), notes\n"
-               "             what readers tolerate, and exits 1 if there is any problem; an archive it\n"
-               "             accepts is one terra draws, serves and exports\n"
+               "             what readers tolerate (docs/FORMAT.md), and exits 1 if there is any problem.\n"
+               "             terra's readers open archives through the same checks: export refuses what\n"
+               "             it refuses, serve what is wrong with all but a fine tile's contents, render,\n"
+               "             fly and view draw no tile it names\n"
                "  --json     print the archive's metadata block (JSON) and nothing else\n"
                "  --tile Z/X/Y  decode one tile (Cesium z/x/y, as terra export names it) and print its\n"
                "             header, counts, extensions and FNV-1a hashes of the decoded arrays as JSON\n"
@@ -190,13 +192,8 @@ int cmd_info(int argc, char **argv) {
     if (terra_io_stale_temps(path, print_stale, NULL, &stale, &stale_bytes) == TERRA_OK && stale)
         printf("leftovers   %zu temporary file%s (%llu B) of writers that died; the next write of %s removes them\n",
                stale, stale == 1 ? "" : "s", (unsigned long long)stale_bytes, path);
-    if (verify) {
-        cli_report r = {.cmd = "info"};
-        const terra_status st = terra_archive_verify_tiles(a, cli_report_archive, &r, NULL);
-        if (st == TERRA_E_IO || st == TERRA_E_NOMEM || (st && !r.whole && !r.tiles)) status = cli_error("info", "%s", terra_last_error());
-        if (cli_report_end(&r, a) != EXIT_OK) status = EXIT_FAIL;
-        else if (st == TERRA_OK) printf("verify      all %llu tiles intact\n", (unsigned long long)I->tile_count);
-    }
+    if (verify && cli_verify_archive("info", a) != EXIT_OK) status = EXIT_FAIL;
+    else if (verify) printf("verify      all %llu tiles intact\n", (unsigned long long)I->tile_count);
     terra_archive_close(a);
     return status;
 }

@@ -399,9 +399,12 @@ terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_ar
                           (unsigned long long)a->info.tile_count);
     uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
     terra_status st = raw_entry(a, i, b);
-    if (st) return st;
-    terra_archive_entry_unpack(b, out);
-    return check_entry(a, b, out, i);
+    return st ? st : terra_archive_entry_from(a, i, b, out);
+}
+
+terra_status terra_archive_entry_from(const terra_archive *a, uint64_t i, const uint8_t *raw, terra_archive_entry *out) {
+    terra_archive_entry_unpack(raw, out);
+    return check_entry(a, raw, out, i);
 }
 
 terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out) {

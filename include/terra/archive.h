@@ -133,6 +133,9 @@ TERRA_API const char *terra_archive_path(const terra_archive *a);
  * TERRA_ARCHIVE_MAX_HEIGHT, min_height > max_height (the checksum is checked when the payload is
  * read). */
 TERRA_API terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_archive_entry *out);
+/* Entry i from its 48 bytes, read by the caller (a pass over the whole index reads it a block at a
+ * time with terra_archive_read_bytes): unpacked and checked as terra_archive_entry_at does. */
+TERRA_API terra_status terra_archive_entry_from(const terra_archive *a, uint64_t i, const uint8_t *raw, terra_archive_entry *out);
 /* Binary search for a tile: TERRA_OK, TERRA_E_NOT_FOUND, or TERRA_E_CORRUPT. Reads O(log n)
  * entries and nothing else. */
 TERRA_API terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out);
