@@ -73,6 +73,14 @@ static const char *piece(const cJSON *j, char out[PIECE + 4]) {
     return out;
 }
 
+/* A name from the metadata as a message quotes it: a JSON string (escaped), cut to PIECE characters. */
+static const char *quoted(const char *name, char out[PIECE + 4]) {
+    cJSON *j = cJSON_CreateString(name);
+    piece(j, out);
+    cJSON_Delete(j);
+    return out;
+}
+
 /* ---- the metadata ------------------------------------------------------------------------------ */
 
 /* The members terra's writer writes; others are notes. */
@@ -85,7 +93,10 @@ static const char *known_members[] = {"format", "version", "name",  "tile_format
 static const cJSON *member(vstate *v, const cJSON *root, const char *name) {
     const cJSON *found = NULL, *m;
     int count = 0;
-    cJSON_ArrayForEach(m, root) if (m->string && !strcasecmp(m->string, name)) found = count++ ? found : m;
+    cJSON_ArrayForEach(m, root) {
+        if (!m->string || strcasecmp(m->string, name)) continue;
+        if (!count++) found = m;
+    }
     if (count > 1) whole(v, TERRA_E_CORRUPT, "metadata: member \"%s\" appears %d times", name, count);
     return found;
 }
@@ -135,7 +146,7 @@ static bool check_metadata(vstate *v, terra_archive_layout *L, cJSON **root) {
         bool known = false;
         for (size_t k = 0; k < sizeof known_members / sizeof *known_members && !known; k++)
             known = !strcasecmp(m->string, known_members[k]);
-        if (!known) whole(v, TERRA_OK, "metadata member \"%s\" is not one terra reads: ignored", m->string);
+        if (!known) whole(v, TERRA_OK, "metadata member %s is not one terra reads: ignored", quoted(m->string, p));
     }
     expect_string(v, j, "format", "terra-archive");
     expect_string(v, j, "tile_format", "quantized-mesh-1.0");
@@ -150,7 +161,7 @@ static bool check_metadata(vstate *v, terra_archive_layout *L, cJSON **root) {
     cJSON_ArrayForEach(m, names) {
         const uint32_t bit = cJSON_IsString(m) ? arc_extension_bit(m->valuestring) : 0;
         if (!cJSON_IsString(m)) whole(v, TERRA_E_CORRUPT, "metadata: extension %s is not a name", piece(m, p));
-        else if (!bit) whole(v, TERRA_OK, "metadata lists extension \"%s\", which terra does not know: ignored", m->valuestring);
+        else if (!bit) whole(v, TERRA_OK, "metadata lists extension %s, which terra does not know: ignored", piece(m, p));
         L->rules.extensions |= bit;
     }
     const cJSON *b = member(v, j, "bounds");

@@ -242,7 +242,7 @@ static const char *says[K_KINDS] = {
     [K_EDGE_NEGATIVE] = "a length is not negative", [K_ENTRY_FLAGS] = "flags 0xff", [K_HEADER_FLAGS] = "header flags 0xff",
     [K_TIN_META_NOT_JSON] = "is not JSON", [K_GEO_KEY_OUTSIDE] = "outside level 1's 4 x 2 tiles",
     [K_GEO_BOUNDS] = "not west < east", [K_UNKNOWN_MEMBER] = "\"x_producer\" is not one terra reads",
-    [K_EXT_UNKNOWN] = "\"x-future\", which terra does not know", [K_ERRORS_INVERTED] = "larger geometric error than",
+    [K_EXT_UNKNOWN] = "extension \"x-future\", which terra does not know", [K_ERRORS_INVERTED] = "larger geometric error than",
     [K_COUNTS_LIE] = "metadata says tile_count 99"};
 
 /* Kinds that are quantized-mesh all the same (plain decoding accepts them; the archive's rules do not). */
