@@ -16,7 +16,7 @@ static void help(FILE *f) {
                "server and CesiumJS's CesiumTerrainProvider. Tiles are written uncompressed so they load\n"
                "without server configuration. The archive is checked first as terra info --verify checks\n"
                "it: an archive with any problem (each named, the first %d, then a count) is refused with\n"
-               "exit 1 and nothing written.\n\n"
+               "exit 1 and nothing written. layer.json is written last: a tree that has one is whole.\n\n"
                "Options:\n"
                "  --gzip     write gzip-compressed tiles (the server must then send\n"
                "             Content-Encoding: gzip for *.terrain)\n"
@@ -82,12 +82,8 @@ int cmd_export(int argc, char **argv) {
         status = cli_error("export", "%s: cannot create: %s", dir, strerror(errno));
         goto done;
     }
-    snprintf(buf, sizeof buf, "%s/layer.json", dir);
-    if (write_file(buf, layer, strlen(layer)) != TERRA_OK) {
-        status = cli_error("export", "%s", terra_last_error());
-        goto done;
-    }
-    /* verified: the index is sorted without repeats, every tile has its place in the z/x/y tree */
+    /* verified: the index is sorted without repeats, every tile has its place in the z/x/y tree;
+     * layer.json comes last, so a tree that has one is whole */
     const uint64_t n = terra_archive_get_info(a)->tile_count;
     uint64_t bytes = 0;
     for (uint64_t i = 0; i < n && status == EXIT_OK; i++) {
@@ -115,6 +111,9 @@ int cmd_export(int argc, char **argv) {
         terra_free(raw);
         terra_free(out);
     }
+    snprintf(buf, sizeof buf, "%s/layer.json", dir);
+    if (status == EXIT_OK && write_file(buf, layer, strlen(layer)) != TERRA_OK)
+        status = cli_error("export", "%s", terra_last_error());
     if (status == EXIT_OK)
         printf("terra export: %llu tiles, %llu bytes, layer.json in %s\n", (unsigned long long)n, (unsigned long long)bytes,
                dir);
