@@ -47,9 +47,8 @@ terra_status terra_archive_mesh_decode(const terra_archive_mesh *m, terra_tile_k
     if ((st = terra_archive_check_tile(m->a, &e, &m->rules, &q, NULL))) return st;
     const uint32_t V = q.vertex_count, I = 3 * q.triangle_count;
     const size_t need = terra_tile_mesh_bytes(V, I);
-    if (V < 3 || V > TERRA_TILE_MESH_MAX_VERTICES || I == 0 || need > capacity) {
-        st = terra_fail(V > TERRA_TILE_MESH_MAX_VERTICES || need > capacity ? TERRA_E_CAPACITY : TERRA_E_CORRUPT,
-                        "%s: tile %d/%d/%d: %u vertices and %u triangles (%zu bytes decoded; room for %zu)",
+    if (need > capacity) { /* the tile check saw to 3..TERRA_TILE_MESH_MAX_VERTICES vertices and a triangle */
+        st = terra_fail(TERRA_E_CAPACITY, "%s: tile %d/%d/%d: %u vertices and %u triangles (%zu bytes decoded; room for %zu)",
                         terra_archive_path(m->a), terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key),
                         V, q.triangle_count, need, capacity);
         terra_qmesh_free(&q);

@@ -696,7 +696,7 @@ static bool source_refuses(const char *path, char *why, size_t why_n) {
 
 /* The archive mesh (TIN archives) decoding every tile of the index; true when it refused one. */
 static bool mesh_refuses(const char *path, char *why, size_t why_n) {
-    terra_archive_mesh *m;
+    terra_archive_mesh *m = NULL;
     terra_archive_mesh_info info;
     terra_archive *a = NULL;
     terra_status st = terra_archive_mesh_open(path, NULL, &m, &info);
@@ -711,7 +711,7 @@ static bool mesh_refuses(const char *path, char *why, size_t why_n) {
     if (st) snprintf(why, why_n, "%s", terra_last_error());
     terra_free(tile);
     terra_archive_close(a);
-    if (m && st != TERRA_E_CORRUPT) terra_archive_mesh_close(m);
+    terra_archive_mesh_close(m);
     return st != TERRA_OK;
 }
 
