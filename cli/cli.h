@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "terra/archive_io.h"
 #include "terra/archive_mesh.h"
 #include "terra/edit.h"
 #include "terra/gl.h"
@@ -172,6 +173,12 @@ terra_status cli_planet_scene(const cli_scene *scene, const terra_planet *planet
 /* After drawing: if any tile failed to load (the streamer logged each once and drew its ancestor
  * in its place), names the first few and the count on stderr and returns EXIT_FAIL; else EXIT_OK. */
 int cli_failed_tiles(const char *cmd, const terra_stream *stream);
+
+/* terra_archive_verify_tiles over `a`, as info --verify and export run it: the first
+ * CLI_REPORT_LINES problems on stderr ("terra CMD: ..."), the first notes on stdout ("note ..."),
+ * then how many went unnamed and the totals. EXIT_OK when there is no problem, else EXIT_FAIL. */
+#define CLI_REPORT_LINES 20
+int cli_verify_archive(const char *cmd, const terra_archive *a);
 
 /* Subcommands: one file each (cli/cmd_NAME.c). */
 int cmd_fly(int argc, char **argv);

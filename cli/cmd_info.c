@@ -9,34 +9,27 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Per-tile lines printed before only a count follows: a hostile archive with 100k bad tiles
- * must not print 100k lines. */
-#define REPORT_LINES 20
-
 static void help(FILE *f) {
     fprintf(f, "Usage: terra info [OPTIONS] ARCHIVE\n\n"
                "Prints an archive's frame, bounds, levels, tiles and bytes per level, geometric error per\n"
                "level and sizes.\n\n"
                "Options:\n"
-               "  --verify   read, decompress and decode every tile with the rules terra's readers apply\n"
-               "             (checksums, sizes, counts, indices, edges, finite header values, and for\n"
-               "             terra bake's grids the lattice); names each bad tile (the first %d, then a\n"
-               "             count) and exits 1 if any is bad\n"
+               "  --verify   check the archive with the rules every terra reader applies, and every tile:\n"
+               "             the metadata (JSON; frame, mesh, extensions, tile size, bounds), the index\n"
+               "             (entries, order, faces, keys inside the frame's grid and the bounds), the\n"
+               "             pyramid (every level from 0, every tile's parent, grids covering the bounds),\n"
+               "             and each tile read, decompressed and decoded (checksums, sizes, counts,\n"
+               "             indices, edges, finite header values, listed extensions, and for terra bake's\n"
+               "             grids the lattice). Names each problem (the first %d, then a count), notes\n"
+               "             what readers tolerate (docs/FORMAT.md), and exits 1 if there is any problem.\n"
+               "             terra's readers open archives through the same checks: export refuses what\n"
+               "             it refuses, serve what is wrong with all but a fine tile's contents, render,\n"
+               "             fly and view draw no tile it names\n"
                "  --json     print the archive's metadata block (JSON) and nothing else\n"
                "  --tile Z/X/Y  decode one tile (Cesium z/x/y, as terra export names it) and print its\n"
                "             header, counts, extensions and FNV-1a hashes of the decoded arrays as JSON\n"
                "  -h, --help this text\n",
-            REPORT_LINES);
-}
-
-typedef struct report_state {
-    uint64_t seen;
-} report_state;
-
-static void report_tile(void *user, uint64_t index, const terra_archive_entry *e, terra_status st, const char *problem) {
-    (void)index, (void)e, (void)st;
-    report_state *r = user;
-    if (r->seen++ < REPORT_LINES) fprintf(stderr, "terra info: %s\n", problem);
+            CLI_REPORT_LINES);
 }
 
 static uint32_t fnv(uint32_t h, uint32_t x) {
@@ -58,10 +51,10 @@ static int print_tile(terra_archive *a, const char *zxy) {
     if (!terra_tms_to_key(&map, z, x, y, &key)) return cli_error("info", "no tile %s", zxy);
     /* the same rules as every reader (and --verify): a tile they refuse is not printed */
     terra_archive_entry e;
-    terra_tile_rules rules;
+    terra_archive_layout layout;
     terra_qmesh m;
-    if (terra_archive_find(a, key, &e) != TERRA_OK || terra_archive_tile_rules(a, &rules) != TERRA_OK ||
-        terra_archive_check_tile(a, &e, &rules, &m, NULL) != TERRA_OK)
+    if (terra_archive_validate(a, NULL, NULL, &layout) != TERRA_OK || terra_archive_find(a, key, &e) != TERRA_OK ||
+        terra_archive_check_tile(a, &e, &layout.rules, &m, NULL) != TERRA_OK)
         return cli_error("info", "%s", terra_last_error());
     const size_t n = e.raw_size;
     uint32_t hu = 0x811c9dc5u, hv = hu, hh = hu, hi = hu, hn = hu, hm = hu;
@@ -157,7 +150,7 @@ int cmd_info(int argc, char **argv) {
         terra_archive_entry e;
         if (terra_archive_entry_at(a, i, &e) != TERRA_OK) {
             /* --verify names each bad tile once, these among them */
-            if (!verify && damaged_entries < REPORT_LINES) fprintf(stderr, "terra info: %s\n", terra_last_error());
+            if (!verify && damaged_entries < CLI_REPORT_LINES) fprintf(stderr, "terra info: %s\n", terra_last_error());
             damaged_entries++;
             status = EXIT_FAIL;
             continue;
@@ -169,9 +162,9 @@ int cmd_info(int argc, char **argv) {
         if (e.geometric_error > emax[l]) emax[l] = e.geometric_error;
         if (e.longest_edge > edge[l]) edge[l] = e.longest_edge;
     }
-    if (!verify && damaged_entries > REPORT_LINES)
+    if (!verify && damaged_entries > CLI_REPORT_LINES)
         fprintf(stderr, "terra info: %s: ... %llu damaged index entries in all (the first %d named)\n", path,
-                (unsigned long long)damaged_entries, REPORT_LINES);
+                (unsigned long long)damaged_entries, CLI_REPORT_LINES);
     printf("tiles       %llu\n\n", (unsigned long long)I->tile_count);
     printf("level      tiles         bytes   bytes/tile     raw bytes   max error m  longest edge m\n");
     uint64_t tb = 0, tr = 0;
@@ -199,22 +192,8 @@ int cmd_info(int argc, char **argv) {
     if (terra_io_stale_temps(path, print_stale, NULL, &stale, &stale_bytes) == TERRA_OK && stale)
         printf("leftovers   %zu temporary file%s (%llu B) of writers that died; the next write of %s removes them\n",
                stale, stale == 1 ? "" : "s", (unsigned long long)stale_bytes, path);
-    if (verify) {
-        uint64_t bad = 0;
-        report_state r = {0};
-        terra_status st = terra_archive_verify_tiles(a, report_tile, &r, &bad);
-        if (st == TERRA_OK) {
-            printf("verify      all %llu tiles intact\n", (unsigned long long)I->tile_count);
-        } else {
-            if (bad > REPORT_LINES)
-                fprintf(stderr, "terra info: %s: ... and %llu more bad tiles\n", path,
-                        (unsigned long long)(bad - REPORT_LINES));
-            if (bad) fprintf(stderr, "terra info: %s: %llu of %llu tiles bad\n", path, (unsigned long long)bad,
-                             (unsigned long long)I->tile_count);
-            else fprintf(stderr, "terra info: %s\n", terra_last_error());
-            status = EXIT_FAIL;
-        }
-    }
+    if (verify && cli_verify_archive("info", a) != EXIT_OK) status = EXIT_FAIL;
+    else if (verify) printf("verify      all %llu tiles intact\n", (unsigned long long)I->tile_count);
     terra_archive_close(a);
     return status;
 }

@@ -253,6 +253,7 @@ static terra_status gen_open(server *s, generation **out) {
     g->fd = -1;
     terra_archive_open_desc od = {.use_pread = true};
     terra_status st = terra_archive_open(s->path, &od, &g->archive);
+    if (st == TERRA_OK) st = terra_archive_validate(g->archive, NULL, NULL, NULL); /* what every reader checks */
     if (st == TERRA_OK) st = terra_archive_tms_map(g->archive, &g->map);
     if (st == TERRA_OK) st = terra_archive_layer_json(g->archive, &g->map, &g->layer_json);
     if (st) {

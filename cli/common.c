@@ -623,3 +623,42 @@ int cli_failed_tiles(const char *cmd, const terra_stream *stream) {
                      n, n == 1 ? "" : "s", n == 1 ? "was" : "were", n == 1 ? "its" : "their", n == 1 ? "" : "s", list,
                      n > SHOWN ? ", ..." : "");
 }
+
+/* ---- what a check of an archive found ------------------------------------------------------------- */
+
+typedef struct cli_report {
+    const char *cmd;
+    uint64_t whole, tiles, notes; /* problems of the archive as a whole, bad tiles, notes */
+} cli_report;
+
+static void report_one(void *user, uint64_t index, const terra_archive_entry *e, terra_status st, const char *msg) {
+    (void)e;
+    cli_report *r = user;
+    if (st == TERRA_OK) {
+        if (r->notes++ < CLI_REPORT_LINES) printf("note        %s\n", msg);
+        return;
+    }
+    if (r->whole + r->tiles < CLI_REPORT_LINES) fprintf(stderr, "terra %s: %s\n", r->cmd, msg);
+    if (index == TERRA_ARCHIVE_WHOLE) r->whole++;
+    else r->tiles++;
+}
+
+int cli_verify_archive(const char *cmd, const terra_archive *a) {
+    cli_report r = {.cmd = cmd};
+    const terra_status st = terra_archive_verify_tiles(a, report_one, &r, NULL);
+    const char *path = terra_archive_path(a);
+    const uint64_t named = CLI_REPORT_LINES, all = r.whole + r.tiles;
+    if (r.notes > named) printf("note        ... and %llu more notes\n", (unsigned long long)(r.notes - named));
+    /* reading failed (the problems before it stand), or a failure no report carried */
+    if (st == TERRA_E_IO || st == TERRA_E_NOMEM || (st && !all)) cli_error(cmd, "%s", terra_last_error());
+    if (!all) return st ? EXIT_FAIL : EXIT_OK;
+    if (all > named) fprintf(stderr, "terra %s: %s: ... and %llu more problems\n", cmd, path, (unsigned long long)(all - named));
+    char whole[96] = "", tiles[96] = "";
+    if (r.whole)
+        snprintf(whole, sizeof whole, "%llu problem%s with the archive as a whole", (unsigned long long)r.whole,
+                 r.whole == 1 ? "" : "s");
+    if (r.tiles || !r.whole)
+        snprintf(tiles, sizeof tiles, "%llu of %llu tiles bad", (unsigned long long)r.tiles,
+                 (unsigned long long)terra_archive_get_info(a)->tile_count);
+    return cli_error(cmd, "%s: %s%s%s", path, whole, r.whole && tiles[0] ? "; " : "", tiles);
+}

@@ -1,8 +1,9 @@
-/* libFuzzer target: an archive as a height source (what `terra render --archive` draws) and the
- * whole-archive tile check (`terra info --verify`) on arbitrary archive bytes. The input's
- * checksums (header, every entry) are recomputed first, so that mutations reach decompression,
- * the quantized-mesh decoder and the lattice instead of stopping at a checksum (fuzz_archive
- * covers the checksums). Must never crash, read out of bounds or hang. */
+/* libFuzzer target: an archive as a height source (what `terra render --archive` draws), the
+ * validation every reader opens through (metadata, index, pyramid: terra_archive_validate, its
+ * messages formatted) and the whole-archive check (`terra info --verify`) on arbitrary archive
+ * bytes. The input's checksums (header, every entry) are recomputed first, so that mutations reach
+ * the metadata, decompression, the quantized-mesh decoder and the lattice instead of stopping at a
+ * checksum (fuzz_archive covers the checksums). Must never crash, read out of bounds or hang. */
 #include "terra/archive_io.h"
 
 #include <math.h>
@@ -57,6 +58,12 @@ static void draw(const terra_source *src, const terra_archive_source_info *info)
     (void)terra_source_height(src, 0.5 * (info->bounds[0] + info->bounds[2]), 0.5 * (info->bounds[1] + info->bounds[3]), &y);
 }
 
+/* Every message a report carries is a whole string naming the archive. */
+static void on_report(void *user, uint64_t index, const terra_archive_entry *e, terra_status st, const char *problem) {
+    (void)index, (void)e, (void)st;
+    *(size_t *)user += strlen(problem);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static char path[64];
     if (!path[0]) snprintf(path, sizeof path, "/tmp/terra_fuzz_source_%ld.terra", (long)getpid());
@@ -75,6 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     terra_archive *a;
     if (terra_archive_open(path, NULL, &a) == TERRA_OK) {
         uint64_t bad;
+        size_t said = 0;
+        terra_archive_layout layout;
+        (void)terra_archive_validate(a, on_report, &said, &layout);
         (void)terra_archive_verify_tiles(a, NULL, NULL, &bad);
         terra_archive_close(a);
     }

@@ -1,6 +1,5 @@
 /* libterra-io: a local-frame archive's metadata and index, per level (see archive_index.h). */
 #include "archive_index.h"
-#include "json.h"
 
 #include "terra/qmesh.h"
 
@@ -57,42 +56,24 @@ void arc_index_free(arc_index *X) {
     memset(X, 0, sizeof *X);
 }
 
-/* The frame, tile size and bounds from the metadata. */
-static terra_status read_metadata(const terra_archive *a, arc_index *X) {
-    const terra_archive_info *I = terra_archive_get_info(a);
-    if (I->frame != TERRA_FRAME_LOCAL)
-        return terra_fail(TERRA_E_UNSUPPORTED, "%s: a %s-frame archive (for Cesium clients); terra draws local-frame archives",
-                          X->path, terra_frame_name(I->frame));
-    cJSON *j = terra_json_parse(I->metadata);
-    const cJSON *ts = cJSON_GetObjectItem(j, "tile_size_m"), *b = cJSON_GetObjectItem(j, "bounds");
-    terra_status st = TERRA_OK;
-    if (!cJSON_IsNumber(ts) || !(ts->valuedouble > 0) || !isfinite(ts->valuedouble) || !cJSON_IsArray(b) ||
-        cJSON_GetArraySize(b) != 4) {
-        st = terra_fail(TERRA_E_CORRUPT, "%s: metadata lacks tile_size_m or bounds", X->path);
-    } else {
-        X->tile0 = ts->valuedouble;
-        for (int i = 0; i < 4; i++) {
-            const cJSON *v = cJSON_GetArrayItem(b, i);
-            X->area[i] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-        }
-        if (!(X->area[0] < X->area[2] && X->area[1] < X->area[3]) || !isfinite(X->area[0]) || !isfinite(X->area[1]) ||
-            !isfinite(X->area[2]) || !isfinite(X->area[3]))
-            st = terra_fail(TERRA_E_CORRUPT, "%s: metadata bounds are not a rectangle", X->path);
-    }
-    cJSON_Delete(j);
-    return st;
-}
-
-terra_status arc_index_build(const terra_archive *a, arc_index *X) {
+terra_status arc_index_build(const terra_archive *a, terra_archive_layout *layout, arc_index *X) {
     memset(X, 0, sizeof *X);
     X->path = terra_archive_path(a);
-    terra_status st = read_metadata(a, X);
+    /* every rule of the archive as a whole (terra_archive_validate): the levels below hold tiles
+     * from 0 to the coarsest, each tile's parent present, each level's tiles within a span the
+     * arrays below can lay out */
+    terra_status st = terra_archive_validate(a, NULL, NULL, layout);
     if (st) return st;
+    if (layout->frame != TERRA_FRAME_LOCAL)
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: a %s-frame archive (for Cesium clients); terra draws local-frame archives",
+                          X->path, terra_frame_name(layout->frame));
     const terra_archive_info *I = terra_archive_get_info(a);
+    X->tile0 = layout->tile_size_m;
+    memcpy(X->area, layout->bounds, sizeof X->area);
+    X->max_level = layout->max_level;
     int32_t mn[32][2], mx[32][2];
     bool any[32] = {0};
     terra_archive_entry e;
-    X->max_level = -1;
     X->glo = INFINITY, X->ghi = -INFINITY;
     for (uint64_t i = 0; i < I->tile_count; i++) {
         if ((st = terra_archive_entry_at(a, i, &e))) return st;
@@ -103,21 +84,14 @@ terra_status arc_index_build(const terra_archive *a, arc_index *X) {
         if (y < mn[L][1]) mn[L][1] = y;
         if (x > mx[L][0]) mx[L][0] = x;
         if (y > mx[L][1]) mx[L][1] = y;
-        if (L > X->max_level) X->max_level = L;
         X->glo = fminf(X->glo, e.min_height), X->ghi = fmaxf(X->ghi, e.max_height);
         if (e.raw_size > X->max_raw) X->max_raw = e.raw_size;
     }
-    if (X->max_level < 0) return terra_fail(TERRA_E_UNSUPPORTED, "%s: the archive holds no tiles", X->path);
-    for (int L = 0; L <= X->max_level; L++)
-        if (!any[L]) return terra_fail(TERRA_E_UNSUPPORTED, "%s: level %d is missing (terra draws archives with every level from 0)", X->path, L);
     for (int L = 0; L <= X->max_level; L++) {
         arc_level *r = &X->lv[L];
         r->x0 = mn[L][0], r->y0 = mn[L][1];
         r->nx = mx[L][0] - mn[L][0] + 1, r->ny = mx[L][1] - mn[L][1] + 1;
         size_t cnt = (size_t)r->nx * (size_t)r->ny;
-        if (cnt > I->tile_count * 4 + 64)
-            return terra_fail(TERRA_E_UNSUPPORTED, "%s: level %d's tiles are scattered over %d x %d tiles", X->path, L,
-                              r->nx, r->ny);
         r->lo = terra_alloc(cnt * sizeof(float));
         r->hi = terra_alloc(cnt * sizeof(float));
         r->err = terra_alloc(cnt * sizeof(float));
@@ -129,19 +103,15 @@ terra_status arc_index_build(const terra_archive *a, arc_index *X) {
         arc_level *r = &X->lv[terra_tile_key_level(e.key)];
         size_t k = at(r, terra_tile_key_x(e.key), terra_tile_key_y(e.key));
         r->lo[k] = e.min_height, r->hi[k] = e.max_height;
-        r->err[k] = e.geometric_error >= 0 ? e.geometric_error : 0.0f;
+        r->err[k] = e.geometric_error;
     }
-    for (int L = 1; L <= X->max_level; L++) {
+    for (int L = 1; L <= X->max_level; L++) { /* each tile's range covers its descendants' */
         arc_level *r = &X->lv[L], *c = &X->lv[L - 1];
         for (int32_t y = 0; y < c->ny; y++)
             for (int32_t x = 0; x < c->nx; x++) {
                 size_t ck = (size_t)y * (size_t)c->nx + (size_t)x;
                 if (c->err[ck] < 0) continue;
-                int64_t px = floor_div(c->x0 + x, 2), py = floor_div(c->y0 + y, 2);
-                if (!arc_index_present(X, L, px, py))
-                    return terra_fail(TERRA_E_UNSUPPORTED, "%s: tile %d/%d/%d has no parent on level %d", X->path, L - 1,
-                                      c->x0 + x, c->y0 + y, L);
-                size_t pk = at(r, px, py);
+                size_t pk = at(r, floor_div(c->x0 + x, 2), floor_div(c->y0 + y, 2));
                 r->lo[pk] = fminf(r->lo[pk], c->lo[ck]);
                 r->hi[pk] = fmaxf(r->hi[pk], c->hi[ck]);
             }

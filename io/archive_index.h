@@ -4,7 +4,7 @@
 #ifndef TERRA_IO_ARCHIVE_INDEX_H
 #define TERRA_IO_ARCHIVE_INDEX_H
 
-#include "terra/archive.h"
+#include "terra/archive_io.h"
 
 typedef struct arc_level {
     int32_t x0, y0, nx, ny; /* tiles present span [x0, x0+nx) x [y0, y0+ny) */
@@ -23,10 +23,9 @@ typedef struct arc_index {
     arc_level lv[32];
 } arc_index;
 
-/* Reads the metadata (local frame, tile_size_m, bounds) and lays out the index: every level from
- * 0 to the coarsest present, every tile's parent present. TERRA_E_UNSUPPORTED / TERRA_E_CORRUPT
- * name the file and the problem. */
-terra_status arc_index_build(const terra_archive *a, arc_index *out);
+/* Validates the archive (terra_archive_validate: *layout receives what it holds) and lays out its
+ * index; TERRA_E_UNSUPPORTED for a geographic archive. Errors name the file and the problem. */
+terra_status arc_index_build(const terra_archive *a, terra_archive_layout *layout, arc_index *out);
 void arc_index_free(arc_index *x);
 bool arc_index_present(const arc_index *x, int level, int64_t tx, int64_t ty);
 /* The tile's geometric error, or -1 when absent. */

@@ -1,8 +1,10 @@
 /* Compression, archive writing and tile reading with decompression. See terra/archive_io.h. */
 #include "terra/archive_io.h"
+#include "archive_rules.h"
 #include "json.h"
 #include "terra/io.h"
 #include "terra/tile_codec.h"
+#include "terra/tile_mesh.h"
 
 #include <errno.h>
 #include <math.h>
@@ -293,11 +295,6 @@ terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key,
 
 static bool is_pow2_cells(uint32_t n) { return n >= 2 && n <= 256 && (n & (n - 1)) == 0; }
 
-/* n when vc = (n + 1)^2 for a power of two n in 2..256, else 0. */
-static uint32_t grid_cells_of(uint32_t vc) {
-    uint32_t s = (uint32_t)lround(sqrt((double)vc));
-    return s >= 1 && s * s == vc && is_pow2_cells(s - 1) ? s - 1 : 0;
-}
 
 static terra_status check_header(const terra_archive *a, const terra_archive_entry *e, const terra_qmesh_header *H) {
     static const char *names[] = {"centre x",        "centre y",        "centre z",        "sphere centre x",
@@ -312,6 +309,25 @@ static terra_status check_header(const terra_archive *a, const terra_archive_ent
     if (H->sphere_radius < 0 || H->min_height > H->max_height)
         return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": header heights %g..%g, sphere radius %g", TILE_ARGS(a, e),
                           (double)H->min_height, (double)H->max_height, H->sphere_radius);
+    /* readers cull and bound the ground by the index's ranges before a tile is read */
+    if (H->min_height < e->min_height || H->max_height > e->max_height)
+        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": heights %g..%g outside the index's %g..%g", TILE_ARGS(a, e),
+                          (double)H->min_height, (double)H->max_height, (double)e->min_height, (double)e->max_height);
+    return TERRA_OK;
+}
+
+/* What every tile is drawn from: a triangle at least, no more vertices than a drawn tile holds, and
+ * the extensions the metadata lists. */
+static terra_status check_content(const terra_archive *a, const terra_archive_entry *e, const terra_qmesh *m,
+                                  uint32_t extensions) {
+    if (m->vertex_count < 3 || m->triangle_count == 0 || m->vertex_count > TERRA_TILE_MESH_MAX_VERTICES)
+        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": %u vertices and %u triangles (a tile is drawn from 3 to %u vertices "
+                          "and a triangle at least)", TILE_ARGS(a, e), m->vertex_count, m->triangle_count,
+                          TERRA_TILE_MESH_MAX_VERTICES);
+    const uint32_t missing = extensions & ~m->extensions;
+    if (missing)
+        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": lacks the %s extension the archive's metadata lists", TILE_ARGS(a, e),
+                          arc_extension_name(missing));
     return TERRA_OK;
 }
 
@@ -322,10 +338,6 @@ static terra_status check_grid(const terra_archive *a, const terra_archive_entry
     if (m->vertex_count != points)
         return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": %u vertices, not a grid of %u x %u cells as the archive's tiles are",
                           TILE_ARGS(a, e), m->vertex_count, n, n);
-    if (m->header.min_height < e->min_height || m->header.max_height > e->max_height)
-        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": heights %g..%g outside the index's %g..%g", TILE_ARGS(a, e),
-                          (double)m->header.min_height, (double)m->header.max_height, (double)e->min_height,
-                          (double)e->max_height);
     for (uint32_t k = 0; k < points; k++) gv[k] = UINT32_MAX;
     for (uint32_t k = 0; k < m->vertex_count; k++) {
         /* u, v are 0..32767 (the decoder's rule), so i, j are 0..n; the round trip finds off-grid ones */
@@ -362,6 +374,7 @@ terra_status terra_archive_check_tile(const terra_archive *a, const terra_archiv
     terra_free(raw);
     if (st) return fail_in_tile(st, a, e);
     st = check_header(a, e, &m.header);
+    if (!st) st = check_content(a, e, &m, rules ? rules->extensions : 0);
     if (!st && n) {
         uint32_t *gv = grid_vertex ? grid_vertex : terra_alloc(((size_t)n + 1) * (n + 1) * sizeof *gv);
         st = gv ? check_grid(a, e, &m, n, gv) : terra_fail(TERRA_E_NOMEM, "archive check: out of memory");
@@ -370,107 +383,6 @@ terra_status terra_archive_check_tile(const terra_archive *a, const terra_archiv
     if (st || !mesh) terra_qmesh_free(&m);
     else *mesh = m;
     return st;
-}
-
-/* terra_archive_tile_rules; *decider receives the index of the tile the rule was read from
- * (UINT64_MAX when none). */
-bool terra_archive_is_tin(const terra_archive *a) {
-    cJSON *root = terra_json_parse(terra_archive_get_info(a)->metadata);
-    const cJSON *mesh = cJSON_GetObjectItemCaseSensitive(root, "mesh");
-    const bool tin = cJSON_IsString(mesh) && !strcmp(mesh->valuestring, "tin");
-    cJSON_Delete(root);
-    return tin;
-}
-
-static terra_status derive_rules(const terra_archive *a, terra_tile_rules *out, uint64_t *decider) {
-    memset(out, 0, sizeof *out);
-    *decider = UINT64_MAX;
-    const terra_archive_info *I = terra_archive_get_info(a);
-    if (I->frame != TERRA_FRAME_LOCAL || I->tile_count == 0 || terra_archive_is_tin(a)) return TERRA_OK;
-    /* The coarsest level's first entry in index order decides. A damaged entry is skipped: it is
-     * refused on its own, wherever a reader meets it. */
-    terra_archive_entry e, best;
-    int top = -1;
-    uint64_t at = 0;
-    terra_status entry_st = TERRA_OK;
-    for (uint64_t i = 0; i < I->tile_count; i++) {
-        terra_status st = terra_archive_entry_at(a, i, &e);
-        if (st == TERRA_E_IO || st == TERRA_E_NOMEM) return st;
-        if (st) entry_st = st;
-        else if (terra_tile_key_level(e.key) > top) top = terra_tile_key_level(e.key), best = e, at = i;
-    }
-    if (top < 0) return entry_st; /* every entry damaged; the message says how the last one is */
-    *decider = at;
-    terra_qmesh m;
-    terra_status st = terra_archive_check_tile(a, &best, NULL, &m, NULL);
-    if (st) return st;
-    const uint32_t n = grid_cells_of(m.vertex_count), vc = m.vertex_count;
-    terra_qmesh_free(&m);
-    if (!n)
-        return terra_fail(TERRA_E_CORRUPT,
-                          TILE_FMT ": %u vertices, not a grid of 2 to 256 cells a side (a power of two) as the tiles "
-                          "of a local-frame archive are",
-                          TILE_ARGS(a, &best), vc);
-    out->grid_cells = (int)n;
-    return TERRA_OK;
-}
-
-terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out) {
-    uint64_t decider;
-    return derive_rules(a, out, &decider);
-}
-
-terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_report_fn report, void *user,
-                                        uint64_t *bad_out) {
-    const terra_archive_info *I = terra_archive_get_info(a);
-    terra_tile_rules rules;
-    uint64_t decider;
-    /* When the tile that decides the rules is bad, it is reported in its place below (with its own
-     * problem, or this one), and the others are checked without the lattice rule. */
-    const terra_status rules_st = derive_rules(a, &rules, &decider);
-    char rules_msg[512] = "";
-    if (rules_st == TERRA_E_NOMEM) return rules_st;
-    if (rules_st) snprintf(rules_msg, sizeof rules_msg, "%s", terra_last_error());
-    uint32_t *gv = NULL;
-    if (rules.grid_cells) {
-        gv = terra_alloc(((size_t)rules.grid_cells + 1) * ((size_t)rules.grid_cells + 1) * sizeof *gv);
-        if (!gv) return terra_fail(TERRA_E_NOMEM, "archive verify: out of memory");
-    }
-    uint64_t bad = 0, prev = 0;
-    terra_status first = TERRA_OK;
-    char first_msg[512] = "";
-    for (uint64_t i = 0; i < I->tile_count; i++) {
-        terra_archive_entry e;
-        terra_status st = terra_archive_entry_at(a, i, &e);
-        bool have_entry = st == TERRA_OK;
-        if (st == TERRA_OK) {
-            uint64_t order = terra_archive_order(e.key);
-            if (i > 0 && order <= prev)
-                st = terra_fail(TERRA_E_CORRUPT, "%s: index entry %llu (tile %d/%d/%d) is out of order", terra_archive_path(a),
-                                (unsigned long long)i, terra_tile_key_level(e.key), terra_tile_key_x(e.key),
-                                terra_tile_key_y(e.key));
-            prev = order;
-        }
-        if (st == TERRA_OK) st = terra_archive_check_tile(a, &e, &rules, NULL, gv);
-        if (st == TERRA_OK && i == decider && rules_st) st = terra_fail(rules_st, "%s", rules_msg);
-        if (st == TERRA_OK) continue;
-        if (st == TERRA_E_NOMEM) {
-            terra_free(gv);
-            return st;
-        }
-        if (!bad) {
-            first = st;
-            snprintf(first_msg, sizeof first_msg, "%s", terra_last_error());
-        }
-        bad++;
-        if (report) report(user, i, have_entry ? &e : NULL, st, terra_last_error());
-    }
-    terra_free(gv);
-    if (bad_out) *bad_out = bad;
-    if (bad)
-        return terra_fail(first == TERRA_E_IO ? TERRA_E_IO : TERRA_E_CORRUPT, "%llu of %llu tiles damaged; first: %s",
-                          (unsigned long long)bad, (unsigned long long)I->tile_count, first_msg);
-    return TERRA_OK;
 }
 
 /* ---- writing ---------------------------------------------------------------------------------- */
@@ -551,9 +463,15 @@ terra_status terra_archive_writer_add_stored(terra_archive_writer *w, terra_tile
     if (c == TERRA_COMPRESS_NONE && raw_size != size)
         return terra_fail(TERRA_E_INVALID, "archive: an uncompressed tile of %zu bytes stated as %u raw bytes", size, raw_size);
     if (info && (!isfinite(info->geometric_error) || !isfinite(info->longest_edge) || !isfinite(info->min_height) ||
-                 !isfinite(info->max_height) || info->min_height > info->max_height))
-        return terra_fail(TERRA_E_INVALID, "archive: tile %d/%d/%d: error, longest edge or heights not finite, or not a range",
-                          terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key));
+                 !isfinite(info->max_height) || info->min_height > info->max_height || info->geometric_error < 0 ||
+                 info->longest_edge < 0 || fabsf(info->min_height) > TERRA_ARCHIVE_MAX_HEIGHT ||
+                 fabsf(info->max_height) > TERRA_ARCHIVE_MAX_HEIGHT))
+        return terra_fail(TERRA_E_INVALID,
+                          "archive: tile %d/%d/%d: error %g m, longest edge %g m, heights %g..%g m: not finite, negative "
+                          "lengths, not a range, or heights beyond %g m",
+                          terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key),
+                          (double)info->geometric_error, (double)info->longest_edge, (double)info->min_height,
+                          (double)info->max_height, (double)TERRA_ARCHIVE_MAX_HEIGHT);
     terra_archive_entry e;
     memset(&e, 0, sizeof e);
     e.key = key;
@@ -625,7 +543,20 @@ static int cmp_entry(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* TERRA_QMESH_HAS_NORMALS, _WATER_MASK, _METADATA, _MATERIAL: bits 0..3 */
 static const char *ext_names[] = {"octvertexnormals", "watermask", "metadata", "terra-material"};
+
+uint32_t arc_extension_bit(const char *name) {
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, ext_names[i])) return 1u << i;
+    return 0;
+}
+
+const char *arc_extension_name(uint32_t bits) {
+    for (int i = 0; i < 4; i++)
+        if (bits & (1u << i)) return ext_names[i];
+    return "unknown";
+}
 
 static char *build_metadata(terra_archive_writer *w, uint64_t total_bytes) {
     cJSON *root = cJSON_CreateObject();

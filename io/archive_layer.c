@@ -1,5 +1,6 @@
 /* Cesium's view of a terra archive: z/x/y (TMS) keys and layer.json. See terra/archive_io.h. */
 #include "terra/archive_io.h"
+#include "archive_rules.h"
 #include "json.h"
 
 #include <stdlib.h>
@@ -290,11 +291,7 @@ static uint32_t metadata_extensions(const terra_archive *a) {
     cJSON *j = terra_json_parse(terra_archive_get_info(a)->metadata);
     const cJSON *x;
     cJSON_ArrayForEach(x, cJSON_GetObjectItem(j, "extensions")) {
-        if (!cJSON_IsString(x)) continue;
-        if (!strcmp(x->valuestring, "octvertexnormals")) bits |= TERRA_QMESH_HAS_NORMALS;
-        if (!strcmp(x->valuestring, "watermask")) bits |= TERRA_QMESH_HAS_WATER_MASK;
-        if (!strcmp(x->valuestring, "metadata")) bits |= TERRA_QMESH_HAS_METADATA;
-        if (!strcmp(x->valuestring, "terra-material")) bits |= TERRA_QMESH_HAS_MATERIAL;
+        if (cJSON_IsString(x)) bits |= arc_extension_bit(x->valuestring);
     }
     cJSON_Delete(j);
     return bits;

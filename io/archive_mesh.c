@@ -29,6 +29,7 @@ struct terra_archive_mesh {
     } point[POINT_TILES];
     uint64_t clock;
     arc_index x;
+    terra_tile_rules rules; /* the archive's (terra_archive_validate): every tile decoded passes them */
     terra_archive_mesh_info info;
     terra_source *src;
     double latency_ms;
@@ -43,12 +44,11 @@ terra_status terra_archive_mesh_decode(const terra_archive_mesh *m, terra_tile_k
     terra_status st = terra_archive_find(m->a, key, &e);
     if (st) return st;
     terra_qmesh q;
-    if ((st = terra_archive_check_tile(m->a, &e, NULL, &q, NULL))) return st;
+    if ((st = terra_archive_check_tile(m->a, &e, &m->rules, &q, NULL))) return st;
     const uint32_t V = q.vertex_count, I = 3 * q.triangle_count;
     const size_t need = terra_tile_mesh_bytes(V, I);
-    if (V < 3 || V > TERRA_TILE_MESH_MAX_VERTICES || I == 0 || need > capacity) {
-        st = terra_fail(V > TERRA_TILE_MESH_MAX_VERTICES || need > capacity ? TERRA_E_CAPACITY : TERRA_E_CORRUPT,
-                        "%s: tile %d/%d/%d: %u vertices and %u triangles (%zu bytes decoded; room for %zu)",
+    if (need > capacity) { /* the tile check saw to 3..TERRA_TILE_MESH_MAX_VERTICES vertices and a triangle */
+        st = terra_fail(TERRA_E_CAPACITY, "%s: tile %d/%d/%d: %u vertices and %u triangles (%zu bytes decoded; room for %zu)",
                         terra_archive_path(m->a), terra_tile_key_level(key), terra_tile_key_x(key), terra_tile_key_y(key),
                         V, q.triangle_count, need, capacity);
         terra_qmesh_free(&q);
@@ -248,11 +248,13 @@ terra_status terra_archive_mesh_open(const char *path, const terra_archive_mesh_
     pthread_mutex_init(&m->lock, NULL);
     m->latency_ms = d.latency_ms;
     terra_status st = terra_archive_open(path, NULL, &m->a);
-    if (!st) st = arc_index_build(m->a, &m->x);
+    terra_archive_layout layout;
+    if (!st) st = arc_index_build(m->a, &layout, &m->x);
     if (!st) {
+        m->rules = layout.rules;
         m->info = (terra_archive_mesh_info){.tile0_size = m->x.tile0, .levels = m->x.max_level + 1,
                                             .min_height = m->x.glo - m->x.margin, .max_height = m->x.ghi + m->x.margin,
-                                            .tin = terra_archive_is_tin(m->a),
+                                            .tin = layout.tin,
                                             .tiles = terra_archive_get_info(m->a)->tile_count,
                                             .tile_bytes = 2 * (size_t)m->x.max_raw + 64};
         memcpy(m->info.bounds, m->x.area, sizeof m->x.area);

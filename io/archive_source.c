@@ -333,36 +333,23 @@ terra_status terra_archive_source_create(const char *path, terra_source **out, t
     terra_status st = S->path ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "archive source: out of memory");
     if (!st) memcpy(S->path, path, pl);
     if (!st) st = terra_archive_open(path, NULL, &S->a);
-    if (!st) st = arc_index_build(S->a, &S->x);
+    terra_archive_layout layout;
+    if (!st) st = arc_index_build(S->a, &layout, &S->x); /* validated: bounds, levels, pyramid, grid cells */
+    if (!st && layout.tin)
+        st = terra_fail(TERRA_E_UNSUPPORTED,
+                        "%s: an archive of irregular (TIN) tiles, as terra cook writes: it is drawn by its own tiles "
+                        "(terra/archive_mesh.h; terra render --archive), not answered as grid heights",
+                        path);
+    else if (!st && layout.rules.grid_cells < TERRA_GRID_MIN_CELLS)
+        st = terra_fail(TERRA_E_UNSUPPORTED, "%s: tiles are grids of %d cells a side; terra draws grids of %d to %d",
+                        path, layout.rules.grid_cells, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS);
     if (!st) {
-        /* The grid size from the coarsest tile, by the rule terra info --verify applies too. */
-        st = terra_archive_tile_rules(S->a, &S->rules);
-        const int n = S->rules.grid_cells;
-        if (!st && terra_archive_is_tin(S->a))
-            st = terra_fail(TERRA_E_UNSUPPORTED,
-                            "%s: an archive of irregular (TIN) tiles, as terra cook writes: it is drawn by its own tiles "
-                            "(terra/archive_mesh.h; terra render --archive), not answered as grid heights",
-                            path);
-        else if (!st && (n < TERRA_GRID_MIN_CELLS || n > TERRA_GRID_MAX_CELLS))
-            st = terra_fail(TERRA_E_UNSUPPORTED,
-                            "%s: tiles are not grids of %d to %d cells a side (a power of two), as terra bake writes",
-                            path, TERRA_GRID_MIN_CELLS, TERRA_GRID_MAX_CELLS);
-        S->n = n;
-    }
-    if (!st) {
+        S->rules = layout.rules;
+        S->n = layout.rules.grid_cells;
         S->s0 = S->x.tile0 / S->n;
-        /* Tile coordinates are 28-bit and levels at most 31: a lattice index past 2^60 lies outside
-         * every tile (and would not convert to an integer). */
-        const double lim = 0x1p60;
-        for (int i = 0; i < 4 && !st; i++)
-            if (!(fabs(S->x.area[i] / S->s0) < lim))
-                st = terra_fail(TERRA_E_CORRUPT, "%s: metadata bounds %g lie beyond any tile", path, S->x.area[i]);
-    }
-    if (!st) {
+        /* the bounds lie within the tiles' 28-bit coordinates and hold a lattice point */
         S->g0[0] = (int64_t)ceil(S->x.area[0] / S->s0), S->g1[0] = (int64_t)floor(S->x.area[2] / S->s0);
         S->g0[1] = (int64_t)ceil(S->x.area[1] / S->s0), S->g1[1] = (int64_t)floor(S->x.area[3] / S->s0);
-        if (S->g0[0] > S->g1[0] || S->g0[1] > S->g1[1])
-            st = terra_fail(TERRA_E_UNSUPPORTED, "%s: the area holds no sample", path);
     }
     if (!st) {
         terra_source_desc sd = {.height_at = arc_height, .surface_at = arc_surface, .sample_grid = arc_sample,

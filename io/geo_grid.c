@@ -35,24 +35,13 @@ static void raster_triangle(double v[3][3], float *heights, uint8_t *mark, uint8
         }
 }
 
-/* The metadata's bounds and the cook's samples along a finest tile's side (256 when unsaid). */
-static bool read_metadata(const terra_archive *a, double bounds[4], int *tile_units) {
-    *tile_units = 256;
+/* The cook's samples along a finest tile's side (256 when unsaid). */
+static int tile_units_of(const terra_archive *a) {
     cJSON *m = terra_json_parse(terra_archive_get_info(a)->metadata);
-    bool have = false;
-    const cJSON *b = cJSON_GetObjectItem(m, "bounds");
-    if (cJSON_IsArray(b) && cJSON_GetArraySize(b) == 4) {
-        have = true;
-        for (int i = 0; i < 4; i++) {
-            const cJSON *v = cJSON_GetArrayItem(b, i);
-            have = have && cJSON_IsNumber(v);
-            if (have) bounds[i] = v->valuedouble;
-        }
-    }
     const cJSON *u = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "source"), "cook"), "tile_units");
-    if (cJSON_IsNumber(u) && u->valuedouble >= 2 && u->valuedouble <= 65536) *tile_units = (int)u->valuedouble;
+    const int units = cJSON_IsNumber(u) && u->valuedouble >= 2 && u->valuedouble <= 65536 ? (int)u->valuedouble : 256;
     cJSON_Delete(m);
-    return have;
+    return units;
 }
 
 terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, terra_geo_grid **out, int *level_out) {
@@ -64,6 +53,9 @@ terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, t
                           "geographic) lie on a planet", path, terra_frame_name(info->frame));
     if (max_side == 0) max_side = 2048;
     if (max_side < 2 || max_side > 16384) return terra_fail(TERRA_E_INVALID, "geo grid: max_side must be from 2 to 16384 (got %d)", max_side);
+    terra_archive_layout layout; /* the rules every reader applies: it holds tiles, each decoded by them */
+    terra_status vst = terra_archive_validate(a, NULL, NULL, &layout);
+    if (vst) return vst;
     int deepest = -1;
     double tiles_b[4] = {180, 90, -180, -90};
     for (int pass = 0; pass < 2; pass++) /* the deepest level, then its tiles' union */
@@ -80,10 +72,9 @@ terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, t
                 tiles_b[2] = fmax(tiles_b[2], ea), tiles_b[3] = fmax(tiles_b[3], n);
             }
         }
-    if (deepest < 0) return terra_fail(TERRA_E_INVALID, "%s: the archive has no tiles", path);
     double b[4];
-    int units;
-    if (!read_metadata(a, b, &units) || !(b[0] < b[2] && b[1] < b[3])) memcpy(b, tiles_b, sizeof b);
+    const int units = tile_units_of(a);
+    memcpy(b, layout.has_bounds ? layout.bounds : tiles_b, sizeof b);
     b[0] = fmax(b[0], -180), b[1] = fmax(b[1], -90), b[2] = fmin(b[2], 180), b[3] = fmin(b[3], 90);
     const double step = fmax(180.0 / ldexp(1, deepest) / units, fmax(b[2] - b[0], b[3] - b[1]) / (max_side - 1));
     const int W = (int)ceil((b[2] - b[0]) / step - 1e-9) + 1, H = (int)ceil((b[3] - b[1]) / step - 1e-9) + 1;
@@ -108,13 +99,8 @@ terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, t
             double tw, ts, te, tn;
             terra_qmesh_geographic_tile_bounds(l, terra_tile_key_x(e.key), terra_tile_key_y(e.key), &tw, &ts, &te, &tn);
             if (te < b[0] || tw > b[2] || tn < b[1] || ts > b[3]) continue;
-            uint8_t *raw = NULL;
-            size_t raw_n = 0;
-            st = terra_archive_read_entry(a, &e, &raw, &raw_n);
             terra_qmesh q;
-            if (st == TERRA_OK) st = terra_qmesh_decode(raw, raw_n, NULL, &q);
-            terra_free(raw);
-            if (st != TERRA_OK) break;
+            if ((st = terra_archive_check_tile(a, &e, &layout.rules, &q, NULL)) != TERRA_OK) break;
             const double hl = q.header.min_height, hs = (q.header.max_height - q.header.min_height) / 32767.0;
             for (uint32_t t = 0; t < q.triangle_count; t++) {
                 double v[3][3];

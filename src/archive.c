@@ -332,7 +332,10 @@ static terra_status read_header(terra_archive *a, const char *path) {
     uint32_t crc = terra_crc32c(terra_crc32c(0, h, 60), a->metadata, I->metadata_size);
     if (crc != rd32(h + 60))
         return terra_fail(TERRA_E_CORRUPT, "%s: header checksum mismatch (damaged header or metadata)", path);
-    if (entry_size != TERRA_ARCHIVE_ENTRY_SIZE || rd32(h + 56) != 0 || (I->flags & ~3u) || I->frame > 1 ||
+    if ((I->flags & ~3u) || I->frame > 1)
+        return terra_fail(TERRA_E_CORRUPT, "%s: header flags 0x%x: bits 0..1 are the frame (0 local, 1 geographic), the others 0",
+                          path, I->flags);
+    if (entry_size != TERRA_ARCHIVE_ENTRY_SIZE || rd32(h + 56) != 0 ||
         I->index_offset != TERRA_ARCHIVE_HEADER_SIZE + (uint64_t)I->metadata_size ||
         I->tile_count > (actual - I->index_offset) / TERRA_ARCHIVE_ENTRY_SIZE ||
         I->data_offset != I->index_offset + I->tile_count * TERRA_ARCHIVE_ENTRY_SIZE)
@@ -358,8 +361,12 @@ static terra_status check_entry(const terra_archive *a, const uint8_t *raw, cons
     char what[160] = "";
     /* packed tiles came with version 2 */
     const unsigned newest = a->info.version >= 2 ? TERRA_COMPRESS_PACKED : TERRA_COMPRESS_ZSTD;
-    if (e->compression > newest || raw[26] || raw[27] || e->offset < a->info.data_offset ||
-        e->offset > a->info.file_size || e->size > a->info.file_size - e->offset)
+    if (e->compression > newest)
+        snprintf(what, sizeof what, "compression %u, which this terra does not know", e->compression);
+    else if (e->flags || raw[26] || raw[27])
+        snprintf(what, sizeof what, "flags 0x%02x and reserved bytes 0x%02x%02x, where the format has 0", e->flags, raw[26],
+                 raw[27]);
+    else if (e->offset < a->info.data_offset || e->offset > a->info.file_size || e->size > a->info.file_size - e->offset)
         snprintf(what, sizeof what, "offset %llu size %u outside the payloads", (unsigned long long)e->offset, e->size);
     else if (e->raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE)
         snprintf(what, sizeof what, "it states %u raw bytes, over the cap of %u", e->raw_size, TERRA_ARCHIVE_MAX_RAW_SIZE);
@@ -369,6 +376,12 @@ static terra_status check_entry(const terra_archive *a, const uint8_t *raw, cons
              !isfinite(e->max_height) || e->min_height > e->max_height)
         snprintf(what, sizeof what, "error %g, longest edge %g, heights %g..%g are not finite or not a range",
                  (double)e->geometric_error, (double)e->longest_edge, (double)e->min_height, (double)e->max_height);
+    else if (e->geometric_error < 0 || e->longest_edge < 0)
+        snprintf(what, sizeof what, "error %g m, longest edge %g m: a length is not negative", (double)e->geometric_error,
+                 (double)e->longest_edge);
+    else if (fabsf(e->min_height) > TERRA_ARCHIVE_MAX_HEIGHT || fabsf(e->max_height) > TERRA_ARCHIVE_MAX_HEIGHT)
+        snprintf(what, sizeof what, "heights %g..%g m beyond the %g m an archive may state", (double)e->min_height,
+                 (double)e->max_height, (double)TERRA_ARCHIVE_MAX_HEIGHT);
     if (what[0])
         return terra_fail(TERRA_E_CORRUPT, "%s: index entry %llu (tile %d/%d/%d) is damaged: %s", a->path,
                           (unsigned long long)i, terra_tile_key_level(e->key), terra_tile_key_x(e->key),
@@ -386,9 +399,12 @@ terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_ar
                           (unsigned long long)a->info.tile_count);
     uint8_t b[TERRA_ARCHIVE_ENTRY_SIZE];
     terra_status st = raw_entry(a, i, b);
-    if (st) return st;
-    terra_archive_entry_unpack(b, out);
-    return check_entry(a, b, out, i);
+    return st ? st : terra_archive_entry_from(a, i, b, out);
+}
+
+terra_status terra_archive_entry_from(const terra_archive *a, uint64_t i, const uint8_t *raw, terra_archive_entry *out) {
+    terra_archive_entry_unpack(raw, out);
+    return check_entry(a, raw, out, i);
 }
 
 terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out) {

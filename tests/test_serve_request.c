@@ -619,10 +619,11 @@ static void test_tms_map_corner(void) {
 
 /* ---- hostile archives for tests/cli_serve.sh ------------------------------------------------ */
 
+/* Three level-0 tiles of a TIN archive every reader opens (terra_archive_validate: sound metadata, a
+ * coarsest tile that decodes): a flat square, then two bombs serve must refuse as it sends them. */
 static terra_status write_bomb(const char *path) {
-    terra_archive_write_desc wd = {0};
-    wd.frame = TERRA_FRAME_LOCAL;
-    wd.compression = TERRA_COMPRESS_GZIP;
+    terra_archive_write_desc wd = {.frame = TERRA_FRAME_LOCAL, .compression = TERRA_COMPRESS_GZIP, .tin = true,
+                                   .tile_size_m = 64, .bounds = {0, 0, 128, 128}};
     terra_archive_writer *w;
     terra_status st = terra_archive_writer_create(path, &wd, &w);
     if (st) return st;
@@ -631,8 +632,16 @@ static terra_status write_bomb(const char *path) {
     size_t pn = 0;
     st = zeros ? terra_compress(TERRA_COMPRESS_GZIP, 9, zeros, big, &packed, &pn) : TERRA_E_NOMEM;
     terra_archive_tile_info info = {0};
-    static const char honest[] = "an honest tile: serve does not decode tiles";
-    if (st == TERRA_OK) st = terra_archive_writer_add(w, terra_tile_key_make(0, 0, 0, 0), honest, sizeof honest, &info);
+    uint16_t u[4] = {0, 32767, 0, 32767}, v[4] = {0, 0, 32767, 32767}, h[4] = {0};
+    uint32_t idx[6] = {0, 1, 2, 2, 1, 3}, west[2] = {0, 2}, south[2] = {0, 1}, east[2] = {1, 3}, north[2] = {2, 3};
+    terra_qmesh q = {.vertex_count = 4, .triangle_count = 2, .u = u, .v = v, .h = h, .indices = idx,
+                     .edge_count = {2, 2, 2, 2}, .edges = {west, south, east, north}};
+    const double xyz[12] = {0, 0, 0, 64, 0, 0, 0, 0, 64, 64, 0, 64};
+    terra_qmesh_header_local(&q.header, xyz, 4, 0, 0);
+    uint8_t honest[256];
+    size_t hn = 0;
+    if (st == TERRA_OK) st = terra_qmesh_encode(&q, honest, sizeof honest, &hn);
+    if (st == TERRA_OK) st = terra_archive_writer_add(w, terra_tile_key_make(0, 0, 0, 0), honest, hn, &info);
     if (st == TERRA_OK)
         st = terra_archive_writer_add_stored(w, terra_tile_key_make(0, 0, 1, 0), packed, pn, (uint32_t)big,
                                              TERRA_COMPRESS_GZIP, &info);

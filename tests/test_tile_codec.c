@@ -251,7 +251,9 @@ static void test_archive(void) {
     CHECK(fd >= 0, "mkstemp");
     if (fd < 0) return;
     close(fd);
-    terra_archive_write_desc d = {.frame = TERRA_FRAME_LOCAL, .compression = TERRA_COMPRESS_PACKED, .tin = true};
+    /* eight level-0 tiles of 64 m in a row: an archive every reader takes (terra_archive_validate) */
+    terra_archive_write_desc d = {.frame = TERRA_FRAME_LOCAL, .compression = TERRA_COMPRESS_PACKED, .tin = true,
+                                  .tile_size_m = 64, .bounds = {0, 0, 512, 64}};
     terra_archive_writer *w;
     CHECK(terra_archive_writer_create(path, &d, &w) == TERRA_OK, "create");
     unsigned long long s = 5;
@@ -270,7 +272,7 @@ static void test_archive(void) {
     free(tiles[7]);
     tiles[7] = odd;
     sizes[7] += 6;
-    terra_archive_tile_info info = {0, 1, 0, 1};
+    terra_archive_tile_info info = {0, 1, -10, 900}; /* the tiles' header heights (rtile_make) */
     for (int i = 0; i < 8; i++)
         CHECK(terra_archive_writer_add(w, terra_tile_key_make(0, 0, i, 0), tiles[i], sizes[i], &info) == TERRA_OK,
               "add %d: %s", i, terra_last_error());

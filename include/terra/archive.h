@@ -38,6 +38,9 @@ extern "C" {
  * what any reader inflates or allocates for one tile, whatever an archive claims (a stored tile of
  * 260 kB can inflate to 256 MB). */
 #define TERRA_ARCHIVE_MAX_RAW_SIZE (32u << 20)
+/* The largest height (m, either sign) an entry may state: far past any planet's relief (Earth's runs
+ * from -11 km to 9 km), far inside a float, so that ranges and their quantization steps stay finite. */
+#define TERRA_ARCHIVE_MAX_HEIGHT 1e7f
 
 typedef enum terra_compression {
     TERRA_COMPRESS_NONE = 0,
@@ -63,9 +66,10 @@ typedef struct terra_archive_entry {
                                TERRA_ARCHIVE_MAX_RAW_SIZE */
     uint8_t compression;    /* terra_compression */
     uint8_t flags;          /* reserved, 0 */
-    float geometric_error;  /* metres the tile departs from the finest mesh */
-    float longest_edge;     /* metres, the tile's longest triangle edge */
-    float min_height, max_height; /* these four finite, min_height <= max_height */
+    float geometric_error;  /* metres the tile departs from the finest mesh, >= 0 */
+    float longest_edge;     /* metres, the tile's longest triangle edge, >= 0 */
+    float min_height, max_height; /* these four finite, min_height <= max_height, both within
+                                     +-TERRA_ARCHIVE_MAX_HEIGHT */
     uint32_t checksum;      /* CRC-32C over the packed entry (all but this field), then the payload */
 } terra_archive_entry;
 
@@ -123,10 +127,15 @@ TERRA_API const terra_archive_info *terra_archive_get_info(const terra_archive *
 TERRA_API const char *terra_archive_path(const terra_archive *a);
 
 /* Entry i of the index (0 .. tile_count-1, in index order). TERRA_E_CORRUPT when its ranges or
- * values are impossible: payload outside the file, unknown compression, a raw size over
- * TERRA_ARCHIVE_MAX_RAW_SIZE (or, uncompressed, other than the stored size), non-finite error or
- * heights, min_height > max_height (the checksum is checked when the payload is read). */
+ * values are impossible: payload outside the file, unknown compression, flags or reserved bytes not
+ * 0, a raw size over TERRA_ARCHIVE_MAX_RAW_SIZE (or, uncompressed, other than the stored size), a
+ * negative or non-finite error or longest edge, heights not finite or beyond
+ * TERRA_ARCHIVE_MAX_HEIGHT, min_height > max_height (the checksum is checked when the payload is
+ * read). */
 TERRA_API terra_status terra_archive_entry_at(const terra_archive *a, uint64_t i, terra_archive_entry *out);
+/* Entry i from its 48 bytes, read by the caller (a pass over the whole index reads it a block at a
+ * time with terra_archive_read_bytes): unpacked and checked as terra_archive_entry_at does. */
+TERRA_API terra_status terra_archive_entry_from(const terra_archive *a, uint64_t i, const uint8_t *raw, terra_archive_entry *out);
 /* Binary search for a tile: TERRA_OK, TERRA_E_NOT_FOUND, or TERRA_E_CORRUPT. Reads O(log n)
  * entries and nothing else. */
 TERRA_API terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terra_archive_entry *out);

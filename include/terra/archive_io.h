@@ -58,19 +58,22 @@ TERRA_API terra_status terra_archive_read_entry(const terra_archive *a, const te
 
 /* A tile of an archive is good when it reads (checksum), decompresses to exactly its stated raw
  * size, decodes as quantized-mesh (counts, indices, edges, u, v and heights in 0..32767: see
- * terra_qmesh_decode), and its header values are finite (min height <= max height, radius >= 0).
- * Archives of regular grid tiles add the lattice rule (grid_cells > 0): (n+1)^2 vertices, each on
- * a point of the n-cell grid (u = round(i * 32767 / n) for i in 0..n, likewise v), every point
- * once, and header heights inside the index entry's range. */
+ * terra_qmesh_decode) with 3 to TERRA_TILE_MESH_MAX_VERTICES vertices and a triangle at least, its
+ * header values are finite (min height <= max height inside the index entry's range, radius >= 0),
+ * and it carries the extensions the metadata lists (`extensions`; more are allowed). Archives of
+ * regular grid tiles add the lattice rule (grid_cells > 0): (n+1)^2 vertices, each on a point of
+ * the n-cell grid (u = round(i * 32767 / n) for i in 0..n, likewise v), every point once. */
 typedef struct terra_tile_rules {
-    int grid_cells; /* 0: no lattice rule; else n, a power of two in 2..256 */
+    int grid_cells;      /* 0: no lattice rule; else n, a power of two in 2..256 */
+    uint32_t extensions; /* TERRA_QMESH_HAS_* every tile carries: those the metadata lists */
 } terra_tile_rules;
 
-/* The rules for `a`'s tiles. Local-frame archives of grid tiles (what terra bake writes, what the
- * archive source draws): grid_cells = n, read from the coarsest tile (the first index entry of the
- * coarsest level), which must be a grid of n cells, n a power of two in 2..256; that tile's
- * problem (TERRA_E_CORRUPT...) otherwise. Geographic archives and TIN archives (metadata "mesh":
- * "tin", what terra cook writes): no lattice rule. */
+/* The rules for `a`'s tiles: the extensions its metadata lists, and for local-frame archives of grid
+ * tiles (what terra bake writes, what the archive source draws) grid_cells = n, read from the
+ * coarsest tile (the first index entry of the coarsest level), which must be a grid of n cells, n a
+ * power of two in 2..256; that tile's problem (TERRA_E_CORRUPT...) otherwise. Geographic archives
+ * and TIN archives (metadata "mesh": "tin", what terra cook writes): no lattice rule. Checks nothing
+ * else of the archive: terra_archive_validate does, and gives these rules too. */
 TERRA_API terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out);
 /* True when the archive's metadata says its tiles are irregular meshes ("mesh": "tin"). */
 TERRA_API bool terra_archive_is_tin(const terra_archive *a);
@@ -84,15 +87,55 @@ TERRA_API bool terra_archive_is_tin(const terra_archive *a);
 TERRA_API terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
                                       terra_qmesh *mesh, uint32_t *grid_vertex);
 
-/* Called once per bad tile: index entry number, the entry (NULL when the entry itself is
- * damaged), the status and the message (naming the file, the tile and the problem). */
+/* ---- the rules every reader applies to an archive as a whole ---------------------------------- */
+
+/* Hears of each problem once: the index entry it is in (TERRA_ARCHIVE_WHOLE for the metadata and
+ * the pyramid), the entry (NULL when the entry itself is damaged or there is none), the status and
+ * the message (naming the file, the place and the problem). A status of TERRA_OK is a note:
+ * something readers tolerate (docs/FORMAT.md), said but not a problem. */
 typedef void (*terra_archive_report_fn)(void *user, uint64_t index, const terra_archive_entry *e, terra_status st,
                                         const char *problem);
+#define TERRA_ARCHIVE_WHOLE UINT64_MAX
 
-/* Checks every tile as the readers would: each index entry (order, ranges, values), then the tile
- * through terra_archive_check_tile with terra_archive_tile_rules(a). report (may be NULL) hears of
- * each bad tile once; *bad (may be NULL) receives their number. TERRA_E_CORRUPT (TERRA_E_IO when
- * the first failure was a read error) if any is bad, naming the count and the first. */
+/* What an archive holds, once terra_archive_validate accepted it. */
+typedef struct terra_archive_layout {
+    terra_frame frame;
+    bool tin;                 /* metadata "mesh": "tin": irregular tiles (no lattice rule) */
+    double tile_size_m;       /* local frame: a level-0 tile's side; 0 in the geographic frame */
+    bool has_bounds;          /* the metadata gives bounds (always, in the local frame) */
+    double bounds[4];         /* local: x0, z0, x1, z1 m; geographic: west, south, east, north degrees */
+    int min_level, max_level; /* every level between holds tiles; min_level is 0 */
+    terra_tile_rules rules;   /* what each tile must satisfy (terra_archive_check_tile) */
+} terra_archive_layout;
+
+/* Checks the archive as a whole, as every reader does when it opens one (the archive source, the
+ * archive mesh, export, serve, the planet's overlay; terra info --verify reports it in full), without
+ * decoding more than the coarsest tile:
+ *  - the metadata: one JSON object, nothing after it; "frame" (when given) the header's; "mesh"
+ *    "grid" (or absent) or "tin"; "extensions" a list of names; local frame: "tile_size_m" from
+ *    1e-6 m, "bounds" four finite numbers x0 < x1, z0 < z1 within the tiles' coordinates and 2^44 m;
+ *    geographic: "bounds" (when given) four numbers west < east in -180..180, south < north in
+ *    -90..90; "format" and "tile_format" (when given) terra's;
+ *  - every index entry (terra_archive_entry_at), in strictly increasing order, on face 0, its tile
+ *    inside the frame's grid and the bounds (geographic: but the two roots);
+ *  - the pyramid: a tile at least; every level from 0 to the coarsest holds tiles and every tile but
+ *    the roots (local: the coarsest level; geographic: level 0) has its parent; local frame: the
+ *    coarsest tiles at most 2^44 m (what terra draws), each level's tiles within a span of
+ *    4 x (their number) + 64 tiles; grids: level 0 covers the bounds and they hold a lattice point;
+ *  - the rules of its tiles (terra_archive_tile_rules), from the coarsest tile, which must pass them.
+ * Things readers tolerate are notes: members or extension names terra does not know, counts in the
+ * metadata that the index contradicts, tiles whose error is below one of their children's.
+ * report (may be NULL) hears of every problem and note; out (may be NULL) receives the layout on
+ * success. TERRA_E_CORRUPT (TERRA_E_IO, TERRA_E_NOMEM when reading failed) naming the first problem
+ * and how many more there are. */
+TERRA_API terra_status terra_archive_validate(const terra_archive *a, terra_archive_report_fn report, void *user,
+                                              terra_archive_layout *out);
+
+/* What terra info --verify runs: terra_archive_validate, then every tile its entry leaves readable
+ * through terra_archive_check_tile with the archive's rules. report (may be NULL) hears of each
+ * problem once (each bad tile once) and of each note; *bad (may be NULL) receives the number of
+ * problems. TERRA_E_CORRUPT (TERRA_E_IO when the first failure was a read error) if there is any,
+ * naming the count and the first. */
 TERRA_API terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_report_fn report, void *user, uint64_t *bad);
 
 /* ---- archive writing ------------------------------------------------------------------------ */
