@@ -7,9 +7,10 @@
  *   tiles are 503. Requests hold a reference to the opening they started with, and each request
  *   first checks (fstat) that the opened file is unchanged: one truncated or rewritten in place is
  *   503 at once, never a status whose Content-Length the file can no longer fill.
- * - Tiles: a stored or decompressed size over --max-tile-mb is 500, gzip payloads go out as stored
- *   only to clients that accept gzip and only after inflating to exactly the size the index states
- *   (so a bomb is never sent), other clients get them inflated within that size.
+ * - Tiles: a stored or decompressed size over --max-tile-mb is 500; every tile is first held to the
+ *   rules every reader applies (inflated to exactly the size the index states, so a bomb is never
+ *   sent, and decoded): one they refuse is 500. Gzip payloads go out as stored only to clients that
+ *   accept gzip, other clients get them inflated.
  * - Requests: the raw target is checked before libmicrohttpd unescapes or splits it
  *   (cli/serve_request.c): NUL, %00 and any byte outside the tile grammar are 400, more query
  *   parameters than --max-query-params 414. The header fields are judged by terra, not by
@@ -41,7 +42,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 typedef struct server server;
 
@@ -61,6 +61,7 @@ typedef struct generation {
     terra_tms_map map;
     char *layer_json;
     const char *content_type;
+    terra_tile_rules rules; /* every tile sent passes them, as every reader's tiles do */
     int fd;        /* the file as opened, to notice a change in place before answering; -1 for a URL */
     file_id id;    /* of fd when opened */
     char etag[96]; /* /archive.terra's strong entity tag, from id; "" for a URL */
@@ -253,7 +254,8 @@ static terra_status gen_open(server *s, generation **out) {
     g->fd = -1;
     terra_archive_open_desc od = {.use_pread = true};
     terra_status st = terra_archive_open(s->path, &od, &g->archive);
-    if (st == TERRA_OK) st = terra_archive_validate(g->archive, NULL, NULL, NULL); /* what every reader checks */
+    terra_archive_layout layout; /* what every reader checks; the rules each tile sent is held to */
+    if (st == TERRA_OK && (st = terra_archive_validate(g->archive, NULL, NULL, &layout)) == TERRA_OK) g->rules = layout.rules;
     if (st == TERRA_OK) st = terra_archive_tms_map(g->archive, &g->map);
     if (st == TERRA_OK) st = terra_archive_layer_json(g->archive, &g->map, &g->layer_json);
     if (st) {
@@ -533,29 +535,6 @@ static enum MHD_Result send_owned(struct MHD_Connection *c, uint8_t *data, size_
     return queue(c, MHD_HTTP_OK, r, type, encoding);
 }
 
-/* Whether a gzip payload inflates to exactly `raw_size` bytes (inflating no further than one byte
- * past it), so what a client inflates is what the index states. */
-static bool gzip_inflates_to(const uint8_t *src, size_t n, uint32_t raw_size) {
-    z_stream z;
-    memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, 15 + 16) != Z_OK) return false;
-    uint8_t buf[16384];
-    z.next_in = (Bytef *)(uintptr_t)src;
-    z.avail_in = (uInt)n;
-    uint64_t out = 0;
-    int r = Z_OK;
-    while (r == Z_OK && out <= raw_size) {
-        z.next_out = buf;
-        z.avail_out = sizeof buf;
-        r = inflate(&z, Z_NO_FLUSH);
-        out += sizeof buf - z.avail_out;
-        if (r == Z_BUF_ERROR && z.avail_out == sizeof buf) break; /* no progress: truncated */
-    }
-    bool ok = r == Z_STREAM_END && out == raw_size && z.avail_in == 0;
-    inflateEnd(&z);
-    return ok;
-}
-
 static const char *tile_name(char *buf, size_t n, const serve_request *r) {
     snprintf(buf, n, "%d/%lld/%lld", r->z, (long long)r->x, (long long)r->y);
     return buf;
@@ -577,39 +556,31 @@ static enum MHD_Result send_tile(server *s, generation *g, struct MHD_Connection
                   tile_name(name, sizeof name, r), e.size, e.raw_size, s->max_tile_bytes);
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "tile over the server's size limit\n");
     }
-    uint8_t *stored = terra_alloc(e.size ? e.size : 1);
-    if (!stored) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-    st = terra_archive_read_stored(g->archive, &e, stored, e.size);
-    if (st != TERRA_OK) {
-        terra_free(stored);
-        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
-        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable tile\n");
-    }
-    if (e.compression == TERRA_COMPRESS_NONE) return send_owned(c, stored, e.size, g->content_type, NULL);
-    if (e.compression == TERRA_COMPRESS_GZIP) {
-        const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-        if (serve_accepts_gzip(ae, ae ? strlen(ae) : 0)) {
-            if (gzip_inflates_to(stored, e.size, e.raw_size))
-                return send_owned(c, stored, e.size, g->content_type, "gzip");
-            terra_free(stored);
-            serve_log(s, "tile %s: its gzip payload does not inflate to the %u bytes its index entry states",
-                      tile_name(name, sizeof name, r), e.raw_size);
-            return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
-        }
-    }
-    uint8_t *raw = NULL;
-    size_t n = 0;
-    st = terra_decompress((terra_compression)e.compression, stored, e.size, e.raw_size, &raw, &n);
-    terra_free(stored);
-    if (st == TERRA_OK && n != e.raw_size) {
-        terra_free(raw);
-        st = terra_fail(TERRA_E_CORRUPT, "decompressed to %zu bytes, %u stated", n, e.raw_size);
-    }
+    /* a tile the readers refuse (info --verify names it) is not sent: read, decompressed to exactly
+     * its stated size (a bomb costs at most that) and decoded by the archive's rules */
+    st = terra_archive_check_tile(g->archive, &e, &g->rules, NULL, NULL);
+    if (st == TERRA_E_NOMEM) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
     if (st != TERRA_OK) {
         serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
     }
-    return send_owned(c, raw, n, g->content_type, NULL);
+    const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    const bool as_stored = e.compression == TERRA_COMPRESS_NONE ||
+                           (e.compression == TERRA_COMPRESS_GZIP && serve_accepts_gzip(ae, ae ? strlen(ae) : 0));
+    uint8_t *data = NULL;
+    size_t n = e.size;
+    if (as_stored) {
+        if (!(data = terra_alloc(e.size ? e.size : 1))) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+        st = terra_archive_read_stored(g->archive, &e, data, e.size);
+    } else {
+        st = terra_archive_read_entry(g->archive, &e, &data, &n);
+    }
+    if (st != TERRA_OK) {
+        terra_free(data);
+        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable tile\n");
+    }
+    return send_owned(c, data, n, g->content_type, as_stored && e.compression == TERRA_COMPRESS_GZIP ? "gzip" : NULL);
 }
 
 /* /archive.terra: the file itself, whole or the one range asked for, read through the opening

@@ -29,8 +29,8 @@
  *   - `terra export`: exit status; nothing written when it refuses, every tile that layer.json lists
  *     and nothing else when it exports,
  *   - terra serve's opening (terra_archive_validate, what gen_open calls): it refuses what is wrong
- *     with the metadata, the index or the coarsest tile; a hostile fine tile is sent as stored (serve
- *     does not decode tiles) and refused by every reader that decodes it.
+ *     with the metadata, the index or the coarsest tile; a hostile fine tile is refused when asked for
+ *     (send_tile holds each tile to the archive's rules: 500), as by every reader that decodes it.
  * Plain reading (terra_archive_read_entry + terra_qmesh_decode, as serve sends tiles) must refuse
  * whatever is not quantized-mesh and never crash. A last archive has 100,000 bad tiles: its
  * messages stay bounded.
@@ -842,8 +842,8 @@ static int products_agreed, products_accepted, render_count;
 
 static bool is_geo(int kind) { return kind == K_GEO_KEY_OUTSIDE || kind == K_GEO_BOUNDS || kind == K_GEO_HONEST; }
 static bool accepted(int kind) { return kind >= K_TOLERATED; }
-/* Whether terra serve opens it: what is wrong lies in a fine tile's contents, which serve sends as
- * stored (the metadata, the index and the coarsest tile are checked when it opens the archive). */
+/* Whether terra serve opens it: what is wrong lies in a fine tile's contents, which serve checks when
+ * the tile is asked for (the metadata, the index and the coarsest tile when it opens the archive). */
 static bool serve_opens(const product *p) {
     return accepted(p->kind) || (p->kind < K_ASSEMBLED && !entry_kind(p->kind) && p->target == FINE);
 }
@@ -871,9 +871,16 @@ static void agree(const product *p, const char *path, const char *tile) {
     /* terra serve's opening: pread, then the validation every reader runs */
     terra_archive_open_desc od = {.use_pread = true};
     a = NULL;
-    const bool serve = terra_archive_open(path, &od, &a) == TERRA_OK && terra_archive_validate(a, NULL, NULL, NULL) == TERRA_OK;
-    terra_archive_close(a);
+    terra_archive_layout layout;
+    const bool serve = terra_archive_open(path, &od, &a) == TERRA_OK && terra_archive_validate(a, NULL, NULL, &layout) == TERRA_OK;
     CHECK(serve == serve_opens(p), "%s: serve's opening %s it", p->name, serve ? "takes" : "refuses");
+    if (serve && !want) { /* it opens, but the hostile fine tile is not sent: the check send_tile runs refuses it */
+        terra_archive_entry e;
+        CHECK(terra_archive_find(a, keys[FINE], &e) == TERRA_OK &&
+                  terra_archive_check_tile(a, &e, &layout.rules, NULL, NULL) != TERRA_OK,
+              "%s: serve would send the hostile tile", p->name);
+    }
+    terra_archive_close(a);
     /* the drawing reader, in-process */
     char why[512] = "";
     const bool drawn = !draw_refuses(path, why, sizeof why);

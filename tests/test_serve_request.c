@@ -5,7 +5,7 @@
  * `test_serve_request --archives DIR` writes the hostile archives tests/cli_serve.sh serves and
  * exports (valid checksums, hostile contents):
  *   bomb.terra     level 0 tiles (0,0) honest, (1,0) gzip of 24 MiB stated as such, (0,1) the same
- *                  gzip stated as 1000 bytes (a liar)
+ *                  gzip stated as 1000 bytes (a liar), (1,1) 200 bytes that are no tile (stored plainly)
  *   dup.terra      two index entries for tile 0/0/0 (the second's key patched, checksum recomputed)
  *   outside.terra  a tile left of the coarsest level's tiles: no place in the z/x/y tree */
 #include "check.h"
@@ -619,8 +619,9 @@ static void test_tms_map_corner(void) {
 
 /* ---- hostile archives for tests/cli_serve.sh ------------------------------------------------ */
 
-/* Three level-0 tiles of a TIN archive every reader opens (terra_archive_validate: sound metadata, a
- * coarsest tile that decodes): a flat square, then two bombs serve must refuse as it sends them. */
+/* Four level-0 tiles of a TIN archive every reader opens (terra_archive_validate: sound metadata, a
+ * coarsest tile that decodes): a flat square, then two bombs and a tile that does not decode, which
+ * serve must refuse as it is asked for them. */
 static terra_status write_bomb(const char *path) {
     terra_archive_write_desc wd = {.frame = TERRA_FRAME_LOCAL, .compression = TERRA_COMPRESS_GZIP, .tin = true,
                                    .tile_size_m = 64, .bounds = {0, 0, 128, 128}};
@@ -648,6 +649,11 @@ static terra_status write_bomb(const char *path) {
     if (st == TERRA_OK)
         st = terra_archive_writer_add_stored(w, terra_tile_key_make(0, 0, 0, 1), packed, pn, 1000, TERRA_COMPRESS_GZIP,
                                              &info);
+    uint8_t garbage[200]; /* not a quantized-mesh tile, its checksum and sizes valid */
+    memset(garbage, 0xab, sizeof garbage);
+    if (st == TERRA_OK)
+        st = terra_archive_writer_add_stored(w, terra_tile_key_make(0, 0, 1, 1), garbage, sizeof garbage, sizeof garbage,
+                                             TERRA_COMPRESS_NONE, &info);
     terra_free(zeros);
     terra_free(packed);
     if (st) {
