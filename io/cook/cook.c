@@ -572,7 +572,8 @@ static terra_status finest_tile(void *user, int32_t tx, int32_t ty, terra_cook_m
 
 /* The stated error of the tile as a client decodes it (u, v and heights on 16-bit steps). Rasters:
  * its distance to the samples its decoded triangles cover (inside or on one: the height a client
- * draws there; never a triangle's plane beyond it, where a sliver's tilts without bound). Meshes: the
+ * draws there) and to those on its rim (terra_cook_decoded_distance; never a triangle's plane beyond
+ * it, where a sliver's tilts without bound). Meshes: the
  * mesh's error plus the largest vertical distance between the decoded and the unquantized surfaces,
  * both ways round (their difference peaks at a vertex of either or a crossing of their edges). */
 static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, const terra_qmesh *q, double *out) {
@@ -948,7 +949,7 @@ static char *source_json(const terra_cook_desc *d, const ground *G, const plan *
         cJSON_AddStringToObject(c, "overlap", "inputs in this order: the first with data at a place (inside its sample "
                                               "centres, every sample weighed there a height) is the ground there");
     const double hb[2] = {TERRA_COOK_MIN_HEIGHT, TERRA_COOK_MAX_HEIGHT};
-    cJSON_AddItemToObject(c, "heights", cJSON_CreateDoubleArray(hb, 2));
+    if (!G->L[0].in->scenery) cJSON_AddItemToObject(c, "heights", cJSON_CreateDoubleArray(hb, 2));
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;
