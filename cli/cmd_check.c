@@ -22,14 +22,17 @@ static void help(FILE *f) {
             "    vertex and every border edge one has on the shared segment the other has (no crack, no\n"
             "    T-junction), to 1 mm or, where 16-bit quantization cannot hold a millimetre, to one\n"
             "    quantization step of the wider tile (the report says which);\n"
+            "  - no tile states a smaller geometric error than one of its children;\n"
             "  - with --source: each tile's stated geometric error is at least the vertical distance of\n"
             "    the tile as decoded (16-bit quantization included) from every source sample its\n"
-            "    triangles cover, to 1 mm; no triangle covers or touches a no-data sample.\n\n"
+            "    triangles cover (and those quantization moved its rim off, against its nearest point),\n"
+            "    to 1 mm; no no-data sample lies under its ground beyond what quantization explains.\n\n"
             "Options:\n"
-            "  --source INPUT      a raster the archive was cooked from (repeat for several; where they\n"
-            "                      overlap the finer one is the ground). Local frame: sample (col, row) at\n"
-            "                      x = col * spacing, z = row * spacing metres; geographic: the raster's\n"
-            "                      geotransform (EPSG:4326)\n"
+            "  --source INPUT      a raster the archive was cooked from (repeat for several, in the cook's\n"
+            "                      order: where they overlap, the finer one, or of two as fine the one given\n"
+            "                      first, is the ground wherever it has data). NaN samples are no-data. Local\n"
+            "                      frame: sample (col, row) at x = col * spacing, z = row * spacing metres;\n"
+            "                      geographic: the raster's geotransform (EPSG:4326)\n"
             "  --encoding E        plain (default), terrain-rgb or terrarium (as terra mesh / terra cook)\n"
             "  --z-scale S         multiply source heights by S\n"
             "  --spacing M         metres between source samples (default: georeferencing, else 1)\n"
@@ -114,7 +117,8 @@ int cmd_check(int argc, char **argv) {
     terra_raster_desc rd[MAX_SOURCES];
     memset(rd, 0, sizeof rd);
     for (int i = 0; i < nsrc; i++)
-        rd[i].path = sources[i], rd[i].encoding = enc, rd[i].z_scale = zscale, rd[i].spacing_m = spacing;
+        rd[i].path = sources[i], rd[i].encoding = enc, rd[i].z_scale = zscale, rd[i].spacing_m = spacing,
+        rd[i].nan_is_nodata = true; /* as terra cook reads them */
     const terra_cook_check_desc desc = {path, rd, nsrc, NULL, allow_q};
     terra_cook_check_report rep;
     const terra_status st = terra_cook_check(&desc, &rep);

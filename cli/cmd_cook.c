@@ -24,14 +24,19 @@ static void help(FILE *f) {
             "levels of detail. The finest level is a greedy-insertion TIN per tile within --max-error;\n"
             "each coarser tile is its four children merged and simplified to twice the error of the\n"
             "level below, keeping every vertex on its outer border, so neighbouring tiles at any two\n"
-            "levels share their border exactly. Each tile's geometric error in the index is measured.\n"
-            "No-data samples stay holes.\n\n"
+            "levels share their border exactly. Each tile's geometric error in the index is measured\n"
+            "on the tile as decoded, and is never less than one of its children's. No-data samples\n"
+            "(and NaN ones, declared or not) stay holes. Heights below -12000 m or above 10000 m\n"
+            "(after --z-scale) are refused, naming the file and the sample: not the Earth's.\n\n"
             "INPUT is anything GDAL reads (GeoTIFF, SRTM .hgt, 16-bit PNG, ...). A raster georeferenced\n"
             "in a coordinate system PROJ takes to EPSG:4326 (GeoTIFF in any CRS, .hgt) cooks in the\n"
             "geographic frame: Cesium's EPSG:4326 TMS tiles at the finest zoom whose samples are at\n"
             "least as fine as the raster's, warped by GDAL (bilinear, no-data kept as holes), read a\n"
-            "window at a time, down to the two root tiles. Several such inputs are one ground (the\n"
-            "finest wins where they overlap). Any other raster cooks in the local frame: one plane unit\n"
+            "window at a time, down to the two root tiles. Several such inputs are one ground: where\n"
+            "they overlap, the finest (the smallest sample), or of two as fine the one given first, is\n"
+            "the ground wherever it has data (terra check --source holds the same rule). A raster in\n"
+            "a coordinate system of another body (Mars, the Moon) is refused there; --frame local\n"
+            "cooks it in metres on that body. Any other raster cooks in the local frame: one plane unit\n"
             "per sample, --spacing metres apart, rows along +z, level 0 finest; one of more than 64 M\n"
             "samples is read a window at a time too (a tiled GeoTIFF reads fastest that way).\n\n"
             "Options:\n"
@@ -74,7 +79,8 @@ static void help(FILE *f) {
             "                            filesystem) and sends them to rank 0 over MPI for the merge\n"
             "  -h, --help                this help\n\n"
             "Prints a report (key value lines): frame, tiles, levels, per level its tiles, vertices,\n"
-            "triangles, stored bytes and largest geometric error, bytes, seconds, samples_per_s,\n"
+            "triangles, stored bytes, largest stated error, what that passes the mesh's own measure by\n"
+            "(quantization) and the largest error as built (max_error), bytes, seconds, samples_per_s,\n"
             "peak_mb (this process) and reader_peak_mb (the terra-raster and terra-scenery reader\n"
             "processes); for a scenery, the triangles its reading dropped: dropped_degenerate,\n"
             "dropped_duplicate, dropped_not_triangles (points, lines) and dropped_out_of_range (glTF\n"
@@ -136,10 +142,10 @@ static void print_report(const char *out, const terra_cook_report *r, double rea
            r->grid.unit[1], (unsigned long long)r->tiles, r->levels);
     for (int d = 0; d < r->levels && d < 32; d++) {
         int level = r->grid.frame == TERRA_FRAME_GEOGRAPHIC ? r->grid.depth - d : d;
-        printf("level %d tiles %llu vertices %llu triangles %llu bytes %llu quantization %.4f max_error %.4f\n", level,
-               (unsigned long long)r->level[d].tiles, (unsigned long long)r->level[d].vertices,
+        printf("level %d tiles %llu vertices %llu triangles %llu bytes %llu stated %.4f quantization %.4f max_error %.4f\n",
+               level, (unsigned long long)r->level[d].tiles, (unsigned long long)r->level[d].vertices,
                (unsigned long long)r->level[d].triangles, (unsigned long long)r->level[d].bytes,
-               r->level[d].max_quantization, r->level[d].max_error);
+               r->level[d].max_stated, r->level[d].max_quantization, r->level[d].max_error);
     }
     if (r->cut.vertices)
         printf("scenery_vertices %zu\nwelded %zu\ncollapsed %zu\ntriangles %zu\nwalls %zu\n", r->cut.vertices,
@@ -296,7 +302,8 @@ static int cook_main(int argc, char **argv) {
     if (!rasters || !inputs || !sources || !sceneries || !named) rc = cli_error(CMD, "out of memory");
     for (; rc == EXIT_OK && opened < nin; opened++) {
         terra_raster_desc rd = {.path = argv[optind + opened], .encoding = enc, .band = band, .z_scale = zscale,
-                                .spacing_m = spacing, .max_bytes = max_bytes};
+                                .spacing_m = spacing, .max_bytes = max_bytes, .nan_is_nodata = true,
+                                .min_height = TERRA_COOK_MIN_HEIGHT, .max_height = TERRA_COOK_MAX_HEIGHT};
         terra_raster_source **s = sources + (size_t)opened * (size_t)threads;
         inputs[opened] = (terra_cook_input){.path = rd.path};
         if (is_scenery(rd.path)) continue;
@@ -304,7 +311,9 @@ static int cook_main(int argc, char **argv) {
             rc = cli_error(CMD, "%s", terra_last_error());
             break;
         }
-        if (frame == TERRA_COOK_FRAME_AUTO && terra_raster_source_info(s[0])->has_lonlat) geo = true;
+        const terra_raster_info *info = terra_raster_source_info(s[0]);
+        /* another body's raster too: the geographic frame refuses it by name */
+        if (frame == TERRA_COOK_FRAME_AUTO && (info->has_lonlat || info->off_earth)) geo = true;
         inputs[opened] = (terra_cook_input){.path = rd.path, .sources = s, .source_count = threads};
     }
     /* The cache: every input hashed before any is read for cooking (a scenery is parsed first for the
@@ -351,7 +360,8 @@ static int cook_main(int argc, char **argv) {
         if (inputs[i].scenery) continue;
         terra_raster_source **s = sources + (size_t)i * (size_t)threads;
         terra_raster_desc rd = {.path = inputs[i].path, .encoding = enc, .band = band, .z_scale = zscale,
-                                .spacing_m = spacing, .max_bytes = max_bytes};
+                                .spacing_m = spacing, .max_bytes = max_bytes, .nan_is_nodata = true,
+                                .min_height = TERRA_COOK_MIN_HEIGHT, .max_height = TERRA_COOK_MAX_HEIGHT};
         /* in the local frame too, a raster too large to hold as floats is read in windows */
         const terra_raster_info *info = terra_raster_source_info(s[0]);
         const char *cap = getenv("TERRA_COOK_WHOLE_MAX"); /* for tests: a smaller cap */

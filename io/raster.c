@@ -25,16 +25,26 @@
  * five times the rest of a projected read. */
 #define WARP_APPROX_SAMPLES (1.0 / 64)
 
+/* The last failure GDAL or PROJ reported on this thread while quiet: some calls (GDALOpen) clear
+ * CPLGetLastErrorMsg before they return, after the handler has seen the reason. */
+static _Thread_local char quiet_last[512];
+
 static void quiet_handler(CPLErr cls, CPLErrorNum num, const char *msg) {
-    (void)cls;
     (void)num;
-    (void)msg;
+    if (cls >= CE_Failure && msg) snprintf(quiet_last, sizeof quiet_last, "%s", msg);
+}
+
+/* Quiet GDAL (until CPLPopErrorHandler), no failure remembered yet. */
+static void quiet(void) {
+    CPLPushErrorHandler(quiet_handler);
+    CPLErrorReset();
+    quiet_last[0] = 0;
 }
 
 /* The last GDAL message without its trailing newline, or a fallback. */
 static const char *gdal_msg(const char *fallback) {
     const char *m = CPLGetLastErrorMsg();
-    return (m && *m) ? m : fallback;
+    return (m && *m) ? m : quiet_last[0] ? quiet_last : fallback;
 }
 
 /* An opened dataset and how its samples become heights. */
@@ -44,6 +54,8 @@ typedef struct gdal_raster {
     GDALRasterBandH bands[4]; /* plain: [0] the band; RGB: R, G, B, alpha or NULL */
     bool has_nd;
     double nd, scale, offset;
+    double gt[6];             /* the geotransform, for naming a sample's place */
+    bool georef, degrees;     /* gt is one (not the identity); its CRS is in degrees */
     void *xform;              /* EPSG:4326 -> source pixels (GDALGenImgProjTransform); NULL: none */
     void *approx;             /* the same approximated along rows (GDALApproxTransform), for warping */
 } gdal_raster;
@@ -81,6 +93,10 @@ static terra_status gdal_raster_open(const terra_raster_desc *d, gdal_raster *g)
     }
     g->w = w;
     g->h = h;
+    g->georef = GDALGetGeoTransform(g->ds, g->gt) == CE_None &&
+                !(g->gt[0] == 0 && g->gt[1] == 1 && g->gt[2] == 0 && g->gt[3] == 0 && g->gt[4] == 0 && g->gt[5] == 1);
+    OGRSpatialReferenceH srs = GDALGetSpatialRef(g->ds);
+    g->degrees = srs && OSRIsGeographic(srs);
     if (d->encoding == TERRA_RASTER_PLAIN) {
         GDALRasterBandH b = g->bands[0] = GDALGetRasterBand(g->ds, need);
         int has_nd = 0, has_scale = 0, has_off = 0;
@@ -104,7 +120,7 @@ static size_t decode_working(const terra_raster_desc *d, int w) {
 }
 
 /* The heights of window (x0, y0, w, h) into hs: NaN for no-data; TERRA_E_CORRUPT naming the sample
- * for a NaN that is not no-data or an infinite height. */
+ * for a NaN that is not no-data, an infinite height or one outside d's bound. */
 static terra_status decode_window(const gdal_raster *g, const terra_raster_desc *d, int x0, int y0, int w, int h,
                                   float *hs) {
     const char *path = d->path;
@@ -127,7 +143,7 @@ static terra_status decode_window(const gdal_raster *g, const terra_raster_desc 
             }
             for (size_t i = 0; i < n * W; i++) {
                 double v = row[i];
-                if (g->has_nd && (v == g->nd || (isnan(g->nd) && isnan(v)))) {
+                if (isnan(v) ? d->nan_is_nodata || (g->has_nd && isnan(g->nd)) : g->has_nd && v == g->nd) {
                     dst[i] = NAN;
                     continue;
                 }
@@ -163,7 +179,14 @@ static terra_status decode_window(const gdal_raster *g, const terra_raster_desc 
         }
     }
     terra_free(tmp);
-    return st;
+    return st ? st : terra_raster_check_window(d, g->georef ? g->gt : NULL, g->degrees, hs, x0, y0, w, h);
+}
+
+/* The mean radius (2a + b) / 3 of a CRS's ellipsoid, metres: 6371008.8 on WGS 84. */
+static double mean_radius(OGRSpatialReferenceH srs) {
+    OGRErr ea = OGRERR_NONE, eb = OGRERR_NONE;
+    const double a = OSRGetSemiMajor(srs, &ea), b = OSRGetSemiMinor(srs, &eb);
+    return ea == OGRERR_NONE && eb == OGRERR_NONE && a > 0 && b > 0 ? (2 * a + b) / 3 : 6371008.8;
 }
 
 /* The geotransform, whether it is one, and metres per sample (d->spacing_m, else from it). */
@@ -181,9 +204,10 @@ static void georef(const gdal_raster *g, const terra_raster_desc *d, double geo[
         *sy = hypot(gt[2], gt[5]);
         OGRSpatialReferenceH srs = GDALGetSpatialRef(g->ds);
         if (srs && OSRIsGeographic(srs)) {
-            /* Degrees: metres at the raster's centre latitude (a sphere of the WGS84 mean radius). */
+            /* Degrees: metres at the raster's centre latitude, on a sphere of the mean radius of the
+             * CRS's ellipsoid (the Earth's, or another body's). */
             double lat = gt[3] + gt[5] * (double)g->h * 0.5;
-            double m_per_deg = 6371008.8 * TERRA_PI / 180.0;
+            double m_per_deg = mean_radius(srs) * TERRA_PI / 180.0;
             *sx *= m_per_deg * cos(lat * TERRA_PI / 180.0);
             *sy *= m_per_deg;
         }
@@ -197,8 +221,7 @@ terra_status terra_raster_read(const terra_raster_desc *d, terra_raster *out) {
 terra_status terra_raster_read_counted(const terra_raster_desc *d, int copies, terra_raster *out) {
     if (!d || !out || !d->path) return terra_fail(TERRA_E_INVALID, "raster: NULL argument");
     memset(out, 0, sizeof *out);
-    CPLPushErrorHandler(quiet_handler);
-    CPLErrorReset();
+    quiet();
     gdal_raster g;
     float *hs = NULL;
     terra_status st = gdal_raster_open(d, &g);
@@ -238,20 +261,46 @@ static terra_status describe_crs(terra_raster_source *s, gdal_raster *g) {
     in->has_crs = true;
     char *wkt = NULL;
     const char *const wkt_opts[] = {"FORMAT=WKT2", NULL};
-    if (OSRExportToWktEx(srs, &wkt, wkt_opts) == OGRERR_NONE && wkt) {
-        size_t n = strlen(wkt) + 1;
-        s->wkt = terra_alloc(n);
-        if (s->wkt) memcpy(s->wkt, wkt, n);
-        in->crs_wkt = s->wkt;
+    /* A CRS PROJ could not make sense of (an unknown +proj=...) exports nothing: say what PROJ said. */
+    if (OSRExportToWktEx(srs, &wkt, wkt_opts) != OGRERR_NONE || !wkt) {
+        CPLFree(wkt);
+        return terra_fail(TERRA_E_FORMAT, "%s: its coordinate system cannot be read: %s", s->path,
+                          gdal_msg("PROJ gives no reason"));
     }
+    size_t n = strlen(wkt) + 1;
+    s->wkt = terra_alloc(n);
+    if (s->wkt) memcpy(s->wkt, wkt, n);
+    in->crs_wkt = s->wkt;
     CPLFree(wkt);
     if (!in->crs_wkt) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", s->path);
     const char *auth = OSRGetAuthorityName(srs, NULL), *code = OSRGetAuthorityCode(srs, NULL);
     if (auth && code && strcmp(auth, "EPSG") == 0) in->epsg = atoi(code);
-    OGRErr e = OGRERR_NONE;
-    double a = OSRGetSemiMajor(srs, &e);
-    in->geographic = OSRIsGeographic(srs) && e == OGRERR_NONE && fabs(a - 6378137.0) < 6378.137; /* 0.1% */
-    if (!in->georeferenced) return TERRA_OK;
+    OGRErr ea = OGRERR_NONE, eb = OGRERR_NONE;
+    const double a = OSRGetSemiMajor(srs, &ea), semi_minor = OSRGetSemiMinor(srs, &eb);
+    if (ea == OGRERR_NONE && eb == OGRERR_NONE) in->semi_major_m = a, in->semi_minor_m = semi_minor;
+    const char *ell = OSRGetAttrValue(srs, "ELLIPSOID", 0);
+    if (!ell) ell = OSRGetAttrValue(srs, "SPHEROID", 0);
+    snprintf(in->ellipsoid, sizeof in->ellipsoid, "%s", ell ? ell : "unnamed");
+    /* Every datum of the Earth has an ellipsoid of 6377 to 6379 km (Everest 1830 to Hayford 1909)
+     * or a sphere near 6371 km; Mars' is 3396 km, the Moon's 1737 km. */
+    in->off_earth = ea == OGRERR_NONE && !(a > 6350e3 && a < 6400e3);
+    in->geographic = OSRIsGeographic(srs) && ea == OGRERR_NONE && fabs(a - 6378137.0) < 6378.137; /* 0.1% */
+    if (!in->georeferenced || in->off_earth) return TERRA_OK; /* no place on the Earth's globe */
+    if (OSRIsGeographic(srs)) {
+        /* Degrees whose sample centres lie off the globe: a broken geotransform. */
+        const double *t = in->geo;
+        double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+        for (int k = 0; k < 4; k++) {
+            const double c = (k & 1) ? g->w - 0.5 : 0.5, r = (k & 2) ? g->h - 0.5 : 0.5;
+            const double p[2] = {t[0] + c * t[1] + r * t[2], t[3] + c * t[4] + r * t[5]};
+            for (int j = 0; j < 2; j++) lo[j] = fmin(lo[j], p[j]), hi[j] = fmax(hi[j], p[j]);
+        }
+        if (!(lo[0] >= -360 && hi[0] <= 360 && lo[1] >= -90 - 1e-9 && hi[1] <= 90 + 1e-9))
+            return terra_fail(TERRA_E_UNSUPPORTED,
+                              "%s: its geotransform puts its samples at longitudes %g..%g, latitudes %g..%g: off the "
+                              "globe (geotransform %g %g %g %g %g %g)",
+                              s->path, lo[0], hi[0], lo[1], hi[1], t[0], t[1], t[2], t[3], t[4], t[5]);
+    }
     /* Longitude first: GDAL's transformer sets the traditional GIS axis order on the SRS it is given. */
     const char *const opts[] = {"DST_SRS=EPSG:4326", NULL};
     g->xform = GDALCreateGenImgProjTransformer2(g->ds, NULL, (char **)opts);
@@ -294,11 +343,10 @@ static terra_status gdal_window(terra_raster_source *s, int x0, int y0, int w, i
     /* The caller's window and GDAL's rows as they are decoded. */
     terra_status st = terra_raster_check_budget(s->path, w, h, 1, decode_working(&s->desc, w), s->desc.max_bytes);
     if (st) return st;
-    CPLPushErrorHandler(quiet_handler);
-    CPLErrorReset();
+    quiet();
     st = decode_window(s->impl, &s->desc, x0, y0, w, h, out);
     CPLPopErrorHandler();
-    return st ? st : terra_raster_check_window(s->path, out, x0, y0, w, h);
+    return st;
 }
 
 /* Snaps a source coordinate to the sample it lies on (within rounding of the transform), so a grid
@@ -405,10 +453,10 @@ static terra_status gdal_geo(terra_raster_source *s, const terra_raster_geo_grid
     if (!g->approx)
         return terra_fail(TERRA_E_UNSUPPORTED, "%s: its coordinate system cannot be taken to longitude and latitude",
                           s->path);
-    CPLPushErrorHandler(quiet_handler);
+    quiet();
     terra_status st = warp_block(s, gr, x0, y0, w, h, out, (size_t)w);
     CPLPopErrorHandler();
-    return st ? st : terra_raster_check_window(s->path, out, x0, y0, w, h);
+    return st; /* the source's samples were checked as decoded: what they interpolate lies between them */
 }
 
 static void gdal_close(terra_raster_source *s) {
@@ -423,8 +471,7 @@ terra_status terra_raster_open_gdal(const terra_raster_desc *d, terra_raster_sou
     *out = NULL;
     gdal_raster *g = terra_alloc(sizeof *g);
     if (!g) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
-    CPLPushErrorHandler(quiet_handler);
-    CPLErrorReset();
+    quiet();
     terra_status st = gdal_raster_open(d, g);
     if (st) {
         terra_free(g);

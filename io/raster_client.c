@@ -111,13 +111,16 @@ static terra_status reader_path(const char *file, const char *reader, char *path
 }
 
 /* The reader's arguments after the path: encoding, band, z_scale, spacing_m, max_side, max_bytes. */
-static void reader_args(const terra_raster_desc *d, char args[6][40]) {
+static void reader_args(const terra_raster_desc *d, char args[TERRA_RASTER_ARGS][40]) {
     snprintf(args[0], 40, "%d", (int)d->encoding);
     snprintf(args[1], 40, "%d", d->band);
     snprintf(args[2], 40, "%.17g", d->z_scale);
     snprintf(args[3], 40, "%.17g", d->spacing_m);
     snprintf(args[4], 40, "%d", d->max_side);
     snprintf(args[5], 40, "%zu", d->max_bytes);
+    snprintf(args[6], 40, "%d", (int)d->nan_is_nodata);
+    snprintf(args[7], 40, "%.17g", d->min_height);
+    snprintf(args[8], 40, "%.17g", d->max_height);
 }
 
 terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *reader, terra_raster *out) {
@@ -130,9 +133,10 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
     char path[PATH_MAX + 32];
     terra_status rst = reader_path(d->path, reader, path, sizeof path);
     if (rst) return rst;
-    char args[6][40];
+    char args[TERRA_RASTER_ARGS][40];
     reader_args(d, args);
-    char *argv[] = {path, (char *)d->path, args[0], args[1], args[2], args[3], args[4], args[5], NULL};
+    char *argv[TERRA_RASTER_ARGS + 3] = {path, (char *)d->path};
+    for (int i = 0; i < TERRA_RASTER_ARGS; i++) argv[2 + i] = args[i];
     terra_child c;
     if ((rst = terra_child_start(d->path, "the raster reader", path, argv, &c)) != TERRA_OK) return rst;
 
@@ -201,12 +205,25 @@ void terra_raster_close(terra_raster_source *s) {
     terra_raster_source_free(s);
 }
 
-terra_status terra_raster_check_window(const char *path, const float *hs, int x0, int y0, int w, int h) {
+terra_status terra_raster_check_window(const terra_raster_desc *d, const double *geo, bool degrees, const float *hs,
+                                       int x0, int y0, int w, int h) {
+    const bool bounded = d->min_height != 0 || d->max_height != 0;
     const size_t n = (size_t)w * (size_t)h;
-    for (size_t i = 0; i < n; i++)
-        if (isinf(hs[i]))
-            return terra_fail(TERRA_E_CORRUPT, "%s: height overflows at sample (%zu, %zu)", path,
-                              (size_t)x0 + i % (size_t)w, (size_t)y0 + i / (size_t)w);
+    for (size_t i = 0; i < n; i++) {
+        const float v = hs[i];
+        if (!isinf(v) && (!bounded || v != v || (v >= d->min_height && v <= d->max_height))) continue;
+        const int c = x0 + (int)(i % (size_t)w), r = y0 + (int)(i / (size_t)w);
+        if (isinf(v)) return terra_fail(TERRA_E_CORRUPT, "%s: height overflows at sample (%d, %d)", d->path, c, r);
+        char place[128] = "";
+        if (geo) {
+            const double X = geo[0] + (c + 0.5) * geo[1] + (r + 0.5) * geo[2];
+            const double Y = geo[3] + (c + 0.5) * geo[4] + (r + 0.5) * geo[5];
+            snprintf(place, sizeof place, degrees ? ", lon %.9g, lat %.9g" : ", x %.9g, y %.9g in its coordinate system",
+                     X, Y);
+        }
+        return terra_fail(TERRA_E_CORRUPT, "%s: height %g m at sample (column %d, row %d%s) is outside %g..%g m", d->path,
+                          (double)v, c, r, place, d->min_height, d->max_height);
+    }
     return TERRA_OK;
 }
 
@@ -384,11 +401,10 @@ terra_status terra_raster_open(const terra_raster_desc *d, const char *reader, t
     char path[PATH_MAX + 32];
     st = reader_path(d->path, reader, path, sizeof path);
     if (st) return st;
-    char args[6][40];
-    char *argv[10] = {path, "--serve", (char *)d->path};
+    char args[TERRA_RASTER_ARGS][40];
+    char *argv[TERRA_RASTER_ARGS + 4] = {path, "--serve", (char *)d->path};
     reader_args(d, args);
-    for (int i = 0; i < 6; i++) argv[3 + i] = args[i];
-    argv[9] = NULL;
+    for (int i = 0; i < TERRA_RASTER_ARGS; i++) argv[3 + i] = args[i];
 
     int sv[2];
     /* Close-on-exec from the start: a child another thread starts meanwhile must not hold our end

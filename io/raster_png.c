@@ -170,7 +170,8 @@ terra_status terra_raster_read_png_direct(const terra_raster_desc *d, terra_rast
     }
     float *hs = terra_alloc(W * H * sizeof(float));
     /* On any failure GDAL's reader says it, in a process of its own. */
-    if (!hs || !cursor_rows(&c, d, 0, c.h, hs) || terra_raster_scan_heights(d->path, hs, c.w, c.h, out) != TERRA_OK)
+    if (!hs || !cursor_rows(&c, d, 0, c.h, hs) || terra_raster_check_window(d, NULL, false, hs, 0, 0, c.w, c.h) ||
+        terra_raster_scan_heights(d->path, hs, c.w, c.h, out) != TERRA_OK)
         goto drop;
     out->georeferenced = false;
     const double gt[6] = {0, 1, 0, 0, 0, 1};
@@ -231,7 +232,7 @@ static terra_status png_window(terra_raster_source *s, int x0, int y0, int w, in
     for (int j = 0; j < h; j++)
         memcpy(out + (size_t)j * (size_t)w, p->band + (size_t)(y0 - p->band_y0 + j) * W + (size_t)x0,
                (size_t)w * sizeof(float));
-    return terra_raster_check_window(s->path, out, x0, y0, w, h);
+    return terra_raster_check_window(&s->desc, NULL, false, out, x0, y0, w, h);
 }
 
 static void png_source_free(png_source *p) {

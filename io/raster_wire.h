@@ -17,6 +17,8 @@
 #include <pthread.h>
 
 #define TERRA_RASTER_WIRE_MAGIC 0x54524157u /* "TRAW" */
+/* The desc's fields after PATH on terra-raster's command line. */
+#define TERRA_RASTER_ARGS 9
 
 typedef struct terra_raster_wire {
     uint32_t magic;
@@ -80,8 +82,10 @@ bool terra_raster_send_reply(int fd, terra_status st, const void *payload, size_
 terra_status terra_raster_open_png(const terra_raster_desc *d, terra_raster_source **out, bool *handled);
 
 /* TERRA_E_CORRUPT naming the first sample of a w x h window at (x0, y0) whose height is infinite
- * (a z_scale that overflows a float). */
-TERRA_INTERNAL terra_status terra_raster_check_window(const char *path, const float *hs, int x0, int y0, int w, int h);
+ * (a z_scale that overflows a float) or outside d's bound, with its place when geo (the raster's
+ * geotransform) is given: longitude and latitude when `degrees`, else the CRS's x and y. */
+TERRA_INTERNAL terra_status terra_raster_check_window(const terra_raster_desc *d, const double *geo, bool degrees,
+                                                      const float *hs, int x0, int y0, int w, int h);
 
 /* terra_raster_read with the heights counted `copies` times against the memory budget: 1 for a read
  * in the caller's process, 2 for terra-raster (its copy and the caller's are alive at once). */

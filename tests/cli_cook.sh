@@ -73,6 +73,59 @@ failed "0-byte scenery" "$T/empty.obj" "$BIN" cook "$T/empty.obj" -o "$T/o/x.ter
 printf 'v 0 0 0\nv 1 nan 0\nv 0 0 1\nf 1 2 3\n' >"$T/nan.obj"
 failed "NaN scenery" "$T/nan.obj" "$BIN" cook "$T/nan.obj" -o "$T/o/x.terra"
 
+# Hostile rasters (issue 37), as ESRI ASCII grids with a .prj (WGS 84) and VRTs over them.
+# grid FILE COLS ROWS WEST SOUTH CELL NODATA EXPR: heights EXPR of column c and row r (from the top)
+grid() {
+  local f=$1 nc=$2 nr=$3 w=$4 s=$5 cell=$6 nd=$7 expr=$8
+  { printf 'ncols %s\nnrows %s\nxllcorner %s\nyllcorner %s\ncellsize %s\nNODATA_value %s\n' "$nc" "$nr" "$w" "$s" "$cell" "$nd"
+    awk -v nc="$nc" -v nr="$nr" "BEGIN { for (r = 0; r < nr; r++) { l = \"\"; for (c = 0; c < nc; c++) l = l \" \" ($expr); print l } }"
+  } >"$f"
+  printf 'GEOGCS["GCS_WGS_1984",DATUM["D_WGS_1984",SPHEROID["WGS_1984",6378137.0,298.257223563]],PRIMEM["Greenwich",0.0],UNIT["Degree",0.0174532925199433]]\n' >"${f%.asc}.prj"
+}
+# vrt FILE SRS GRID COLS ROWS WEST NORTH CELL: GRID's band under another coordinate system
+vrt() {
+  printf '<VRTDataset rasterXSize="%s" rasterYSize="%s"><SRS>%s</SRS><GeoTransform>%s, %s, 0, %s, 0, -%s</GeoTransform><VRTRasterBand dataType="Float32" band="1"><SimpleSource><SourceFilename>%s</SourceFilename><SourceBand>1</SourceBand></SimpleSource></VRTRasterBand></VRTDataset>\n' \
+    "$4" "$5" "$2" "$6" "$8" "$7" "$8" "$3" >"$1"
+}
+hills='1000 + 80 * sin(c * 0.21) * cos(r * 0.17) + 30 * sin((c + r) * 0.5)'
+# Two windows of one ground overlapping by half, the second raised 500 m: the first given is the
+# ground where it has data (the metadata says the rule), terra check agrees with every stated error
+# against both rasters, and no level states less than a finer one.
+grid "$T/ova.asc" 48 36 -71.5 44.2 0.000833333333333333 -9999 "$hills"
+grid "$T/ovb.asc" 48 36 -71.48 44.2 0.000833333333333333 -9999 "$hills + 500"
+export GDAL_PAM_ENABLED=NO
+expect "overlap" 0 "$BIN" cook "$T/ova.asc" "$T/ovb.asc" -q --no-cache -o "$T/ov.terra"
+awk '$1 == "level" { s[$2] = $12 } END { for (z in s) if ((z - 1) in s && s[z - 1] < s[z]) exit 1 }' "$T/out" \
+  && ok "overlap: no level states less than a finer one" || bad "overlap levels: $(grep '^level' "$T/out")"
+expect "overlap check" 0 "$BIN" check "$T/ov.terra" --source "$T/ova.asc" --source "$T/ovb.asc"
+grep -q "every promise holds" "$T/out" && ok "overlap: every stated error true" || bad "overlap check: $(cat "$T/out")"
+expect "overlap info" 0 "$BIN" info "$T/ov.terra"
+grep -q '"overlap":' "$T/out" && ok "overlap rule in the metadata" || bad "overlap metadata"
+# NaN no-data (declared "nan") cooks as holes; terra check finds them all uncovered.
+grid "$T/nan.asc" 40 30 -71.5 44.2 0.000833333333333333 nan "(c - 20) ^ 2 + (r - 15) ^ 2 < 30 ? \"nan\" : $hills"
+expect "NaN no-data" 0 "$BIN" cook "$T/nan.asc" -q --no-cache -o "$T/nan.terra"
+expect "NaN no-data check" 0 "$BIN" check "$T/nan.terra" --source "$T/nan.asc"
+grep -q "no-data source samples: [1-9][0-9]*, none covered" "$T/out" && ok "NaN samples are holes" || bad "NaN holes: $(cat "$T/out")"
+# Heights past the bound (-12000..10000 m): refused naming the file, the sample and its place.
+grid "$T/huge.asc" 20 20 -71.5 44.2 0.001 -9999 "(c + r) % 2 ? 1e30 : 0"
+failed "1e30 heights" "$T/huge.asc" "$BIN" cook "$T/huge.asc" -o "$T/o/x.terra"
+grep -q "column 1, row 0, lon .*outside -12000..10000 m" "$T/err" && ok "1e30: the sample and the bound named" || bad "1e30: $(cat "$T/err")"
+grid "$T/flt.asc" 20 20 -71.5 44.2 0.001 -9999 "c == 7 && r == 9 ? 3.4e38 : $hills"
+failed "3.4e38 height" "$T/flt.asc" "$BIN" cook "$T/flt.asc" -o "$T/o/x.terra"
+grep -q "column 7, row 9" "$T/err" && ok "3.4e38: the sample named" || bad "3.4e38: $(cat "$T/err")"
+# Coordinates off the globe, an unknown PROJ string, another body's CRS.
+grid "$T/far.asc" 20 20 1e30 44.2 0.001 -9999 "$hills"
+failed "longitude 1e30" "$T/far.asc" "$BIN" cook "$T/far.asc" -o "$T/o/x.terra"
+vrt "$T/unknown.vrt" "+proj=foobar +datum=WGS84" "$T/ova.asc" 48 36 -71.5 44.23 0.000833333333333333
+failed "unknown PROJ string" "$T/unknown.vrt" "$BIN" cook "$T/unknown.vrt" -o "$T/o/x.terra"
+grep -q "Unknown projection" "$T/err" && ! grep -q "out of memory" "$T/err" && ok "PROJ's own message" || bad "unknown PROJ: $(cat "$T/err")"
+vrt "$T/mars.vrt" "IAU_2015:49900" "$T/ova.asc" 48 36 137.4 -4.5 0.01
+failed "a Mars CRS" "$T/mars.vrt" "$BIN" cook "$T/mars.vrt" -o "$T/o/x.terra"
+grep -q "not the Earth's" "$T/err" && ok "Mars: refused on the globe" || bad "Mars: $(cat "$T/err")"
+expect "a Mars CRS, local frame" 0 "$BIN" cook "$T/mars.vrt" --frame local -q --no-cache -o "$T/mars.terra"
+awk '$1 == "unit" { exit !($3 > 592.7 && $3 < 592.8) }' "$T/out" && ok "Mars: metres on Mars (592.7 m a 0.01 degree sample)" \
+  || bad "Mars local: $(grep '^unit' "$T/out")"
+
 if [ ! -f "$DATA/fuji.png" ]; then
   echo "SKIP cooking real rasters: $DATA not found (set TERRA_SHARED)"
   echo "$fails failed"

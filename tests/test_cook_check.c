@@ -409,18 +409,23 @@ static void test_geographic_frame(void) {
     for (unsigned long long s = 11; s <= 13; s++) one_case(TERRA_FRAME_GEOGRAPHIC, s);
 }
 
-/* Without sources only the tiles and their borders are checked; an archive that is missing is an
- * error, not a broken promise. */
+/* Without sources only the tiles, their borders and the order of stated errors are checked (0 m
+ * stated everywhere passes; a coarse tile stating less than its children does not); an archive
+ * that is missing is an error, not a broken promise. */
 static void test_without_source(void) {
     unsigned long long rng = 99;
     ground g;
     make_ground(&g, TERRA_FRAME_LOCAL, &rng, false);
     char path[128];
     snprintf(path, sizeof path, "cook_check_%ld_nosrc.terra", (long)getpid());
-    write_archive(&g, path, LOW_ERROR);
+    write_archive(&g, path, UNQUANTIZED);
     terra_cook_check_desc d = {path, NULL, 0, NULL, false};
     terra_cook_check_report rep;
     CHECK(terra_cook_check(&d, &rep) == TERRA_OK && rep.level[0].samples == 0, "%s", terra_last_error());
+    write_archive(&g, path, LOW_ERROR);
+    CHECK(terra_cook_check(&d, &rep) == TERRA_E_CORRUPT && rep.broken && says("tile 1/0/0 states a geometric error of 0 m") &&
+              says("less than its child 0/"),
+          "%s", terra_last_error());
     d.archive = "cook_check_absent.terra";
     CHECK(terra_cook_check(&d, &rep) != TERRA_OK && !rep.broken);
     unlink(path);

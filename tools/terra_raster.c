@@ -1,7 +1,7 @@
 /* terra-raster: reads one elevation raster through GDAL (terra_raster_read) and writes it to
  * standard output for terra_raster_read_isolated, so the program that meshes never maps GDAL and
  * its libraries. Not meant to be run by hand; see io/raster_client.c for the protocol:
- *   terra-raster PATH ENCODING BAND Z_SCALE SPACING_M MAX_SIDE MAX_BYTES
+ *   terra-raster PATH ENCODING BAND Z_SCALE SPACING_M MAX_SIDE MAX_BYTES NAN_IS_NODATA MIN_HEIGHT MAX_HEIGHT
  * stdout: a terra_raster_wire header, then width*height float heights. On failure: nothing on
  * stdout, the message on stderr, exit status 64 + the terra_status.
  *   terra-raster --serve PATH ENCODING ... (the same arguments)
@@ -52,9 +52,9 @@ int main(int argc, char **argv) {
         argc--;
         argv++;
     }
-    if (argc != 8) {
+    if (argc != 2 + TERRA_RASTER_ARGS) {
         fprintf(stderr, "terra-raster: reads a raster for terra (usage: terra-raster PATH ENCODING BAND Z_SCALE "
-                        "SPACING_M MAX_SIDE MAX_BYTES)\n");
+                        "SPACING_M MAX_SIDE MAX_BYTES NAN_IS_NODATA MIN_HEIGHT MAX_HEIGHT)\n");
         return 64 + TERRA_E_INVALID;
     }
     terra_raster_desc d = {.path = argv[1],
@@ -63,7 +63,10 @@ int main(int argc, char **argv) {
                            .z_scale = strtod(argv[4], NULL),
                            .spacing_m = strtod(argv[5], NULL),
                            .max_side = atoi(argv[6]),
-                           .max_bytes = (size_t)strtoull(argv[7], NULL, 10)};
+                           .max_bytes = (size_t)strtoull(argv[7], NULL, 10),
+                           .nan_is_nodata = atoi(argv[8]) != 0,
+                           .min_height = strtod(argv[9], NULL),
+                           .max_height = strtod(argv[10], NULL)};
     /* GDAL's block cache would keep a decoded copy of the input beside terra's: keep it small. */
     if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL)) GDALSetCacheMax64((GIntBig)16 << 20);
     if (serving) return serve(&d);

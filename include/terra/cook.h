@@ -121,7 +121,7 @@ TERRA_API size_t terra_cook_simplify_plane(void *user, const double *xy, const f
                                  const double *rect, const terra_cook_samples *samples, uint32_t *out_tri);
 
 /* A finished tile: its mesh (only valid during the call), the stated error (measured), the
- * longest edge (metres). Called once per tile, on any thread. */
+ * longest edge (metres). Called once per tile, on any thread, after its children's calls. */
 typedef struct terra_cook_tile {
     int depth;
     int32_t tx, ty;
@@ -131,6 +131,13 @@ typedef struct terra_cook_tile {
     double min_height, max_height;
     const int32_t *finest;          /* tx, ty pairs of the finest tiles under it (itself at depth 0) */
     size_t finest_count;
+    /* A coarser tile states no less than any of its children (selection refines a tile whose error
+     * is too large for the view into its children, so theirs must be no larger; 3D Tiles and
+     * Cesium's terrain levels keep the same order): children_stated is the largest error they
+     * stated (0 at depth 0); *stated holds max(geometric_error, children_stated) and emit writes
+     * there what it states for this tile, at least that, for its parent. */
+    double children_stated;
+    double *stated;
 } terra_cook_tile;
 typedef terra_status (*terra_cook_emit_fn)(void *user, const terra_cook_tile *tile);
 
@@ -197,6 +204,7 @@ struct terra_cook_root {
     int32_t tx, ty;
     terra_cook_mesh mesh;
     double error, finest_error;
+    double stated;                  /* what emit stated for it (terra_cook_tile.stated) */
     int32_t *finest;                /* tx, ty pairs */
     size_t finest_count;
 };

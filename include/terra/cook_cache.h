@@ -66,7 +66,7 @@ extern "C" {
 
 /* The cook's version: raise it whenever the cook makes other tiles from the same inputs and
  * options (a new simplifier, another encoding), so that no earlier cook is reused. */
-#define TERRA_COOK_VERSION 1
+#define TERRA_COOK_VERSION 2 /* 2: stated errors over the decoded triangles only, never below a child's */
 
 /* XXH64 of n bytes (the hash xxhsum -H64 prints, seed 0): the content hash of the manifest. */
 TERRA_API uint64_t terra_cook_xxh64(const void *data, size_t n, uint64_t seed);
@@ -168,6 +168,10 @@ TERRA_API bool terra_cook_cache_reusable(const terra_cook_cache *c, terra_tile_k
  * (terra_archive_writer_add_stored: no decompression, no re-encoding). Thread-safe after plan.
  * TERRA_E_INVALID when the tile is not reusable; the archive's errors (TERRA_E_CORRUPT...) as is. */
 TERRA_API terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_key key, terra_archive_writer *w);
+/* The geometric error the previous archive's index states for reusable tile `key` (what copy_tile
+ * copies; the cook needs it for the tile's parent). Thread-safe after plan. TERRA_E_INVALID when the
+ * tile is not reusable; the archive's errors as is. */
+TERRA_API terra_status terra_cook_cache_stated_error(const terra_cook_cache *c, terra_tile_key key, double *out);
 
 /* ---- finest meshes kept for the next cook ------------------------------------------------------ */
 

@@ -12,17 +12,25 @@
  *     Positions compare to 1 mm, or where 16-bit quantization cannot hold a millimetre to one
  *     quantization step of the wider tile (horizontal: its side / 32767; vertical: its
  *     (max - min) / 32767, the larger of the two tiles'); the report says which applied;
- *  3. with sources (rasters): on every valid source sample a tile's triangles cover, the vertical
- *     distance from the tile as decoded to the sample is at most the tile's stated geometric error
- *     (index entry) plus 1 mm: the tile a client draws is the quantized one, so what 16-bit
- *     quantization adds must be in the stated error. allow_quantization grants that on top (one
- *     vertical step plus the triangle's slope over one horizontal step, reported), for archives
- *     whose errors were measured before encoding. No triangle covers or touches a no-data sample
- *     (to within what quantization moves a vertex): a hole stays a hole.
+ *  3. with sources (rasters): on every valid source sample a tile's triangles cover (inside or on
+ *     one, as decoded), the vertical distance from that triangle to the sample is at most the
+ *     tile's stated geometric error (index entry) plus 1 mm: the tile a client draws is the
+ *     quantized one, so what 16-bit quantization adds must be in the stated error. A sample no
+ *     triangle covers but within what quantization moves a vertex (half a 16-bit step along each
+ *     axis) of one (the rim moved off it) is held against each such triangle's nearest point, never
+ *     its plane beyond it. allow_quantization grants quantization on top (one vertical step plus
+ *     the triangle's slope over one horizontal step, reported), for archives whose errors were
+ *     measured before encoding. No no-data sample lies under the drawn ground farther from its rim
+ *     than quantization moves it: a hole stays a hole;
+ *  4. no tile states a smaller geometric error than one of its children (index entries; a client
+ *     refines a tile whose error is too large into its children).
  * Where samples lie: local frame, sample (col, row) at x = col * spacing_x, z = row * spacing_y
  * metres (the raster's spacing: terra mesh's --spacing, else its georeferencing, else 1);
  * geographic frame, each sample's centre from the raster's geotransform (EPSG:4326 degrees).
- * Several sources: each sample is checked only where no finer source (smaller samples) covers it.
+ * Several sources: the cook's overlap rule (terra/cook_io.h) with the sources in the order given
+ * (give them in the cook's): a sample with a height is checked only where no source ranked before
+ * it (finer, or as fine and given earlier) has data; a no-data sample is a hole only where no other
+ * source has data.
  * Scenery meshes (a source whose extension assimp reads; local frame): the ground terra_scenery_read
  * takes (x, z plane, y up); every ground vertex (one of a triangle with area in the plane) under a
  * tile's triangles within the stated error of the nearest of the tile's heights there (a wall gives

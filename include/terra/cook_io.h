@@ -67,9 +67,18 @@ TERRA_API terra_status terra_cook_raster_distance(void *user, const terra_cook_m
 
 /* ---- the whole job --------------------------------------------------------------------------- */
 
+/* The heights the cook takes (metres, after z_scale): below the deepest sea floor (-10 935 m) or
+ * above the highest summit (8 849 m) by over a kilometre a height is not the Earth's, and within
+ * 16 384 m a float32 height still resolves a millimetre, the stated errors' slack. terra_cook refuses
+ * a raster read whole with a sample outside (naming the file, the sample and its place); open the
+ * sources of a cook with these as the desc's bound and nan_is_nodata (terra cook does). */
+#define TERRA_COOK_MIN_HEIGHT (-12000.0)
+#define TERRA_COOK_MAX_HEIGHT 10000.0
+
 typedef enum terra_cook_frame {
     TERRA_COOK_FRAME_AUTO = 0,      /* geographic when an input is georeferenced in a system that goes to
-                                       EPSG:4326, else local */
+                                       EPSG:4326 (or is on another body than the Earth: refused), else
+                                       local */
     TERRA_COOK_FRAME_LOCAL,
     TERRA_COOK_FRAME_GEOGRAPHIC
 } terra_cook_frame;
@@ -79,7 +88,10 @@ typedef enum terra_cook_frame {
  * serves one read at a time). Its georeference picks the frame and the finest tiles' step; in the
  * geographic frame an opened raster is resampled by GDAL's warper (any CRS PROJ takes to
  * EPSG:4326), one read whole by its geotransform (EPSG:4326 degrees only). Several georeferenced
- * inputs are one ground: where they overlap, the finest (the smallest sample step) wins. */
+ * inputs are one ground, by the overlap rule: inputs ranked finest first (the smallest sample, in
+ * square degrees), then in the desc's order; at each place the first that has data there is the
+ * ground (inside its sample centres, and every sample the bilinear interpolation weighs there
+ * holds a height), the others' samples there are not (terra check holds the same rule). */
 typedef struct terra_cook_input {
     const char *path;               /* for messages and the archive's metadata */
     const terra_raster *raster;     /* read whole; or NULL and: */
@@ -160,6 +172,8 @@ typedef struct terra_cook_report {
         double max_error;           /* the largest geometric error of the meshes, as the pyramid measured */
         double max_quantization;    /* the most a tile's stated error in the index (measured on the
                                        tile as decoded, 16-bit steps and all) passes max_error */
+        double max_stated;          /* the largest stated error in the index: at least every finer
+                                       depth's (a tile states no less than its children) */
     } level[32];                    /* by depth (0 = finest) */
     uint64_t bytes;                 /* stored payload bytes, all levels */
     uint64_t tiles_reused;          /* copied from the previous archive (the cook cache) */

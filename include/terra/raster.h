@@ -31,6 +31,12 @@ typedef struct terra_raster_desc {
     int max_side;               /* larger rasters are refused before reading; 0 = no limit */
     size_t max_bytes;           /* memory budget for reading, checked before allocating (see below);
                                    0 = half of the machine's physical memory */
+    bool nan_is_nodata;         /* a NaN sample is no-data whatever the band declares (a float raster
+                                   whose no-data value is NaN, or undeclared); false: only where the
+                                   band's no-data value is NaN, any other NaN is refused */
+    double min_height, max_height; /* heights (metres, after z_scale) outside [min_height, max_height]
+                                   are refused (TERRA_E_CORRUPT naming the file, the sample and its
+                                   place); both 0: no bound, only infinite heights are refused */
 } terra_raster_desc;
 
 /* The memory budget a read runs under: max_bytes, or for 0 half of physical memory (sysconf). A
@@ -51,8 +57,10 @@ typedef struct terra_raster {
 } terra_raster;
 
 /* Reads a raster. Errors name the file and the problem: unreadable, unknown format, missing band,
- * zero size, past max_side, NaN or infinite heights (NaN is a hole only when the band's no-data
- * value is NaN), every sample no-data. */
+ * zero size, past max_side, NaN or infinite heights (NaN is a hole when the band's no-data value is
+ * NaN or desc->nan_is_nodata), heights outside desc's bound, every sample no-data. Spacing from a
+ * geographic CRS is metres on a sphere of its ellipsoid's mean radius ((2a + b) / 3: the Earth's
+ * 6371 km on WGS 84, Mars' 3390 km on its IAU ellipsoid). */
 TERRA_API terra_status terra_raster_read(const terra_raster_desc *desc, terra_raster *out);
 TERRA_API void terra_raster_free(terra_raster *r);
 
@@ -86,12 +94,18 @@ typedef struct terra_raster_info {
     double geo[6];              /* GDAL geotransform (pixel corners), identity if none */
     bool georeferenced;         /* a geotransform other than the identity */
     double spacing_x, spacing_y;/* metres per sample, as terra_raster_read gives them */
-    bool has_crs;               /* a coordinate system: crs_wkt, epsg */
+    bool has_crs;               /* a coordinate system: crs_wkt, epsg, ellipsoid */
     bool geographic;            /* longitude/latitude degrees on an Earth-sized ellipsoid (WGS84, NAD83,
                                    ...): the samples lie on a degree grid the cook can take as its own */
     int epsg;                   /* the CRS's EPSG code; 0: none or not known */
     const char *crs_wkt;        /* the CRS as WKT2, NULL without one; owned by the source */
-    bool has_lonlat;            /* georeferenced with a CRS that PROJ takes to EPSG:4326; then: */
+    double semi_major_m, semi_minor_m; /* the CRS's ellipsoid (metres) */
+    char ellipsoid[64];         /* and its name, as the CRS gives it */
+    bool off_earth;             /* an ellipsoid no datum of the Earth has (semi-major axis outside
+                                   6350..6400 km): another body's (Mars, the Moon...) */
+    bool has_lonlat;            /* georeferenced on the Earth with a CRS that PROJ takes to EPSG:4326
+                                   (a CRS in degrees must put its sample centres within longitudes
+                                   -360..360 and latitudes -90..90, or opening fails); then: */
     double lonlat_bounds[4];    /*   west, south, east, north of the sample centres (degrees; sampled
                                      along the edges, so a projected raster's curved edges are inside) */
     double lonlat_step[2];      /*   degrees per sample east and north at the raster's centre */
@@ -116,7 +130,8 @@ typedef struct terra_raster_source terra_raster_source;
  * process with libpng; anything else by one terra-raster child (`reader` as for
  * terra_raster_read_isolated) that stays up until terra_raster_close and answers each read over a
  * socket, so GDAL is mapped once, in the child, and never here. Reads only the header: errors name
- * the file (unreadable, unknown format, missing band, zero size, past max_side). */
+ * the file (unreadable, unknown format, missing band, zero size, past max_side, a coordinate system
+ * PROJ cannot read: PROJ's own message, a CRS in degrees placing samples off the globe). */
 TERRA_API terra_status terra_raster_open(const terra_raster_desc *desc, const char *reader, terra_raster_source **out);
 /* The same in this process through GDAL (libterra-gdal; terra-raster serves with it). */
 TERRA_API terra_status terra_raster_open_gdal(const terra_raster_desc *desc, terra_raster_source **out);
@@ -124,7 +139,8 @@ TERRA_API const terra_raster_info *terra_raster_source_info(const terra_raster_s
 
 /* The heights of samples [x0, x0 + w) x [y0, y0 + h) of the raster's own grid into out (w * h,
  * row-major, caller-owned). TERRA_E_INVALID for a window not inside the raster; TERRA_E_CORRUPT
- * naming the sample for a NaN that is not no-data or an overflowing height; TERRA_E_CAPACITY past
+ * naming the sample for a NaN that is not no-data, an overflowing height or one outside the desc's
+ * bound (also for the samples a geographic read below interpolates); TERRA_E_CAPACITY past
  * the budget. Windows tile the raster exactly: read side by side they give terra_raster_read's
  * heights. A PNG is decoded top to bottom, keeping the last window's rows (the whole width): a
  * window starting at or below the previous one's first row continues from there, one starting

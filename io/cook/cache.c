@@ -1197,6 +1197,16 @@ terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_ke
     return st;
 }
 
+terra_status terra_cook_cache_stated_error(const terra_cook_cache *c, terra_tile_key key, double *out) {
+    if (!terra_cook_cache_reusable(c, key) || !c->old)
+        return terra_fail(TERRA_E_INVALID, "cook cache: tile %d/%d/%d is not reusable", terra_tile_key_level(key),
+                          terra_tile_key_x(key), terra_tile_key_y(key));
+    terra_archive_entry e;
+    terra_status st = terra_archive_find(c->old, key, &e);
+    if (!st) *out = e.geometric_error;
+    return st;
+}
+
 /* ---- finest meshes ----------------------------------------------------------------------------- */
 
 /* A blob's header, as it is in the store (no padding: every field on its own alignment). */

@@ -53,6 +53,7 @@ typedef struct tile_data {
     double size;             /* side in world units (m, or degrees) */
     double x0, y0;           /* south-west corner */
     double step_v;           /* (max - min) / 32767 of the header */
+    double stated;           /* the index entry's geometric error */
     side_data side[4];
 } tile_data;
 
@@ -86,6 +87,8 @@ typedef struct checker {
     terra_tile_rules rules; /* what every reader applies (grid archives: the lattice) */
     struct mesh_source *mesh;
     int mesh_count;
+    uint64_t *rim;          /* scratch: a tile's rim (tile_measure) */
+    size_t rim_cap;
 } checker;
 
 /* ---- small pieces ------------------------------------------------------------------------------ */
@@ -270,12 +273,33 @@ static terra_status keep_border(checker *ck, tile_data *tl, const terra_qmesh *m
 
 /* ---- promise 3: stated error against the sources ----------------------------------------------- */
 
-/* Sample (c, r) of source i is checked unless a finer source covers its place. */
-static bool finer_covers(const checker *ck, int i, double X, double Y) {
+/* The overlap rule (terra/cook_io.h, docs/FORMAT.md): sources ranked finest first (the smaller
+ * sample, in world units squared), then in the order given. Whether source j is the ground at world
+ * point (X, Y) as a bilinear reader sees it: inside its sample centres (to a millionth of a sample)
+ * and every sample with a weight there holds a height. */
+static bool has_data(const checker *ck, int j, double X, double Y) {
+    const source *S = &ck->src[j];
+    double c = S->inv[0] + S->inv[1] * X + S->inv[2] * Y, r = S->inv[3] + S->inv[4] * X + S->inv[5] * Y;
+    if (fabs(c - nearbyint(c)) < 1e-6) c = nearbyint(c);
+    if (fabs(r - nearbyint(r)) < 1e-6) r = nearbyint(r);
+    if (!(c >= 0 && c <= S->r.width - 1 && r >= 0 && r <= S->r.height - 1)) return false;
+    const size_t i = (size_t)c, k = (size_t)r, W = (size_t)S->r.width;
+    for (size_t b = 0; b <= (r > (double)k); b++)
+        for (size_t a = 0; a <= (c > (double)i); a++)
+            if (isnan(S->r.heights[(k + b) * W + i + a])) return false;
+    return true;
+}
+
+static bool ranks_before(const checker *ck, int j, int i) {
+    const double a = ck->src[j].area, b = ck->src[i].area;
+    return a < b || (a == b && j < i);
+}
+
+/* Whether another source decides the ground at (X, Y): for a sample of source i that holds a height,
+ * one ranked before it with data there; for a no-data sample, any with data there. */
+static bool other_ground(const checker *ck, int i, bool nodata, double X, double Y) {
     for (int j = 0; j < ck->src_count; j++)
-        if (j != i && ck->src[j].area < ck->src[i].area && X >= ck->src[j].extent[0] && X <= ck->src[j].extent[2] &&
-            Y >= ck->src[j].extent[1] && Y <= ck->src[j].extent[3])
-            return true;
+        if (j != i && (nodata || ranks_before(ck, j, i)) && has_data(ck, j, X, Y)) return true;
     return false;
 }
 
@@ -288,11 +312,83 @@ typedef struct tile_measure {
     /* the tile's window of the source being measured: one byte a sample, set once checked */
     long wc0, wr0, ww, wh;
     uint8_t *seen;
+    /* the tile as decoded (world positions) and its rim: the edges one triangle alone has (its
+     * sides and hole rims), vertex pairs, found at the first no-data sample under it */
+    const terra_qmesh *m;
+    const double *X, *Y;
+    uint64_t *rim;
+    size_t rim_count, rim_cap;
+    bool rim_found;
 } tile_measure;
 
-/* Every sample of source si under one triangle (world X, Y, H at its corners). */
+static int cmp_u64(const void *a, const void *b) {
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The tile's rim into tm->rim (each edge as min << 32 | max). */
+static terra_status find_rim(tile_measure *tm) {
+    const terra_qmesh *m = tm->m;
+    const size_t n = 3 * (size_t)m->triangle_count;
+    if (!grow((void **)&tm->rim, &tm->rim_cap, n + 1, sizeof *tm->rim))
+        return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t a = m->indices[i], b = m->indices[i % 3 == 2 ? i - 2 : i + 1];
+        tm->rim[i] = a < b ? a << 32 | b : b << 32 | a;
+    }
+    qsort(tm->rim, n, sizeof *tm->rim, cmp_u64);
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && tm->rim[j] == tm->rim[i]) j++;
+        if (j - i == 1) tm->rim[k++] = tm->rim[i];
+        i = j;
+    }
+    tm->rim_count = k, tm->rim_found = true;
+    return TERRA_OK;
+}
+
+/* Distance, in source S's samples, from sample (c, r) to the tile's rim. */
+static double rim_distance(const source *S, const tile_measure *tm, double c, double r) {
+    const double *iv = S->inv;
+    double best = INFINITY;
+    for (size_t i = 0; i < tm->rim_count; i++) {
+        const uint32_t e[2] = {(uint32_t)(tm->rim[i] >> 32), (uint32_t)tm->rim[i]};
+        double pc[2], pr[2];
+        for (int k = 0; k < 2; k++) {
+            pc[k] = iv[0] + iv[1] * tm->X[e[k]] + iv[2] * tm->Y[e[k]];
+            pr[k] = iv[3] + iv[4] * tm->X[e[k]] + iv[5] * tm->Y[e[k]];
+        }
+        const double dc = pc[1] - pc[0], dr = pr[1] - pr[0], len2 = dc * dc + dr * dr;
+        double t = len2 > 0 ? ((c - pc[0]) * dc + (r - pr[0]) * dr) / len2 : 0;
+        t = t < 0 ? 0 : t > 1 ? 1 : t;
+        best = fmin(best, hypot(c - pc[0] - t * dc, r - pr[0] - t * dr));
+    }
+    return best;
+}
+
+/* One sample's deviation (height ht drawn for it, hs the source's) into the tile's figures. */
+static void record(const checker *ck, tile_measure *tm, int si, long cc, long rr, double ht, float hs, double stated,
+                   double allowance) {
+    uint8_t *seen = &tm->seen[(size_t)(rr - tm->wr0) * (size_t)tm->ww + (size_t)(cc - tm->wc0)];
+    tm->samples += !*seen;
+    const double dev = fabs(ht - hs);
+    if (dev > tm->max_dev) tm->max_dev = dev;
+    if (allowance > tm->max_allowance) tm->max_allowance = allowance;
+    const double excess = dev - (stated + (ck->d->allow_quantization ? allowance : STATED_SLACK));
+    if (excess > tm->worst_excess) {
+        tm->worst_excess = excess, tm->dev = dev, tm->allowance = allowance;
+        tm->tile_h = ht, tm->sample_h = hs, tm->src = si, tm->c = (int)cc, tm->r = (int)rr;
+    }
+}
+
+/* Every sample of source si under one triangle (world X, Y, H at its corners), as a client draws
+ * it: inside or on it (pass 0, marked seen 1), against its plane; or (pass 1) within what 16-bit
+ * quantization moves its edges of it but under no triangle (seen 0: the tile's rim moved off it),
+ * against its nearest point (never its plane beyond the triangle, where a sliver's tilts without
+ * bound). */
 static terra_status measure_triangle(checker *ck, const tile_data *tl, int si, const double X[3], const double Y[3],
-                                     const double H[3], double stated, double step_h, tile_measure *tm) {
+                                     const double H[3], double stated, double step_h, int pass, tile_measure *tm) {
     const source *S = &ck->src[si];
     const double *iv = S->inv;
     double c[3], r[3];
@@ -305,7 +401,7 @@ static terra_status measure_triangle(checker *ck, const tile_data *tl, int si, c
     if (fabs(area2) < 1e-12) return TERRA_OK;
     /* quantization moves a vertex by up to half a step in x and y: in samples, along c and r */
     const double qc = 0.5 * step_h * (fabs(iv[1]) + fabs(iv[2])), qr = 0.5 * step_h * (fabs(iv[4]) + fabs(iv[5]));
-    const double q = fmax(qc, qr);
+    const double q = hypot(qc, qr);
     const double cmin = fmin(c[0], fmin(c[1], c[2])) - q, cmax = fmax(c[0], fmax(c[1], c[2])) + q;
     const double rmin = fmin(r[0], fmin(r[1], r[2])) - q, rmax = fmax(r[0], fmax(r[1], r[2])) + q;
     const long c0 = (long)fmax((double)tm->wc0, ceil(cmin)), c1 = (long)fmin((double)(tm->wc0 + tm->ww - 1), floor(cmax));
@@ -329,32 +425,44 @@ static terra_status measure_triangle(checker *ck, const tile_data *tl, int si, c
         for (long cc = c0; cc <= c1; cc++) {
             double dmin = INFINITY;
             for (int k = 0; k < 3; k++) dmin = fmin(dmin, en[k][0] * cc + en[k][1] * rr + en[k][2]);
-            /* inside or on the triangle, to within what quantization moves it */
-            if (dmin < -q) continue;
+            const bool under = dmin >= -1e-10;
+            if (pass == 0 ? !under : under || tm->seen[(size_t)(rr - tm->wr0) * (size_t)tm->ww + (size_t)(cc - tm->wc0)] == 1)
+                continue;
             const float hs = S->r.heights[(size_t)rr * (size_t)S->r.width + (size_t)cc];
+            if (pass == 1 && isnan(hs)) continue;
+            double ht = H[0] + gc * (cc - c[0]) + gr * (rr - r[0]);
+            if (pass == 1) { /* the triangle's nearest point: on the nearest of its edges */
+                double best = INFINITY;
+                for (int k = 0; k < 3; k++) {
+                    const int k1 = (k + 1) % 3;
+                    const double dc = c[k1] - c[k], dr = r[k1] - r[k];
+                    double t = ((cc - c[k]) * dc + (rr - r[k]) * dr) / (dc * dc + dr * dr);
+                    t = t < 0 ? 0 : t > 1 ? 1 : t;
+                    const double d = hypot(cc - c[k] - t * dc, rr - r[k] - t * dr);
+                    if (d < best) best = d, ht = H[k] + t * (H[k1] - H[k]);
+                }
+                if (best > q) continue;
+            }
             const double Xs = S->a[0] + S->a[1] * cc + S->a[2] * rr, Ys = S->a[3] + S->a[4] * cc + S->a[5] * rr;
-            if (ck->src_count > 1 && finer_covers(ck, si, Xs, Ys)) continue;
+            if (ck->src_count > 1 && other_ground(ck, si, isnan(hs), Xs, Ys)) continue;
             if (isnan(hs)) {
+                /* a hole under the drawn ground by more than quantization moves its rim */
+                if (!tm->rim_found) {
+                    terra_status st = find_rim(tm);
+                    if (st) return st;
+                }
+                if (!(rim_distance(S, tm, cc, rr) > q)) continue;
                 char nm[64];
                 tile_name(tl, nm, sizeof nm);
                 const bool loc = ck->frame == TERRA_FRAME_LOCAL;
-                return broken(ck, "tile %s covers a hole: no-data sample (%ld, %ld) of %s (%s %.9g, %s %.9g) lies on its "
-                                  "triangle (%.9g, %.9g), (%.9g, %.9g), (%.9g, %.9g)",
+                return broken(ck, "tile %s covers a hole: no-data sample (%ld, %ld) of %s (%s %.9g, %s %.9g) lies inside "
+                                  "its triangle (%.9g, %.9g), (%.9g, %.9g), (%.9g, %.9g)",
                               nm, cc, rr, S->path, loc ? "x" : "lon", Xs, loc ? "z" : "lat", Ys, X[0], Y[0], X[1], Y[1],
                               X[2], Y[2]);
             }
+            record(ck, tm, si, cc, rr, ht, hs, stated, allowance);
             uint8_t *seen = &tm->seen[(size_t)(rr - tm->wr0) * (size_t)tm->ww + (size_t)(cc - tm->wc0)];
-            tm->samples += !*seen;
-            *seen = 1;
-            const double ht = H[0] + gc * (cc - c[0]) + gr * (rr - r[0]);
-            const double dev = fabs(ht - hs);
-            if (dev > tm->max_dev) tm->max_dev = dev;
-            if (allowance > tm->max_allowance) tm->max_allowance = allowance;
-            const double excess = dev - (stated + (ck->d->allow_quantization ? allowance : STATED_SLACK));
-            if (excess > tm->worst_excess) {
-                tm->worst_excess = excess, tm->dev = dev, tm->allowance = allowance;
-                tm->tile_h = ht, tm->sample_h = hs, tm->src = si, tm->c = (int)cc, tm->r = (int)rr;
-            }
+            *seen = (uint8_t)(pass + 1);
         }
     return TERRA_OK;
 }
@@ -381,13 +489,14 @@ static terra_status measure_tile(checker *ck, const tile_data *tl, const terra_q
         if (!grow((void **)seen, seen_cap, cells, 1)) return terra_fail(TERRA_E_NOMEM, "terra check: out of memory");
         memset(*seen, 0, cells);
         tm->seen = *seen;
-        for (uint32_t t = 0; t < m->triangle_count; t++) {
-            const uint32_t *ix = &m->indices[3 * t];
-            const double tx[3] = {X[ix[0]], X[ix[1]], X[ix[2]]}, ty[3] = {Y[ix[0]], Y[ix[1]], Y[ix[2]]};
-            const double th[3] = {H[ix[0]], H[ix[1]], H[ix[2]]};
-            terra_status st = measure_triangle(ck, tl, si, tx, ty, th, stated, step_h, tm);
-            if (st) return st;
-        }
+        for (int pass = 0; pass < 2; pass++)
+            for (uint32_t t = 0; t < m->triangle_count; t++) {
+                const uint32_t *ix = &m->indices[3 * t];
+                const double tx[3] = {X[ix[0]], X[ix[1]], X[ix[2]]}, ty[3] = {Y[ix[0]], Y[ix[1]], Y[ix[2]]};
+                const double th[3] = {H[ix[0]], H[ix[1]], H[ix[2]]};
+                terra_status st = measure_triangle(ck, tl, si, tx, ty, th, stated, step_h, pass, tm);
+                if (st) return st;
+            }
     }
     return TERRA_OK;
 }
@@ -700,9 +809,11 @@ static terra_status check_tile(checker *ck, uint64_t index, tile_data *tl, doubl
     terra_cook_check_level *L = &ck->rep->level[level];
     L->tiles++, L->vertices += m.vertex_count, L->triangles += m.triangle_count;
     if (e.geometric_error > L->stated_error_max) L->stated_error_max = e.geometric_error;
+    tl->stated = e.geometric_error;
     if (!st && (ck->src_count || ck->mesh_count)) {
-        tile_measure tm = {.worst_excess = 0};
+        tile_measure tm = {.worst_excess = 0, .m = &m, .X = X, .Y = Y, .rim = ck->rim, .rim_cap = ck->rim_cap};
         if (ck->src_count) st = measure_tile(ck, tl, &m, X, Y, H, e.geometric_error, &tm, seen, seen_cap);
+        ck->rim = tm.rim, ck->rim_cap = tm.rim_cap;
         for (int mi = 0; !st && mi < ck->mesh_count; mi++)
             st = measure_tile_mesh(ck, tl, (uint32_t)index, &m, X, Y, H, e.geometric_error, mi, &tm);
         L->samples += tm.samples;
@@ -919,6 +1030,28 @@ static terra_status check_pair(checker *ck, const tile_data *fine, int fs, const
 
 /* Every tile against its same-level neighbours east and north, and against every wider tile whose
  * side its own side lies on. */
+/* ---- promise 4: a coarser tile states no less than its children ------------------------------- */
+
+/* A client refines a tile whose error is too large for the view into its children, so none of
+ * theirs may be larger (Cesium's terrain levels and 3D Tiles' geometricError keep that order). */
+static terra_status check_stated_order(checker *ck) {
+    for (size_t i = 0; i < ck->tile_count; i++) {
+        const tile_data *c = &ck->tiles[i];
+        const int up = ck->frame == TERRA_FRAME_LOCAL ? c->level + 1 : c->level - 1;
+        if (up < 0 || up > TERRA_TILE_MAX_LEVEL) continue;
+        const int32_t px = (int32_t)floor(c->x / 2.0), py = (int32_t)floor(c->y / 2.0);
+        const tile_data *p = find_tile(ck, terra_tile_key_make(terra_tile_key_face(c->key), up, px, py));
+        if (p && p->stated < c->stated) {
+            char pn[64], cn[64];
+            tile_name(p, pn, sizeof pn), tile_name(c, cn, sizeof cn);
+            return broken(ck, "tile %s states a geometric error of %.6g m, less than its child %s's %.6g m: a coarser "
+                              "tile must not state less",
+                          pn, p->stated, cn, c->stated);
+        }
+    }
+    return TERRA_OK;
+}
+
 static terra_status check_borders(checker *ck) {
     bool present[32] = {false};
     for (size_t i = 0; i < ck->tile_count; i++) present[ck->tiles[i].level] = true;
@@ -1116,6 +1249,7 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
     terra_free(scratch);
     terra_free(mark);
     terra_free(seen);
+    if (!st) st = check_stated_order(&ck);
     if (!st) st = check_borders(&ck);
     if (!st) st = check_walls(&ck);
     for (int i = 0; i < ck.src_count; i++) terra_raster_free(&ck.src[i].r);
@@ -1126,6 +1260,7 @@ terra_status terra_cook_check(const terra_cook_check_desc *d, terra_cook_check_r
     terra_free(ck.verts);
     terra_free(ck.edges);
     terra_free(ck.walls);
+    terra_free(ck.rim);
     terra_archive_close(ck.a);
     return st;
 }

@@ -2,6 +2,7 @@
  * from sample windows, the pyramid built (terra_cook_pyramid), every tile encoded and written. */
 #include "terra/cook_io.h"
 #include "../json.h"
+#include "../raster_wire.h"
 #include "terra/io.h"
 #include "terra/tile_codec.h"
 #include "../../src/cook/scan.h"
@@ -167,7 +168,9 @@ static terra_status layer_read_source(layer *l, const ground *G, const terra_coo
     return st;
 }
 
-/* The finest input's samples, no-data filled from the next finest, and so on. */
+/* The ground by the overlap rule (terra_cook_input): the first input in rank order (cmp_rank) with
+ * data at each sample; the warper's and terra_cook_raster_window_read's bilinear give NaN where a
+ * weighed sample is no-data. */
 static terra_status ground_window(void *user, const terra_cook_grid *g, int64_t x0, int64_t y0, int w, int h,
                                   float *out) {
     ground *G = user;
@@ -187,106 +190,184 @@ static terra_status ground_window(void *user, const terra_cook_grid *g, int64_t 
     return st;
 }
 
-/* ---- stated errors against the source's own samples ------------------------------------------ */
+/* ---- stated errors against the sources' own samples -------------------------------------------- */
 
 /* In the geographic frame the plane's samples are the warper's resampling; the promise (terra
- * check) is over the source's own samples. The pyramid builds each level within its bound on the
- * plane's samples, but the error a tile states (as decoded) is measured on the source's own when
- * there is a single input on a degree grid: each finest tile's rectangle taken to the source's
- * columns and rows (one sample wider), that window read, and every triangle reaching it scanned
- * there. Anything else (the local frame, where plane samples are the source's, or several inputs)
- * is measured on the plane's samples. Between the source's samples the plane's bilinear samples
- * bend, so a stated error may pass the level's bound (N44W072 at -e 10: 27.7 m at the finest). */
+ * check) is over the sources' own samples. The pyramid builds each level within its bound on the
+ * plane's samples, but the error a tile states (as decoded) is measured on the sources' own when
+ * every input lies on a degree grid: each finest tile's rectangle, widened by two of the coarsest
+ * input's samples, taken to each input's columns and rows, those windows read, and every triangle
+ * reaching the tile scanned over each input's samples there, except those where a higher-ranked
+ * input has data (the overlap rule, layer_has_data: those are not the ground). Anything else (the
+ * local frame, where plane samples are the source's, or projected inputs) is measured on the
+ * plane's samples. Between the sources' samples the plane's bilinear samples bend, so a stated
+ * error may pass the level's bound (N44W072 at -e 10: 27.7 m at the finest). */
 typedef struct source_measure {
     const ground *G;
     const terra_cook_grid *grid;
     const terra_cook_raster_tiles *plane;
-    bool own;                      /* measure on the source's samples */
-    double inv[6];                 /* lon, lat -> source column, row (sample centres) */
+    bool own;                      /* measure on the inputs' own samples */
+    double margin;                 /* degrees a finest tile's rectangle is widened by */
 } source_measure;
+
+/* Input l's column and row (sample centres) of longitude, latitude: c = (lon - t0) / t1 - 0.5. */
+static double layer_col(const layer *l, double lon) { return (lon - l->info.geo[0]) / l->info.geo[1] - 0.5; }
+static double layer_row(const layer *l, double lat) { return (lat - l->info.geo[3]) / l->info.geo[5] - 0.5; }
 
 static void source_measure_init(source_measure *M, const ground *G, const terra_cook_grid *g,
                                 const terra_cook_raster_tiles *plane) {
     memset(M, 0, sizeof *M);
     M->G = G, M->grid = g, M->plane = plane;
-    if (g->frame != TERRA_FRAME_GEOGRAPHIC || G->n != 1) return;
-    const layer *l = &G->L[0];
-    const double *t = l->info.geo;
-    if (!l->info.has_lonlat || !(l->in->raster || l->info.geographic) || t[2] != 0 || t[4] != 0 || !(t[1] > 0) ||
-        !(t[5] < 0))
-        return;
-    /* column = (lon - t0) / t1 - 0.5, row = (lat - t3) / t5 - 0.5 */
-    M->inv[1] = 1 / t[1], M->inv[0] = -t[0] / t[1] - 0.5;
-    M->inv[5] = 1 / t[5], M->inv[3] = -t[3] / t[5] - 0.5;
+    if (g->frame != TERRA_FRAME_GEOGRAPHIC) return;
+    for (size_t k = 0; k < G->n; k++) {
+        const layer *l = &G->L[k];
+        const double *t = l->info.geo;
+        if (!l->info.has_lonlat || !(l->in->raster || l->info.geographic) || t[2] != 0 || t[4] != 0 || !(t[1] > 0) ||
+            !(t[5] < 0))
+            return;
+        M->margin = fmax(M->margin, 2 * fmax(t[1], -t[5]));
+    }
     M->own = true;
 }
 
-static terra_status source_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest, size_t n,
-                                    double slack, double limit, double *out) {
-    const source_measure *M = user;
-    if (!M->own) return terra_cook_raster_distance((void *)M->plane, mesh, finest, n, slack, limit, out);
+/* One input's samples around a finest tile: columns c0.., rows r0.., ww x wh. */
+typedef struct layer_window {
+    int64_t c0, r0;
+    int ww, wh;
+    float *h;
+    size_t cap;
+} layer_window;
+
+/* Whether input l is the ground at longitude, latitude as the plane reads it (the warper's bilinear
+ * rule, raster.c): inside its sample centres and every sample with a weight there holds data. Its
+ * window must hold those samples. */
+static bool layer_has_data(const layer *l, const layer_window *w, double lon, double lat) {
+    double fx = layer_col(l, lon), fy = layer_row(l, lat);
+    const double rx = nearbyint(fx), ry = nearbyint(fy);
+    if (fabs(fx - rx) < 1e-6) fx = rx; /* on a sample centre within rounding: that sample alone */
+    if (fabs(fy - ry) < 1e-6) fy = ry;
+    if (!(fx >= 0 && fx <= l->info.width - 1 && fy >= 0 && fy <= l->info.height - 1)) return false;
+    const int64_t i = (int64_t)fx, j = (int64_t)fy;
+    const bool tx = fx > (double)i, ty = fy > (double)j;
+    for (int64_t b = 0; b <= ty; b++)
+        for (int64_t a = 0; a <= tx; a++) {
+            const int64_t c = i + a - w->c0, r = j + b - w->r0;
+            if (c < 0 || r < 0 || c >= w->ww || r >= w->wh) return false; /* not read: not the ground here */
+            const float v = w->h[(size_t)r * (size_t)w->ww + (size_t)c];
+            if (v != v) return false;
+        }
+    return true;
+}
+
+/* Reads input l's samples over the degree box (west, south, east, north) into w; an empty window
+ * (ww 0) where none lie there. */
+static terra_status layer_window_read(layer *l, const double box[4], layer_window *w) {
+    const double ca = layer_col(l, box[0]), cb = layer_col(l, box[2]);
+    const double ra = layer_row(l, box[3]), rb = layer_row(l, box[1]);
+    const int64_t c0 = (int64_t)fmax(0, floor(ca)), c1 = (int64_t)fmin(l->info.width - 1, ceil(cb));
+    const int64_t r0 = (int64_t)fmax(0, floor(ra)), r1 = (int64_t)fmin(l->info.height - 1, ceil(rb));
+    w->ww = w->wh = 0;
+    if (c0 > c1 || r0 > r1) return TERRA_OK;
+    const size_t n = (size_t)(c1 - c0 + 1) * (size_t)(r1 - r0 + 1);
+    if (n > w->cap) {
+        terra_free(w->h);
+        w->cap = 0;
+        if (!(w->h = terra_alloc(n * sizeof *w->h)))
+            return terra_fail(TERRA_E_NOMEM, "cook: out of memory for a window of %zu samples of %s", n, l->in->path);
+        w->cap = n;
+    }
+    w->c0 = c0, w->r0 = r0, w->ww = (int)(c1 - c0 + 1), w->wh = (int)(r1 - r0 + 1);
+    if (l->in->raster) {
+        const terra_raster *r = l->in->raster;
+        for (int j = 0; j < w->wh; j++)
+            memcpy(w->h + (size_t)j * w->ww, r->heights + (size_t)(r0 + j) * (size_t)r->width + (size_t)c0,
+                   (size_t)w->ww * sizeof *w->h);
+        return TERRA_OK;
+    }
+    const int k = acquire(l);
+    terra_status st = terra_raster_read_window(l->in->sources[k], (int)c0, (int)r0, w->ww, w->wh, w->h);
+    release(l, k);
+    return st;
+}
+
+/* terra_cook_decoded_distance (what a decoded tile states) over the sources' own samples where
+ * M->own says so, else over the plane's. */
+static terra_status source_distance(const source_measure *M, const terra_cook_mesh *mesh, const int32_t *finest,
+                                    size_t n, double slack, double *out) {
+    if (!M->own) return terra_cook_decoded_distance(M->plane, mesh, finest, n, slack, out);
     const terra_cook_grid *g = M->grid;
-    layer *l = &M->G->L[0];
-    const int W = l->info.width, H = l->info.height;
+    const ground *G = M->G;
     const double S = g->tile_units;
-    /* plane unit -> source column / row, and slack in source samples */
-    const double kc = g->unit[0] * M->inv[1], kr = g->unit[1] * M->inv[5];
-    const double oc = M->inv[0] + g->origin[0] * M->inv[1], orr = M->inv[3] + g->origin[1] * M->inv[5];
-    const double sslack = slack * fmax(fabs(kc), fabs(kr));
     double *cr = terra_alloc(2 * (size_t)mesh->vertex_count * sizeof *cr + 1);
+    layer_window *win = terra_calloc(G->n, sizeof *win);
     size_t *start = NULL;
     uint32_t *list = NULL;
-    float *win = NULL;
-    size_t cap = 0;
-    terra_status st = cr ? terra_cook_leaf_triangles(mesh, S, finest, n, slack, &start, &list)
-                         : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
-    for (uint32_t v = 0; st == TERRA_OK && v < mesh->vertex_count; v++) {
-        cr[2 * v] = oc + kc * mesh->xy[2 * (size_t)v];
-        cr[2 * v + 1] = orr + kr * mesh->xy[2 * (size_t)v + 1];
-    }
+    terra_status st = cr && win ? terra_cook_leaf_triangles(mesh, S, finest, n, slack, &start, &list)
+                                : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+    uint8_t *mark = NULL;
+    size_t mark_cap = 0;
     double worst = 0;
-    for (size_t i = 0; st == TERRA_OK && i < n && worst <= limit; i++) {
+    for (size_t i = 0; st == TERRA_OK && i < n; i++) {
         if (start[i] == start[i + 1]) continue;
-        /* the finest tile's rectangle in source samples, one wider */
+        /* the finest tile's rectangle in degrees, widened: every input's window holds the samples
+         * whose weight a point of the tile needs, and those a slack away */
         const double x0 = finest[2 * i] * S, y0 = finest[2 * i + 1] * S;
-        const double ca = oc + kc * x0, cb = oc + kc * (x0 + S), ra = orr + kr * y0, rb = orr + kr * (y0 + S);
-        const int64_t c0 = (int64_t)fmax(0, floor(fmin(ca, cb) - sslack) - 1);
-        const int64_t c1 = (int64_t)fmin(W - 1, ceil(fmax(ca, cb) + sslack) + 1);
-        const int64_t r0 = (int64_t)fmax(0, floor(fmin(ra, rb) - sslack) - 1);
-        const int64_t r1 = (int64_t)fmin(H - 1, ceil(fmax(ra, rb) + sslack) + 1);
-        if (c0 > c1 || r0 > r1) continue;
-        const int ww = (int)(c1 - c0 + 1), wh = (int)(r1 - r0 + 1);
-        if ((size_t)ww * (size_t)wh > cap) {
-            cap = (size_t)ww * (size_t)wh;
-            terra_free(win);
-            if (!(win = terra_alloc(cap * sizeof *win))) {
-                st = terra_fail(TERRA_E_NOMEM, "cook: out of memory for a window of %dx%d samples", ww, wh);
-                break;
+        const double pad = M->margin + slack * fmax(g->unit[0], g->unit[1]);
+        const double box[4] = {g->origin[0] + x0 * g->unit[0] - pad, g->origin[1] + y0 * g->unit[1] - pad,
+                               g->origin[0] + (x0 + S) * g->unit[0] + pad, g->origin[1] + (y0 + S) * g->unit[1] + pad};
+        for (size_t k = 0; st == TERRA_OK && k < G->n; k++) st = layer_window_read(&G->L[k], box, &win[k]);
+        /* the lowest-ranked first: the windows of those above are still as read */
+        for (size_t k = G->n; st == TERRA_OK && k-- > 0;) {
+            const layer *l = &G->L[k];
+            layer_window *w = &win[k];
+            if (!w->ww) continue;
+            const size_t cells = (size_t)w->ww * (size_t)w->wh;
+            if (cells > mark_cap) {
+                terra_free(mark);
+                mark_cap = 0;
+                if (!(mark = terra_alloc(cells))) {
+                    st = terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+                    break;
+                }
+                mark_cap = cells;
             }
-        }
-        if (l->in->raster) {
-            const terra_raster *r = l->in->raster;
-            for (int j = 0; j < wh; j++)
-                memcpy(win + (size_t)j * ww, r->heights + (size_t)(r0 + j) * (size_t)r->width + (size_t)c0,
-                       (size_t)ww * sizeof *win);
-        } else {
-            const int k = acquire(l);
-            st = terra_raster_read_window(l->in->sources[k], (int)c0, (int)r0, ww, wh, win);
-            release(l, k);
-            if (st != TERRA_OK) break;
-        }
-        for (size_t k = start[i]; k < start[i + 1]; k++) {
-            const uint32_t *c = mesh->tri + 3 * (size_t)list[k];
-            const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
-            worst = cook_scan_triangle(cr + 2 * (size_t)c[0], cr + 2 * (size_t)c[1], cr + 2 * (size_t)c[2], z, win, c0,
-                                       r0, ww, wh, sslack, worst, limit);
+            memset(mark, 0, cells);
+            /* the samples where a higher-ranked input is the ground are not this one's to answer for */
+            for (int r = 0; k && r < w->wh; r++)
+                for (int c = 0; c < w->ww; c++) {
+                    float *v = &w->h[(size_t)r * w->ww + c];
+                    if (*v != *v) continue;
+                    const double lon = l->info.geo[0] + (w->c0 + c + 0.5) * l->info.geo[1];
+                    const double lat = l->info.geo[3] + (w->r0 + r + 0.5) * l->info.geo[5];
+                    for (size_t j = 0; j < k && *v == *v; j++)
+                        if (layer_has_data(&G->L[j], &win[j], lon, lat)) *v = NAN;
+                }
+            /* the mesh in this input's columns and rows */
+            const double kc = g->unit[0] / l->info.geo[1], kr = g->unit[1] / l->info.geo[5];
+            const double oc = layer_col(l, g->origin[0]), orr = layer_row(l, g->origin[1]);
+            for (uint32_t v = 0; v < mesh->vertex_count; v++) {
+                cr[2 * v] = oc + kc * mesh->xy[2 * (size_t)v];
+                cr[2 * v + 1] = orr + kr * mesh->xy[2 * (size_t)v + 1];
+            }
+            const double sslack = slack * fmax(fabs(kc), fabs(kr));
+            for (int pass = 0; pass < 2; pass++) /* under the triangles, then the rim's */
+                for (size_t t = start[i]; t < start[i + 1]; t++) {
+                    const uint32_t *c = mesh->tri + 3 * (size_t)list[t];
+                    const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
+                    const double *a = cr + 2 * (size_t)c[0], *b = cr + 2 * (size_t)c[1], *d = cr + 2 * (size_t)c[2];
+                    worst = pass ? cook_scan_rim(a, b, d, z, w->h, mark, w->c0, w->r0, w->ww, w->wh, sslack, worst)
+                                 : cook_scan_triangle(a, b, d, z, w->h, w->c0, w->r0, w->ww, w->wh, 0, worst, INFINITY,
+                                                      mark);
+                }
         }
     }
     *out = worst;
+    terra_free(mark);
+    for (size_t k = 0; win && k < G->n; k++) terra_free(win[k].h);
+    terra_free(win);
     terra_free(cr);
     terra_free(start);
     terra_free(list);
-    terra_free(win);
     return st;
 }
 
@@ -295,8 +376,13 @@ static terra_status source_distance(void *user, const terra_cook_mesh *mesh, con
 /* The finer sample step of a geographic input, degrees. */
 static double layer_step(const layer *l) { return fmin(l->info.lonlat_step[0], l->info.lonlat_step[1]); }
 
-/* An input the geographic frame can place: georeferenced, with a way to EPSG:4326. */
+/* An input the geographic frame can place: georeferenced on the Earth, with a way to EPSG:4326. */
 static terra_status check_geographic(const layer *l) {
+    if (l->info.off_earth)
+        return terra_fail(TERRA_E_UNSUPPORTED,
+                          "cook: %s: its coordinate system is on ellipsoid '%s' (semi-major axis %.0f m), not the Earth's: "
+                          "geographic tiles are EPSG:4326 on WGS 84; --frame local cooks it in metres on that body",
+                          l->in->path, l->info.ellipsoid, l->info.semi_major_m);
     if (!l->info.georeferenced)
         return terra_fail(TERRA_E_INVALID, "cook: %s has no georeference: it cooks in the local frame only", l->in->path);
     if (!l->info.has_lonlat)
@@ -349,7 +435,8 @@ static terra_status make_plan(const terra_cook_desc *d, const ground *G, bool ge
     if (S & (S - 1))
         return terra_fail(TERRA_E_INVALID, "cook: geographic tiles need a power-of-two tile size, not %d", S);
     /* the finest zoom whose samples are at least as fine as the finest input's */
-    const double step = layer_step(&G->L[0]);
+    double step = INFINITY;
+    for (size_t k = 0; k < G->n; k++) step = fmin(step, layer_step(&G->L[k]));
     int z = 0;
     while (z < MAX_ZOOM && 180.0 / ldexp(S, z) > step) z++;
     g->depth = z;
@@ -484,10 +571,11 @@ static terra_status finest_tile(void *user, int32_t tx, int32_t ty, terra_cook_m
 }
 
 /* The stated error of the tile as a client decodes it (u, v and heights on 16-bit steps). Rasters:
- * its distance to the samples, those within what quantization moves a vertex outside a triangle
- * counted under it. Meshes: the mesh's error plus the largest vertical distance between the decoded
- * and the unquantized surfaces, both ways round (their difference peaks at a vertex of either or a
- * crossing of their edges). */
+ * its distance to the samples its decoded triangles cover (inside or on one: the height a client
+ * draws there) and to those on its rim (terra_cook_decoded_distance; never a triangle's plane beyond
+ * it, where a sliver's tilts without bound). Meshes: the
+ * mesh's error plus the largest vertical distance between the decoded and the unquantized surfaces,
+ * both ways round (their difference peaks at a vertex of either or a crossing of their edges). */
 static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, const terra_qmesh *q, double *out) {
     double r[4];
     terra_cook_tile_rect(E->grid, t->depth, t->tx, t->ty, r);
@@ -503,9 +591,10 @@ static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, co
         memcpy(m.tri, q->indices, 3 * (size_t)q->triangle_count * sizeof *m.tri);
         m.vertex_count = q->vertex_count, m.triangle_count = q->triangle_count;
         const terra_cook_mesh *dec = &m, *mine = t->mesh;
+        /* the rim: samples quantization may have moved it off, up to half a step along each axis */
         if (E->samples)
             st = source_distance(E->samples, &m, t->finest, t->finest_count,
-                                 0.5 * fmax(r[2] - r[0], r[3] - r[1]) / 32767.0, INFINITY, out);
+                                 sqrt(0.5) * fmax(r[2] - r[0], r[3] - r[1]) / 32767.0, out);
         else
             *out = t->geometric_error + fmax(terra_cook_vertical_distance(&m, &mine, 1, NULL),
                                              terra_cook_vertical_distance(t->mesh, &dec, 1, NULL));
@@ -638,6 +727,11 @@ static terra_status part_load(void *user, int32_t tx, int32_t ty, terra_cook_roo
     if (st != TERRA_OK) return st;
     *out = p.root;
     memset(&p.root, 0, sizeof p.root);
+    /* what the root's own tile in the part states, for its parent (terra_cook_tile.stated) */
+    const terra_tile_key key = terra_cook_key(E->grid, depth, tx, ty);
+    out->stated = 0;
+    for (size_t i = 0; i < p.tile_count; i++)
+        if (p.tiles[i].entry.key == key) out->stated = p.tiles[i].entry.geometric_error;
     terra_cook_part_free(&p);
     terra_free(bytes);
     return TERRA_OK;
@@ -716,6 +810,7 @@ static terra_status merge_parts(emitter *E) {
                 E->rep->level[d].triangles += p.tiles[t].triangles;
                 E->rep->level[d].max_error = fmax(E->rep->level[d].max_error, e->geometric_error - p.tiles[t].quantization);
                 E->rep->level[d].max_quantization = fmax(E->rep->level[d].max_quantization, p.tiles[t].quantization);
+                E->rep->level[d].max_stated = fmax(E->rep->level[d].max_stated, e->geometric_error);
             }
             terra_cook_part_free(&p);
             terra_free(bytes);
@@ -733,6 +828,7 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     double quant = 0, stated_d = 0;
     if (reuse) {
         st = terra_cook_cache_copy_tile(E->cache, key, E->w);
+        if (st == TERRA_OK) st = terra_cook_cache_stated_error(E->cache, key, t->stated);
     } else {
         uint8_t *raw;
         size_t n;
@@ -746,10 +842,13 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
         if (E->packed) st = codec_order(&q, &raw, &n);
         if (st == TERRA_OK) st = decoded_error(E, t, &q, &stated_d);
         terra_qmesh_free(&q);
-        quant = fmax(0, stated_d - t->geometric_error);
-        /* rounded up into the float the index holds: never under what was measured */
+        /* never below a child's (terra_cook_tile), rounded up into the float the index holds: never
+         * under what was measured */
+        stated_d = fmax(stated_d, t->children_stated);
         float stated = (float)stated_d;
         if ((double)stated < stated_d) stated = nextafterf(stated, INFINITY);
+        *t->stated = stated;
+        quant = fmax(0, stated_d - t->geometric_error);
         terra_archive_tile_info info = {stated, (float)t->longest_edge, (float)t->min_height, (float)t->max_height};
         if (st == TERRA_OK) st = E->round ? sink_add(E, t, key, raw, n, &info, quant) : terra_archive_writer_add(E->w, key, raw, n, &info);
         terra_free(raw);
@@ -763,6 +862,7 @@ static terra_status emit_tile(void *user, const terra_cook_tile *t) {
     E->rep->level[t->depth].triangles += t->mesh->triangle_count;
     E->rep->level[t->depth].max_error = fmax(E->rep->level[t->depth].max_error, t->geometric_error);
     E->rep->level[t->depth].max_quantization = fmax(E->rep->level[t->depth].max_quantization, quant);
+    E->rep->level[t->depth].max_stated = fmax(E->rep->level[t->depth].max_stated, *t->stated);
     pthread_mutex_unlock(&E->lock);
     return TERRA_OK;
 }
@@ -847,6 +947,11 @@ static char *source_json(const terra_cook_desc *d, const ground *G, const plan *
                                                               : "central differences of the samples");
     cJSON_AddStringToObject(c, "resampling", !geo ? "none" : G->L[0].in->raster ? "bilinear by the geotransform"
                                                                           : "bilinear, GDAL's warp transformer");
+    if (G->n > 1)
+        cJSON_AddStringToObject(c, "overlap", "inputs in this order: the first with data at a place (inside its sample "
+                                              "centres, every sample weighed there a height) is the ground there");
+    const double hb[2] = {TERRA_COOK_MIN_HEIGHT, TERRA_COOK_MAX_HEIGHT};
+    if (!G->L[0].in->scenery) cJSON_AddItemToObject(c, "heights", cJSON_CreateDoubleArray(hb, 2));
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;
@@ -879,9 +984,12 @@ static terra_status plan_cache(terra_cook_cache *c, const ground *G, const plan 
     return st == TERRA_OK ? terra_cook_cache_plan(c, NULL, NULL) : st;
 }
 
-static int cmp_step(const void *a, const void *b) {
-    double x = layer_step(a), y = layer_step(b);
-    return (x > y) - (x < y);
+/* The overlap rule's ranking: the finer input first (the smaller sample, in square degrees), then
+ * the earlier in the desc's order (the command line's). */
+static int cmp_rank(const void *a, const void *b) {
+    const layer *p = a, *q = b;
+    const double x = p->info.lonlat_step[0] * p->info.lonlat_step[1], y = q->info.lonlat_step[0] * q->info.lonlat_step[1];
+    return x != y ? (x > y) - (x < y) : (p->index > q->index) - (p->index < q->index);
 }
 
 terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
@@ -924,6 +1032,12 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
             }
             info_of(in->raster, &l->info);
             l->mem.raster = in->raster;
+            const terra_raster_desc bound = {.path = in->path, .min_height = TERRA_COOK_MIN_HEIGHT,
+                                             .max_height = TERRA_COOK_MAX_HEIGHT};
+            st = terra_raster_check_window(&bound, in->raster->georeferenced ? in->raster->geo : NULL,
+                                           l->info.has_lonlat, in->raster->heights, 0, 0, in->raster->width,
+                                           in->raster->height);
+            if (st != TERRA_OK) continue;
         } else {
             if (!in->sources || in->source_count < 1 || !in->sources[0]) {
                 st = terra_fail(TERRA_E_INVALID, "cook: input %s has neither samples nor a source", in->path);
@@ -936,7 +1050,8 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
         else if (l->info.width < 2 || l->info.height < 2)
             st = terra_fail(TERRA_E_INVALID, "cook: %s is %dx%d samples: at least 2x2 are needed", in->path,
                             l->info.width, l->info.height);
-        if (d->frame == TERRA_COOK_FRAME_AUTO && l->info.has_lonlat) geo = true;
+        /* another body's raster goes to the geographic frame, which refuses it by name */
+        if (d->frame == TERRA_COOK_FRAME_AUTO && (l->info.has_lonlat || l->info.off_earth)) geo = true;
     }
     const terra_scenery *sc = d->inputs[0].scenery;
     if (sc && geo) st = terra_fail(TERRA_E_UNSUPPORTED, "cook: %s is a scenery: it cooks in the local frame", d->inputs[0].path);
@@ -947,7 +1062,7 @@ terra_status terra_cook(const terra_cook_desc *d, terra_cook_report *report) {
     if (st == TERRA_OK && geo && d->levels)
         st = terra_fail(TERRA_E_INVALID, "cook: geographic tiles go down to the two roots: levels cannot be set");
     if (st != TERRA_OK) goto done;
-    if (geo) qsort(G.L, G.n, sizeof *G.L, cmp_step);
+    if (geo) qsort(G.L, G.n, sizeof *G.L, cmp_rank);
     for (; ready < G.n; ready++) {
         pthread_mutex_init(&G.L[ready].lock, NULL);
         pthread_cond_init(&G.L[ready].freed, NULL);

@@ -44,7 +44,8 @@ typedef struct node {
                                 top of its subtree is) */
     bool ground;             /* finest: it has triangles (kept once its mesh is dropped) */
     double finest_error;     /* the largest finest error under this tile */
-    double error;            /* stated */
+    double error;            /* measured */
+    double stated;           /* what emit stated (terra_cook_tile.stated); 0: not emitted */
 } node;
 
 typedef struct pyramid {
@@ -483,13 +484,18 @@ static terra_status simplify_tile(pyramid *P, const node *n, tile_work *w, size_
 }
 
 /* Longest edge (metres, in three dimensions) and height range of a tile, then the emit call. */
-static terra_status emit(pyramid *P, const node *n, double error, const int32_t *finest, size_t finest_count) {
+static terra_status emit(pyramid *P, node *n, double error, const int32_t *finest, size_t finest_count) {
     const terra_cook_mesh *m = &n->mesh;
     double rect[4], s[2];
     terra_cook_tile_rect(P->d->grid, n->depth, n->tx, n->ty, rect);
     metres_per_unit(P->d->grid, rect, s);
+    double children = 0;
+    for (int i = 0; n->depth && i < 4; i++)
+        if (n->child[i] >= 0) children = fmax(children, P->nodes[n->child[i]].stated);
+    n->stated = fmax(error, children);
     terra_cook_tile t = {.depth = n->depth, .tx = n->tx, .ty = n->ty, .mesh = m, .geometric_error = error,
-                         .finest = finest, .finest_count = finest_count};
+                         .finest = finest, .finest_count = finest_count, .children_stated = children,
+                         .stated = &n->stated};
     t.min_height = INFINITY, t.max_height = -INFINITY;
     for (uint32_t v = 0; v < m->vertex_count; v++) {
         t.min_height = fmin(t.min_height, m->z[v]);
@@ -624,7 +630,8 @@ static void list_ground(const pyramid *P, const node *n, int32_t *out, size_t *k
 
 /* A part's root, built: to root_done with the finest tiles with ground under it. */
 static terra_status hand_root(pyramid *P, const node *n) {
-    terra_cook_root r = {.tx = n->tx, .ty = n->ty, .mesh = n->mesh, .error = n->error, .finest_error = n->finest_error};
+    terra_cook_root r = {.tx = n->tx, .ty = n->ty, .mesh = n->mesh, .error = n->error, .finest_error = n->finest_error,
+                         .stated = n->stated};
     r.finest = terra_alloc(2 * count_ground(P, n) * sizeof *r.finest + 1);
     if (!r.finest) return terra_fail(TERRA_E_NOMEM, "cook pyramid: out of memory");
     list_ground(P, n, r.finest, &r.finest_count);
@@ -685,7 +692,7 @@ static terra_status part_setup(pyramid *P) {
             mark_ground(P, n, r.finest, r.finest_count);
             terra_free(r.finest);
             n->mesh = r.mesh;
-            n->error = r.error, n->finest_error = r.finest_error;
+            n->error = r.error, n->finest_error = r.finest_error, n->stated = r.stated;
             account(P, &n->mesh, false);
             n->role = ROLE_LOADED;
             if (--P->nodes[n->parent].pending == 0) P->ready[P->ready_count++] = n->parent;

@@ -264,9 +264,10 @@ terra_status terra_cook_leaf_triangles(const terra_cook_mesh *mesh, double S, co
     return st;
 }
 
-terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest, size_t n,
-                                        double slack, double limit, double *out) {
-    const terra_cook_raster_tiles *rt = user;
+/* terra_cook_raster_distance, or with `rim` the measure of a decoded tile: samples under its
+ * triangles (slack 0), then those within `slack` of them that none covers (cook_scan_rim). */
+static terra_status plane_distance(const terra_cook_raster_tiles *rt, const terra_cook_mesh *mesh, const int32_t *finest,
+                                   size_t n, double slack, double limit, bool rim, double *out) {
     const double S = rt->grid->tile_units;
     const int W = (int)S + 1;
     *out = 0;
@@ -274,23 +275,43 @@ terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh,
     size_t *start = NULL;
     uint32_t *list = NULL;
     float *win = terra_alloc((size_t)W * (size_t)W * sizeof *win);
-    terra_status st = win ? terra_cook_leaf_triangles(mesh, S, finest, n, slack, &start, &list)
-                          : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+    uint8_t *mark = rim ? terra_alloc((size_t)W * (size_t)W) : NULL;
+    terra_status st = win && (mark || !rim) ? terra_cook_leaf_triangles(mesh, S, finest, n, slack, &start, &list)
+                                            : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
     double worst = 0;
     for (size_t i = 0; st == TERRA_OK && i < n && worst <= limit; i++) {
         if (start[i] == start[i + 1]) continue;
         const int64_t x0 = (int64_t)finest[2 * i] * (int64_t)S, y0 = (int64_t)finest[2 * i + 1] * (int64_t)S;
         if ((st = rt->window(rt->window_user, rt->grid, x0, y0, W, W, win)) != TERRA_OK) break;
+        if (rim) memset(mark, 0, (size_t)W * (size_t)W);
         for (size_t k = start[i]; k < start[i + 1]; k++) {
             const uint32_t *c = mesh->tri + 3 * (size_t)list[k];
             const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
             worst = cook_scan_triangle(mesh->xy + 2 * (size_t)c[0], mesh->xy + 2 * (size_t)c[1],
-                                       mesh->xy + 2 * (size_t)c[2], z, win, x0, y0, W, W, slack, worst, limit);
+                                       mesh->xy + 2 * (size_t)c[2], z, win, x0, y0, W, W, rim ? 0 : slack, worst, limit,
+                                       mark);
+        }
+        for (size_t k = start[i]; rim && k < start[i + 1]; k++) {
+            const uint32_t *c = mesh->tri + 3 * (size_t)list[k];
+            const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
+            worst = cook_scan_rim(mesh->xy + 2 * (size_t)c[0], mesh->xy + 2 * (size_t)c[1], mesh->xy + 2 * (size_t)c[2], z,
+                                  win, mark, x0, y0, W, W, slack, worst);
         }
     }
     *out = worst;
     terra_free(start);
     terra_free(win);
+    terra_free(mark);
     terra_free(list);
     return st;
+}
+
+terra_status terra_cook_raster_distance(void *user, const terra_cook_mesh *mesh, const int32_t *finest, size_t n,
+                                        double slack, double limit, double *out) {
+    return plane_distance(user, mesh, finest, n, slack, limit, false, out);
+}
+
+terra_status terra_cook_decoded_distance(const terra_cook_raster_tiles *rt, const terra_cook_mesh *mesh,
+                                         const int32_t *finest, size_t n, double slack, double *out) {
+    return plane_distance(rt, mesh, finest, n, slack, INFINITY, true, out);
 }

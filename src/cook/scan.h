@@ -7,14 +7,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-#include "terra/cook.h"
+#include "terra/cook_io.h"
 
 /* The triangles of `mesh` by the finest tiles listed (tx, ty pairs; S plane units a side) whose
  * windows, far edges included, their boxes widened by `slack` meet: finest tile i's are
  * list[start[i] .. start[i + 1]) (both arrays the caller's to free). TERRA_E_NOMEM. */
 TERRA_INTERNAL terra_status terra_cook_leaf_triangles(const terra_cook_mesh *mesh, double S, const int32_t *finest, size_t n,
                                        double slack, size_t **start, uint32_t **list);
+
+/* The stated error of a decoded tile (`mesh`: its u, v and heights as a client decodes them) over
+ * the plane's samples of the finest tiles listed: every sample inside or on a triangle against that
+ * triangle's plane, and every one within `slack` plane units of a triangle but under none (the rim,
+ * moved by quantization) against the nearest point of each such triangle. */
+TERRA_INTERNAL terra_status terra_cook_decoded_distance(const terra_cook_raster_tiles *rt, const terra_cook_mesh *mesh,
+                                                        const int32_t *finest, size_t n, double slack, double *out);
 
 /* Sorts a[0..n) ascending; tmp: n entries of scratch. */
 TERRA_INTERNAL void terra_cook_sort_u64(uint64_t *a, size_t n, uint64_t *tmp);
@@ -90,10 +98,11 @@ static inline int64_t cook_floor(double x) {
 /* The samples of the window (plane point (x0, y0) first, W by H, rows of W) under triangle (a, b,
  * c) in plane units, each within `slack` outside it counted, against the triangle's plane: the
  * largest difference and `worst`, or once that passes cap, some value past it. No-data samples
- * are skipped; a triangle with no area covers none. */
+ * are skipped; a triangle with no area covers none. mark (W by H, or NULL): set to 1 for every
+ * sample counted. */
 static inline double cook_scan_triangle(const double *a, const double *b, const double *c, const float z[3],
                                         const float *win, int64_t x0, int64_t y0, int W, int H, double slack,
-                                        double worst, double cap) {
+                                        double worst, double cap, uint8_t *mark) {
     double area2 = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
     float za[3] = {z[0], z[1], z[2]};
     if (area2 < 0) { /* turned clockwise (a frame's convention): the same triangle the other way */
@@ -139,8 +148,45 @@ static inline double cook_scan_triangle(const double *a, const double *b, const 
             const double d = fabs(base + gx * (double)x - row[x]);
             m = d > m ? d : m;
         }
+        if (mark && c0 <= c1) memset(mark + (size_t)(r - y0) * (size_t)W + (size_t)(c0 - x0), 1, (size_t)(c1 - c0 + 1));
         if (m > cap) break;
     }
+    return m;
+}
+
+/* The samples of the window within `slack` of triangle (a, b, c) but left unmarked by
+ * cook_scan_triangle over every triangle at slack 0 (a decoded tile's rim moved off them by
+ * quantization), each against the height of the triangle's point nearest to it (on an edge: never
+ * its plane beyond, where a sliver's tilts without bound): the largest difference and `worst`. */
+static inline double cook_scan_rim(const double *a, const double *b, const double *c, const float z[3], const float *win,
+                                   const uint8_t *mark, int64_t x0, int64_t y0, int W, int H, double slack,
+                                   double worst) {
+    const double *v[3] = {a, b, c};
+    const double ylo = cook_min3(a[1], b[1], c[1]) - slack, yhi = cook_max3(a[1], b[1], c[1]) + slack;
+    const double xlo = cook_min3(a[0], b[0], c[0]) - slack, xhi = cook_max3(a[0], b[0], c[0]) + slack;
+    int64_t r0 = cook_ceil(ylo), r1 = cook_floor(yhi), c0 = cook_ceil(xlo), c1 = cook_floor(xhi);
+    if (r0 < y0) r0 = y0;
+    if (r1 > y0 + H - 1) r1 = y0 + H - 1;
+    if (c0 < x0) c0 = x0;
+    if (c1 > x0 + W - 1) c1 = x0 + W - 1;
+    double m = worst;
+    for (int64_t r = r0; r <= r1; r++)
+        for (int64_t x = c0; x <= c1; x++) {
+            const size_t i = (size_t)(r - y0) * (size_t)W + (size_t)(x - x0);
+            if (mark[i] || win[i] != win[i]) continue;
+            double best = INFINITY, h = 0;
+            for (int e = 0; e < 3; e++) { /* the nearest point of each edge */
+                const double *p = v[e], *q = v[(e + 1) % 3];
+                const double dx = q[0] - p[0], dy = q[1] - p[1], len2 = dx * dx + dy * dy;
+                double t = len2 > 0 ? (((double)x - p[0]) * dx + ((double)r - p[1]) * dy) / len2 : 0;
+                t = t < 0 ? 0 : t > 1 ? 1 : t;
+                const double ex = (double)x - p[0] - t * dx, ey = (double)r - p[1] - t * dy, d2 = ex * ex + ey * ey;
+                if (d2 < best) best = d2, h = z[e] + t * ((double)z[(e + 1) % 3] - z[e]);
+            }
+            if (best > (slack + 1e-9) * (slack + 1e-9)) continue;
+            const double d = fabs(h - win[i]);
+            m = d > m ? d : m;
+        }
     return m;
 }
 

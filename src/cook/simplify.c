@@ -215,13 +215,13 @@ static double triangle_error(simp *s, uint32_t a, uint32_t b, uint32_t c) {
     double err;
     if (sm->stride == 1) {
         err = cook_scan_triangle(x[0], x[1], x[2], z, sm->heights, sm->x0, sm->y0, sm->width, sm->height, s->slack, 0,
-                                 s->target);
+                                 s->target, NULL);
     } else { /* in the thinned window's own steps */
         double w[3][2];
         for (int k = 0; k < 3; k++)
             w[k][0] = (x[k][0] - sm->x0) / sm->stride, w[k][1] = (x[k][1] - sm->y0) / sm->stride;
         err = cook_scan_triangle(w[0], w[1], w[2], z, sm->heights, 0, 0, sm->width, sm->height,
-                                 s->slack / sm->stride, 0, s->target);
+                                 s->slack / sm->stride, 0, s->target, NULL);
     }
     if (err > s->target) err = INFINITY;
     *e = (scan_entry){{a, b, c}, err};
