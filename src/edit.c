@@ -578,7 +578,7 @@ static range_map range_cells(const terra_edit_layer *l, double x0, double z0, do
         }
     range_map all = NO_CHANGE;
     for (int k = LEVELS - 1; n; k--) {
-        const bool open = k > 0 && 4 * n <= 4 * RANGE_CELLS;
+        const bool open = k > 0 && n <= RANGE_CELLS;
         const double side = cell_side(k);
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {

@@ -32,9 +32,9 @@
  * and journal give bit-identical heights everywhere. A last record cut short or not matching its
  * CRC (a write torn by a crash) is dropped with a warning and cut from the file; a damaged record
  * before the last, or one that terra_edit_apply would refuse, is an error naming the file, the
- * edit's number and its byte, and nothing is replayed. Appends and the cut take the file's
- * exclusive lock (fcntl), a replay the shared one: one process's replay never takes another's
- * append in progress for a torn record. Each edit reaches the operating system as it is applied
+ * edit's number and its byte, and nothing is replayed. Appends and replays that may cut take the
+ * file's exclusive lock (fcntl), read-only replays the shared one: one process's replay never
+ * takes another's append in progress for a torn record. Each edit reaches the operating system as it is applied
  * (a process that dies loses none); the file is synced to the disk when the layer is destroyed (a
  * machine that loses power after that loses none: not per edit, which could stall a frame that
  * paints).
