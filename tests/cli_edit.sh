@@ -39,7 +39,8 @@ if "$T" edit "$work/missing.edits" --list 2>/dev/null || [ -e "$work/missing.edi
 fi
 
 # journals written by hand (FORMAT.md's records): a paint of surface 0, and 257 edits on one place
-python3 - "$work" <<'EOF_PY'
+if command -v python3 >/dev/null; then
+  python3 - "$work" <<'EOF_PY'
 import struct, sys
 def crc32c(b):
     c = 0xffffffff
@@ -53,13 +54,17 @@ def record(brush, surface, x, z, radius, amount):
 open(sys.argv[1] + '/paint0.edits', 'wb').write(b'TERRAEJ1' + record(0, 0, 1, 1, 5, 2) + record(5, 0, 1, 1, 5, 0))
 open(sys.argv[1] + '/deep.edits', 'wb').write(b'TERRAEJ1' + record(0, 0, 7, 7, 3, 0.5) * 257)
 EOF_PY
-set +e
-"$T" edit "$work/paint0.edits" --list 2>"$work/p0.txt"; rc4=$?
-"$T" edit "$work/deep.edits" --list 2>"$work/deep.txt"; rc5=$?
-set -e
-[ "$rc4" = 1 ] && grep -q "paint0.edits: edit 2, at byte 76: .*surface 0" "$work/p0.txt" || fail "paint of surface 0: $rc4 $(cat "$work/p0.txt")"
-[ "$rc5" = 1 ] && grep -q "deep.edits: edit 257, at byte 17416: the edits reaching the ground at x 7.0, z 7.0 would pass the most one place takes (256" "$work/deep.txt" ||
-  fail "257 edits on one place: $rc5 $(cat "$work/deep.txt")"
+  set +e
+  "$T" edit "$work/paint0.edits" --list 2>"$work/p0.txt"; rc4=$?
+  "$T" edit "$work/deep.edits" --list 2>"$work/deep.txt"; rc5=$?
+  set -e
+  [ "$rc4" = 1 ] && grep -q "paint0.edits: edit 2, at byte 76: .*surface 0" "$work/p0.txt" ||
+    fail "paint of surface 0: $rc4 $(cat "$work/p0.txt")"
+  [ "$rc5" = 1 ] && grep -q "deep.edits: edit 257, at byte 17416: .* at x 7.0, z 7.0 would pass .* (256" "$work/deep.txt" ||
+    fail "257 edits on one place: $rc5 $(cat "$work/deep.txt")"
+else
+  echo "skip journals written by hand (no python3)"
+fi
 
 # bake: the tiles over the edits change, the others do not
 "$T" bake --levels 2 --area 0,0,512,512 --cells 16 --compression none -q "$work/plain.terra"
