@@ -12,10 +12,12 @@ static void help(FILE *f) {
     fprintf(f, "Usage: terra edit JOURNAL BRUSH --at X,Z [OPTIONS]\n"
                "       terra edit JOURNAL --list\n\n"
                "Appends one edit to an edit journal (created if missing), checked first; or, with --list,\n"
-               "says how many edits the journal holds (replaying it: a torn last edit is dropped with a\n"
-               "warning, a damaged one is an error). The journal is what --edits takes in terra fly,\n"
-               "render, view and bake: the same journal over the same ground is the same ground, bit for\n"
-               "bit, on every machine.\n\n"
+               "says how many edits the journal holds (replaying it read-only: a torn last edit is left\n"
+               "out with a warning and left in the file, a damaged one is an error; the journal is never\n"
+               "written, so a process appending to it meanwhile is safe). The journal is what --edits\n"
+               "takes in terra fly, render, view and bake: the same journal over the same ground is the\n"
+               "same ground, bit for bit, on every machine. One place takes at most %d edits (a smooth\n"
+               "counting 4): every query there replays them all.\n\n"
                "BRUSH: raise, lower (by --amount metres), flatten (to the height --amount), smooth (by the\n"
                "fraction --amount), dig (down to the floor height --amount), paint (--surface N).\n\n"
                "Options:\n"
@@ -30,7 +32,8 @@ static void help(FILE *f) {
                "      --seed S          dig and flatten at a height above the default world of seed S\n"
                "                        instead (--amount then counts from its ground at the centre)\n"
                "      --list            how many edits the journal holds\n"
-               "  -h, --help            this help\n");
+               "  -h, --help            this help\n",
+            TERRA_EDIT_MAX_OVERLAP);
 }
 
 int cmd_edit(int argc, char **argv) {
@@ -107,7 +110,7 @@ int cmd_edit(int argc, char **argv) {
     terra_edit_layer *l = NULL;
     int rc = EXIT_OK;
     if (terra_world_create(&(terra_world_desc){.seed = seed}, &world) != TERRA_OK ||
-        terra_edit_layer_create(&(terra_edit_layer_desc){.base = world, .journal = journal}, &l) != TERRA_OK) {
+        terra_edit_layer_create(&(terra_edit_layer_desc){.base = world, .journal = journal, .read_only = list}, &l) != TERRA_OK) {
         rc = cli_error("edit", "%s", terra_last_error());
     } else if (list) {
         printf("%s: %zu edits\n", journal, terra_edit_count(l));

@@ -81,3 +81,13 @@ for f in "$corpus"/sceneries/*; do
   { printf "$b"; cat "$f"; } >"$corpus/scenery_seed/$(basename "$f")"
 done
 fuzz_one fuzz_scenery 65536 "$corpus/scenery_seed"
+# edit journals: a mode byte (bit 0 clear: each record's CRC fixed up; bit 1: read-only) before
+# journals terra edit writes (fuzz/fuzz_edit_journal.c)
+mkdir -p "$corpus/journal_seed"; j="$corpus/journal.edits"
+"$build/terra" edit "$j" dig --shape pit --at 10,10 --radius 6 --amount 90 >/dev/null
+"$build/terra" edit "$j" raise --shape box --at 20,5 --radius 8 --half-z 3 --yaw 30 --amount 4 >/dev/null
+"$build/terra" edit "$j" smooth --at 12,12 --radius 40 --falloff 10 --amount 0.5 >/dev/null
+"$build/terra" edit "$j" paint --at 10,10 --radius 5 --surface 9 >/dev/null
+"$build/terra" edit "$j" flatten --at 3000,-2000 --radius 9000 --amount 100 >/dev/null
+for m in 0 2; do { printf "\\x0$m"; cat "$j"; } >"$corpus/journal_seed/mode_$m"; done
+fuzz_one fuzz_edit_journal 4096 "$corpus/journal_seed"

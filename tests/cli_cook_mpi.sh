@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # terra cook on MPI ranks (terra-cook-mpi, OpenMPI's mpirun on this machine, --oversubscribe): the
-# archive of 2 and 3 ranks equals the one-process cook's byte for byte; a rank that dies after its
-# first part fails the job with a message naming it and leaves no archive; the rerun reuses every
-# finished part and builds only the rest; --stage sends node-local parts to rank 0; a failure on
-# every rank is reported rank by rank.
+# archive of 2 and 3 ranks equals the one-process cook's byte for byte; two parts swapped in the
+# parts' folder are built again with a warning naming each file, the rerun the same bytes; a rank
+# that dies after its first part fails the job with a message naming it and leaves no archive; the
+# rerun reuses every finished part and builds only the rest; --stage sends node-local parts to
+# rank 0; a failure on every rank is reported rank by rank.
 set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 bin=$(dirname "$T")
@@ -47,6 +48,20 @@ for n in 2 3; do
   [ -z "$(ls "$work/r$n.terra.cache/r$n.terra.parts/"*.tmp* 2>/dev/null)" ] || fail "temporaries left"
 done
 parts=$(awk '$1=="parts_built"{print $2}' "$work/r2.out")
+
+# two valid parts of the same cook swapped in the parts' folder: each names the other's root, so
+# both are built again (a warning naming each file) and the rerun writes the same bytes
+pd="$work/r2.terra.cache/r2.terra.parts"
+mapfile -t two < <(ls "$pd" | grep '\.part$' | head -2)
+[ "${#two[@]}" = 2 ] || fail "two parts to swap: $(ls "$pd")"
+mv "$pd/${two[0]}" "$pd/swap.tmp" && mv "$pd/${two[1]}" "$pd/${two[0]}" && mv "$pd/swap.tmp" "$pd/${two[1]}"
+mpi 2 "$T" cook "${args[@]}" -o "$work/r2.terra" >"$work/swap.out" 2>"$work/swap.err" || fail "swapped parts: $(cat "$work/swap.err")"
+cmp "$work/one.terra" "$work/r2.terra" || fail "swapped parts: other bytes than one process"
+for f in "${two[@]}"; do
+  grep -q "$pd/$f holds the part of root .*: removed, to be built again" "$work/swap.err" || fail "swapped $f: $(cat "$work/swap.err")"
+done
+[ "$(awk '$1=="parts_built"{print $2}' "$work/swap.out")" = 2 ] &&
+  [ "$(awk '$1=="parts_reused"{print $2}' "$work/swap.out")" = $((parts - 2)) ] || fail "swapped parts: $(cat "$work/swap.out")"
 
 # rank 1 dies after its first part: the job fails naming it, writes no archive
 if TERRA_COOK_MPI_DIE=1:1 mpi 2 "$T" cook "${args[@]}" -o "$work/die.terra" >"$work/die.out" 2>"$work/die.err"; then

@@ -1,7 +1,7 @@
 /* A cook split over processes (terra/cook.h, terra/cook_io.h): the plan of rounds over random
  * grids (every finest tile under exactly one root a round, rounds stacked, owners in range, the
- * stated imbalance the real one); part files read back equal, every truncation and byte flip
- * refused; and the split cook, its processes run one after another here, writing the same archive
+ * stated imbalance the real one); part files read back equal, their key from the head alone, every
+ * truncation and byte flip refused; and the split cook, its processes run one after another here, writing the same archive
  * byte for byte as the whole cook, local and geographic, for 2, 3 and 5 processes, with a lost part
  * rebuilt alone on a rerun and parts of another cook never reused. */
 #include "check.h"
@@ -133,6 +133,22 @@ static void test_part_codec(void) {
                       q.tiles[i].entry.geometric_error == 2.5f,
                   "tile %zu back", i);
         terra_cook_part_free(&q);
+        /* the key from the head alone, as decoded; a head cut short or not a part's is refused */
+        terra_cook_part_key key;
+        CHECK(terra_cook_part_key_read(b, TERRA_COOK_PART_KEY_BYTES, &key) == TERRA_OK && key.fingerprint == p.fingerprint &&
+                  key.bottom == p.bottom && key.depth == p.depth && key.tx == p.root.tx && key.ty == p.root.ty,
+              "key: %s", terra_last_error());
+        for (size_t cut = 0; cut < TERRA_COOK_PART_KEY_BYTES; cut++)
+            CHECK(terra_cook_part_key_read(b, cut, &key) == TERRA_E_CORRUPT, "a key cut at %zu accepted", cut);
+        for (size_t at = 0; at < 12; at++) {
+            b[at] ^= 0x10;
+            CHECK(terra_cook_part_key_read(b, n, &key) == TERRA_E_CORRUPT, "a key with byte %zu flipped accepted", at);
+            b[at] ^= 0x10;
+        }
+        b[28] = (uint8_t)p.bottom; /* depth = bottom: not a round */
+        CHECK(terra_cook_part_key_read(b, n, &key) == TERRA_E_CORRUPT && strstr(terra_last_error(), "bytes 24..31"),
+              "a round of no depth: %s", terra_last_error());
+        b[28] = (uint8_t)p.depth;
         /* every cut and every flipped byte is refused (the checksum, or a count that does not fit) */
         for (size_t cut = 0; cut < n; cut++) {
             uint8_t *c = malloc(cut + 1);

@@ -310,6 +310,19 @@ TERRA_API terra_status terra_cook_part_encode(const terra_cook_part *p, uint8_t 
 TERRA_API terra_status terra_cook_part_decode(const uint8_t *bytes, size_t n, terra_cook_part *out);
 TERRA_API void terra_cook_part_free(terra_cook_part *p);
 
+/* What a part is of, as its head states it (its first 40 bytes): the cook's fingerprint, the
+ * round's depths and the root. A part file's name says the same ("BOTTOM-DEPTH-TX-TY.part"): one
+ * whose head says otherwise was moved or copied and is not the part its name promises. Reads the
+ * head alone (magic, version, depths checked; terra_cook_part_decode checks the whole):
+ * TERRA_E_CORRUPT naming the byte and the problem. */
+typedef struct terra_cook_part_key {
+    uint64_t fingerprint;
+    int bottom, depth;
+    int32_t tx, ty;
+} terra_cook_part_key;
+#define TERRA_COOK_PART_KEY_BYTES 40
+TERRA_API terra_status terra_cook_part_key_read(const uint8_t *bytes, size_t n, terra_cook_part_key *out);
+
 /* ---- encoding -------------------------------------------------------------------------------- */
 
 /* One tile as quantized-mesh-1.0 bytes (raw, uncompressed) for the grid's frame: u, v from the

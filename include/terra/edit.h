@@ -19,17 +19,25 @@
  *
  * Ranges stay conservative: each edit over a rectangle widens the base's range by what it can do
  * there (raise its amount up, dig down to its floor, flatten to its height, smooth by the base's
- * own range around). A point costs its base plus the edits whose bounds hold it (a grid finds its
- * edits once).
+ * own range around); over many edits, by what the edits over any one point can do together.
+ *
+ * Cost: edits are indexed by region, so a query (a point, a grid, a range) costs its base plus the
+ * edits near it, whatever the number of edits elsewhere; heights are those of replaying every edit
+ * in order. What one place can take is capped: an edit that would bring more than
+ * TERRA_EDIT_MAX_OVERLAP edits (a smooth counting 4) to some point's index cells is refused
+ * (TERRA_E_CAPACITY), as every query there replays them all.
  *
  * The journal: edits are appended to a file as they are applied (a header, then one fixed-size
  * record per edit with its CRC-32C), and replayed on create, so two processes with the same base
  * and journal give bit-identical heights everywhere. A last record cut short or not matching its
  * CRC (a write torn by a crash) is dropped with a warning and cut from the file; a damaged record
- * before the last is an error naming the file and the offset, and nothing is replayed. Each edit
- * reaches the operating system as it is applied (a process that dies loses none); the file is
- * synced to the disk when the layer is destroyed (a machine that loses power after that loses none:
- * not per edit, which could stall a frame that paints).
+ * before the last, or one that terra_edit_apply would refuse, is an error naming the file, the
+ * edit's number and its byte, and nothing is replayed. Appends and replays that may cut take the
+ * file's exclusive lock (fcntl), read-only replays the shared one: one process's replay never
+ * takes another's append in progress for a torn record. Each edit reaches the operating system as it is applied
+ * (a process that dies loses none); the file is synced to the disk when the layer is destroyed (a
+ * machine that loses power after that loses none: not per edit, which could stall a frame that
+ * paints).
  */
 /* Threads: the layer's source may be called from any number of threads at once (source.h), also
  * while terra_edit_apply runs on another: each call sees the edits before or after it, whole.
@@ -63,15 +71,20 @@ typedef struct terra_edit {
     double yaw;           /* box turn, radians */
     double falloff;       /* metres outside the shape over which the edit fades out; >= 0 */
     double amount;        /* metres (raise, lower: >= 0), a height (flatten, dig), a fraction (smooth) */
-    terra_surface surface; /* paint */
+    terra_surface surface; /* paint: 1..255 (0 names no surface) */
 } terra_edit;
 
 #define TERRA_EDIT_MAX_EXTENT 1e7 /* metres: |x|, |z|, radius, half_z, falloff at most */
 #define TERRA_EDIT_MAX_AMOUNT 1e5 /* |amount| at most */
+/* What one place takes: the edits a point query meets (those listed in its index cells), a smooth
+ * counting 4 (it samples the base at four points around each point) */
+#define TERRA_EDIT_MAX_OVERLAP 256
 
 typedef struct terra_edit_layer_desc {
     const terra_source *base; /* required; must outlive the layer; smooth needs its height_at */
     const char *journal;      /* the journal file (created if missing), or NULL: edits in memory only */
+    bool read_only;           /* replay the journal (which must exist) without ever writing it: a torn
+                                 last edit is left out, not cut; terra_edit_apply refuses */
 } terra_edit_layer_desc;
 
 typedef struct terra_edit_layer terra_edit_layer;
@@ -81,8 +94,8 @@ TERRA_API terra_status terra_edit_layer_create(const terra_edit_layer_desc *desc
 TERRA_API void terra_edit_layer_destroy(terra_edit_layer *l);
 /* The edited ground; owned by the layer. */
 TERRA_API terra_source *terra_edit_layer_source(terra_edit_layer *l);
-/* Checks an edit (TERRA_E_INVALID naming the field), appends it to the journal (TERRA_E_IO), and
- * applies it. region (may be NULL): the rectangle x0, z0, x1, z1 outside which no height or surface
+/* Checks an edit (TERRA_E_INVALID naming the field; TERRA_E_CAPACITY past the overlap cap), appends
+ * it to the journal (TERRA_E_IO), and applies it. region (may be NULL): the rectangle x0, z0, x1, z1 outside which no height or surface
  * changed: what a streamer and colliders stand again. */
 TERRA_API terra_status terra_edit_apply(terra_edit_layer *l, const terra_edit *e, double region[4]);
 /* Edits applied (replayed ones included). */

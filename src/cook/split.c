@@ -244,28 +244,41 @@ void terra_cook_part_free(terra_cook_part *p) {
     memset(p, 0, sizeof *p);
 }
 
-terra_status terra_cook_part_decode(const uint8_t *b, size_t n, terra_cook_part *out) {
+terra_status terra_cook_part_key_read(const uint8_t *b, size_t n, terra_cook_part_key *out) {
     memset(out, 0, sizeof *out);
-    if (n < PART_HEAD + 4 || memcmp(b, PART_MAGIC, 8))
+    if (n < TERRA_COOK_PART_KEY_BYTES || memcmp(b, PART_MAGIC, 8))
         return terra_fail(TERRA_E_CORRUPT, "cook part: not a part file (%zu bytes, no '%s' at byte 0)", n, PART_MAGIC);
     if (get32(b + 8) != 1) return terra_fail(TERRA_E_CORRUPT, "cook part: version %u at byte 8, not 1", get32(b + 8));
+    *out = (terra_cook_part_key){.fingerprint = get64(b + 16), .bottom = (int32_t)get32(b + 24), .depth = (int32_t)get32(b + 28),
+                                 .tx = (int32_t)get32(b + 32), .ty = (int32_t)get32(b + 36)};
+    if (out->bottom < 0 || out->depth <= out->bottom || out->depth > 30)
+        return terra_fail(TERRA_E_CORRUPT, "cook part: depths %d..%d at bytes 24..31 are not a round's", out->bottom, out->depth);
+    return TERRA_OK;
+}
+
+terra_status terra_cook_part_decode(const uint8_t *b, size_t n, terra_cook_part *out) {
+    memset(out, 0, sizeof *out);
+    terra_cook_part_key key;
+    terra_status st = terra_cook_part_key_read(b, n, &key);
+    if (st != TERRA_OK) return st;
+    if (n < PART_HEAD + 4)
+        return terra_fail(TERRA_E_CORRUPT, "cook part: %zu bytes, fewer than a part's head and checksum", n);
     if (get32(b + n - 4) != terra_crc32c(0, b, n - 4))
         return terra_fail(TERRA_E_CORRUPT, "cook part: the checksum at byte %zu does not match (truncated or damaged)", n - 4);
     const uint32_t flags = get32(b + 12);
     if (flags > 3) return terra_fail(TERRA_E_CORRUPT, "cook part: unknown flags %#x at byte 12", flags);
     const bool nrm = flags & 1, mat = flags & 2;
-    out->fingerprint = get64(b + 16);
-    out->bottom = (int32_t)get32(b + 24), out->depth = (int32_t)get32(b + 28);
+    out->fingerprint = key.fingerprint;
+    out->bottom = key.bottom, out->depth = key.depth;
     terra_cook_root *r = &out->root;
-    r->tx = (int32_t)get32(b + 32), r->ty = (int32_t)get32(b + 36);
+    r->tx = key.tx, r->ty = key.ty;
     r->error = getd(b + 40), r->finest_error = getd(b + 48);
     const uint32_t nv = get32(b + 56), nt = get32(b + 60), nf = get32(b + 64), tiles = get32(b + 68);
     const uint64_t body = body_bytes(nv, nt, nf, nrm, mat);
-    if (out->bottom < 0 || out->depth <= out->bottom || out->depth > 30 || body > n - PART_HEAD - 4 ||
-        (uint64_t)tiles * PART_TILE_HEAD > n - PART_HEAD - 4 - body)
-        return terra_fail(TERRA_E_CORRUPT, "cook part: depth %d, %u vertices, %u triangles, %u finest tiles and %u tiles "
-                          "(bytes 24..71) do not fit in %zu bytes", out->depth, nv, nt, nf, tiles, n);
-    terra_status st = terra_cook_mesh_reserve(&r->mesh, nv, nt, nrm, mat);
+    if (body > n - PART_HEAD - 4 || (uint64_t)tiles * PART_TILE_HEAD > n - PART_HEAD - 4 - body)
+        return terra_fail(TERRA_E_CORRUPT, "cook part: %u vertices, %u triangles, %u finest tiles and %u tiles (bytes 56..71) "
+                          "do not fit in %zu bytes", nv, nt, nf, tiles, n);
+    st = terra_cook_mesh_reserve(&r->mesh, nv, nt, nrm, mat);
     r->finest = terra_alloc(2 * (size_t)nf * sizeof *r->finest + 1);
     out->tiles = terra_alloc((size_t)tiles * sizeof *out->tiles + 1);
     if (st == TERRA_OK && (!r->finest || !out->tiles)) st = terra_fail(TERRA_E_NOMEM, "cook part: out of memory");
