@@ -65,7 +65,6 @@ fuzz_one fuzz_serve_request 4096 "$corpus/serve_seed"
 mkdir -p "$corpus/mesh_seed"
 for i in 0 1 2 3 4 5; do { printf "\\x$(printf %02x $((2 * i)))"; seq $((7 * i)) $((100 * i + 60)) | tr -d '\n'; } >"$corpus/mesh_seed/recipe_$i"; done
 fuzz_one fuzz_tile_mesh 65536 "$corpus/mesh_seed"
-echo "fuzz: no crashes (artifacts would be in $art)"
 # the split cook's part files: a mode byte (even: the checksum fixed up after mutation) before parts
 # tests/test_cook_split.c writes
 mkdir -p "$corpus/part_seed" "$corpus/parts"
@@ -91,3 +90,4 @@ mkdir -p "$corpus/journal_seed"; j="$corpus/journal.edits"
 "$build/terra" edit "$j" flatten --at 3000,-2000 --radius 9000 --amount 100 >/dev/null
 for m in 0 2; do { printf "\\x0$m"; cat "$j"; } >"$corpus/journal_seed/mode_$m"; done
 fuzz_one fuzz_edit_journal 4096 "$corpus/journal_seed"
+echo "fuzz: no crashes (artifacts would be in $art)"
