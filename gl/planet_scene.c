@@ -29,6 +29,7 @@ struct terra_gl_planet {
     terra_gl_planet_desc d;
     terra_gl *gl;
     terra_planet_select *sel;
+    double asked_sse; /* tau as asked (the selection's may be raised: select_fitting) */
     terra_pool *pool;
     terra_job_queue *queue;
     build_job jobs[JOBS];
@@ -166,6 +167,7 @@ terra_status terra_gl_planet_create(const terra_gl_planet_desc *desc, terra_gl_p
                                                        .planet = d.planet},
                                       &s->gl);
     if (st == TERRA_OK) st = terra_planet_select_create(&d.select, d.planet, &s->sel);
+    if (st == TERRA_OK) s->asked_sse = terra_planet_select_sse(s->sel);
     if (st == TERRA_OK) st = terra_pool_create(&(terra_pool_desc){.threads = d.threads}, &s->pool);
     if (st == TERRA_OK) st = terra_job_queue_create(&s->queue);
     if (st == TERRA_OK && (!map_init(&s->index, d.capacity_tiles) || !set_init(&s->standins, d.capacity_tiles) ||
@@ -224,6 +226,34 @@ static int by_level_down(const void *a, const void *b) { /* coarsest first */
     return (la < lb) - (la > lb);
 }
 
+/* A view that asks for more tiles than the selection holds (a tiny tau, a tall picture, a wide field of
+ * view) is drawn at a coarser tau, doubled until it fits, with a warning; while it is raised, each frame
+ * first tries half of it again, back down to the tau asked for. */
+static terra_status select_fitting(terra_gl_planet *s, terra_vec3 eye, const terra_frustum *fr, const terra_planet_tile **tiles,
+                                   int *n) {
+    const double was = terra_planet_select_sse(s->sel);
+    double tau = was;
+    terra_status st = TERRA_E_CAPACITY;
+    if (tau > s->asked_sse) {
+        terra_planet_select_set_sse(s->sel, fmax(tau / 2, s->asked_sse));
+        if ((st = terra_planet_select_run(s->sel, eye, fr, tiles, n)) != TERRA_E_CAPACITY) tau = terra_planet_select_sse(s->sel);
+        else terra_planet_select_set_sse(s->sel, tau);
+    }
+    if (st == TERRA_E_CAPACITY) st = terra_planet_select_run(s->sel, eye, fr, tiles, n);
+    while (st == TERRA_E_CAPACITY && tau < 1000) {
+        terra_planet_select_set_sse(s->sel, tau *= 2);
+        st = terra_planet_select_run(s->sel, eye, fr, tiles, n);
+    }
+    if (st == TERRA_E_CAPACITY) { /* no tau fits: the error, and the tau asked for again */
+        terra_planet_select_set_sse(s->sel, s->asked_sse);
+        return st;
+    }
+    if (st == TERRA_OK && tau > was)
+        terra_log(TERRA_LOG_WARN, "gl planet: the view asks for more than %d tiles at a screen-space error of %g px: drawn at %g px",
+                  s->d.select.max_tiles, s->asked_sse, tau);
+    return st;
+}
+
 terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, const terra_gl_style *style,
                                    terra_gl_frame_stats *fs) {
     terra_gl_frame_stats f = {0};
@@ -237,17 +267,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     const terra_planet_tile *tiles;
     int n;
     double t0 = terra_now_s();
-    terra_status st = terra_planet_select_run(s->sel, c.eye, &fr, &tiles, &n);
-    /* A view that asks for more tiles than the selection holds (a tiny tau, a tall picture, a wide
-     * field of view) is drawn from then on at a coarser tau, doubled until it fits, and says so. */
-    const double asked = terra_planet_select_sse(s->sel);
-    for (double tau = asked; st == TERRA_E_CAPACITY && tau < 1000;) {
-        terra_planet_select_set_sse(s->sel, tau *= 2);
-        st = terra_planet_select_run(s->sel, c.eye, &fr, &tiles, &n);
-        if (st != TERRA_E_CAPACITY)
-            terra_log(TERRA_LOG_WARN, "gl planet: the view asks for more than %d tiles at a screen-space error of %g px: "
-                      "drawn at %g px", s->d.select.max_tiles, asked, tau);
-    }
+    terra_status st = select_fitting(s, c.eye, &fr, &tiles, &n);
     f.select_ms = (terra_now_s() - t0) * 1e3;
     if (st != TERRA_OK) return st;
     t0 = terra_now_s();

@@ -69,7 +69,8 @@ static void derive_ranges(terra_select_desc *d, double sse_k) {
     }
 }
 
-/* As many tiles as the ranges can select (at least 4096): a level-L tile is drawn only where it or its
+/* As many tiles as the ranges can select (4096 to 65536: a stream holds wanted lists of as many per
+ * camera and focus): a level-L tile is drawn only where it or its
  * parent lies within range(L) of the eye, so it lies within range(L) + its parent's diagonal, a disc
  * holding at most pi (range(L) / side + 2 sqrt 2)^2 of its tiles. */
 static int max_tiles_for(const terra_select_desc *d) {
@@ -78,7 +79,7 @@ static int max_tiles_for(const terra_select_desc *d) {
         const double k = d->ranges[l] / ldexp(d->grid.tile0_size, l) + 2 * sqrt(2.0);
         n += floor(3.14159265358979323846 * k * k);
     }
-    return n < 4096 ? 4096 : n > TERRA_SELECT_MAX_TILES ? TERRA_SELECT_MAX_TILES : (int)n;
+    return n < 4096 ? 4096 : n > 65536 ? 65536 : (int)n;
 }
 
 terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select_desc *out) {
@@ -156,6 +157,11 @@ terra_status terra_select_desc_resolve(const terra_select_desc *in, terra_select
     for (int l = d.levels; l <= TERRA_TILE_MAX_LEVEL; l++) d.ranges[l] = 0;
     if (d.max_tiles == 0) d.max_tiles = max_tiles_for(&d);
     const double top_range = d.ranges[d.levels - 1], top_side_now = ldexp(d.grid.tile0_size, d.levels - 1);
+    if (!(top_range <= TERRA_SELECT_MAX_RANGE_TILES * top_side_now) && derive)
+        return terra_fail(TERRA_E_INVALID,
+                          "select: with morph_start_ratio %g the morph margins alone take the coarsest level's range to "
+                          "%g m, past %d of its tiles (%g m): a larger morph_start_ratio or fewer levels",
+                          d.morph_start_ratio, top_range, TERRA_SELECT_MAX_RANGE_TILES, TERRA_SELECT_MAX_RANGE_TILES * top_side_now);
     if (!(top_range <= TERRA_SELECT_MAX_RANGE_TILES * top_side_now))
         return terra_fail(TERRA_E_INVALID,
                           "select: the coarsest level's range, range0 x range_ratio^(levels - 1) = %g m, must be at "

@@ -35,7 +35,7 @@ typedef struct terra_select_desc {
     double morph_start_ratio;  /* fraction of each level's band [previous range, range] before its
                                   morph starts, in (0, 1); 0 = 0.5 */
     int max_tiles;             /* capacity of a frame's output, up to 2^20; 0 = as many as the ranges
-                                  can select (at least 4096) */
+                                  can select, from 4096 to 65536 */
     double bounds[4];          /* world rectangle min x, min z, max x, max z; all zero = no edge.
                                   Tiles wholly outside are never selected. */
     int range_cache_size;      /* sibling groups whose height ranges are remembered (power of two,
@@ -110,7 +110,8 @@ TERRA_API terra_status terra_select_desc_resolve(const terra_select_desc *in, te
  * tile0_size × 2^(levels − 1), are at most TERRA_SELECT_MAX_SIDE (2^44 m) on a side, and the
  * coarsest level's range, range0 × range_ratio^(levels − 1), is at most TERRA_SELECT_MAX_RANGE_TILES
  * of them (the defaults give about 8.5). A derived range is at most
- * TERRA_SELECT_MAX_DERIVED_RANGE_TILES of its level's tiles (the default world's are 3 to 25 tiles at
+ * TERRA_SELECT_MAX_DERIVED_RANGE_TILES of its level's tiles, or the morph margin's least where that is
+ * farther (a morph_start_ratio under about 0.09) (the default world's are 3 to 25 tiles at
  * the defaults, 540 and 1080 pixels high), so however much a view asks for (a tiny tau, a tall
  * viewport, a narrow field of view), a level stays a ring of a few thousand tiles at most: past that
  * the next level takes over, its error projecting above tau. */
