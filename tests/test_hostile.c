@@ -8,15 +8,19 @@
  * decompression bombs and raw sizes that lie; each in every compression and in a fine tile and in
  * the coarsest (the one the rules are read from).
  * The archive as a whole (assembled byte by byte): metadata that is not JSON, empty, nested 100,000
- * deep, not an object, with bytes after it or a member twice; tile_size_m negative, a string,
- * 1e-300, 1e308 or missing; bounds inverted, of three numbers, of strings, an object, at 1e15 m,
- * beyond the tiles or missing; a frame, mesh kind or extension list that lies; levels missing
+ * deep, not an object, with bytes after it, a NUL after it or inside it (a member only cJSON's full
+ * parse sees), bounds given twice, name given twice (in another case: layer.json reads it);
+ * tile_size_m negative, a string, 1e-300, 1e308 or missing; bounds inverted, of three numbers, of
+ * strings, an object, at 1e15 m, beyond the tiles or missing; a frame, mesh kind or extension list that lies; levels missing
  * between the coarsest and the finest or at the finest; no tiles; a tile at x = y = 2^27 - 1, on
  * face 3, at level 31; entry heights of +-3e38, a negative error or edge, entry or header flags
- * 0xff; a TIN archive whose metadata is not JSON; geographic keys and bounds out of range. And the
+ * 0xff; a TIN archive whose metadata is not JSON; geographic keys and bounds out of range; a tile
+ * above the coarsest level far outside the bounds (the rules must not come from it). And the
  * tolerated (docs/FORMAT.md): members and extension names terra does not know, extensions the
  * metadata does not list, errors below a child's, counts the index contradicts, grids called
- * "tin", an honest TIN archive and an honest geographic one.
+ * "tin", 25 levels (render, fly and view refuse them by name), a sparse TIN archive (a diagonal
+ * line of tiles), an honest TIN archive and an honest geographic one; and a diagonal strip of
+ * ground cooked by terra cook.
  *
  * Each product has one verdict, and the test asserts that each of these gives it, without a crash,
  * a hang or a flood of messages:

@@ -132,13 +132,12 @@ typedef struct terra_archive_layout {
  * decoding more than the coarsest tile:
  *  - the metadata: one JSON object, nothing after it, no NUL byte, no member terra writes given
  *    twice; "frame" (when given) the header's; "mesh" "grid" (or absent) or "tin"; "extensions" a
- *    list of names; local frame: "tile_size_m" from
- *    1e-6 m, "bounds" four finite numbers x0 < x1, z0 < z1 within the tiles' coordinates and 2^44 m;
- *    geographic: "bounds" (when given) four numbers west < east in -180..180, south < north in
- *    -90..90; "format" and "tile_format" (when given) terra's;
+ *    list of names; local frame: "tile_size_m" from 1e-6 m, "bounds" four finite numbers x0 < x1,
+ *    z0 < z1 within the tiles' coordinates and 2^44 m; geographic: "bounds" (when given) four
+ *    numbers west < east in -180..180, south < north in -90..90; "format" and "tile_format" (when
+ *    given) terra's;
  *  - every index entry (terra_archive_entry_at), in strictly increasing order, on face 0, its tile
  *    inside the frame's grid and the bounds (geographic: but the two roots);
- * Messages name tiles by terra_archive_tile_name: once the index reads in order, with z/x/y.
  *  - the pyramid: a tile at least; every level from 0 to the coarsest holds tiles and every tile but
  *    the roots (local: the coarsest level; geographic: level 0) has its parent; local frame: the
  *    coarsest tiles at most 2^44 m (what terra draws), the levels laid out whole (each from its
@@ -149,6 +148,7 @@ typedef struct terra_archive_layout {
  * metadata that the index contradicts, tiles whose error is below one of their children's; and two
  * that render, fly and view refuse by name (the archive source and mesh), export and serve take:
  * grids of fewer than 16 cells, local archives of more than 24 levels.
+ * Messages name tiles by terra_archive_tile_name, with z/x/y once the index reads in order.
  * report (may be NULL) hears of every problem and note; out (may be NULL) receives the layout on
  * success. TERRA_E_CORRUPT (TERRA_E_IO, TERRA_E_NOMEM when reading failed) naming the first problem
  * and how many more there are. */
