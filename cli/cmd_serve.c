@@ -293,8 +293,7 @@ static terra_status gen_open(server *s, generation **out) {
         snprintf(g->etag, sizeof g->etag, "\"%llx-%llx-%llx.%09ld\"", (unsigned long long)g->id.ino,
                  (unsigned long long)g->id.size, (unsigned long long)g->id.mtime.tv_sec, (long)g->id.mtime.tv_nsec);
         const terra_archive_reader r = {.user = g, .size = (uint64_t)g->id.size, .read = fd_read};
-        st = g->id.exists ? terra_archive_open_reader(s->path, &r, &g->archive)
-                          : terra_fail(TERRA_E_IO, "%s: cannot stat: %s", s->path, strerror(errno));
+        st = terra_archive_open_reader(s->path, &r, &g->archive);
     }
     terra_archive_layout layout; /* what every reader checks; the rules each tile sent is held to */
     if (st == TERRA_OK && (st = terra_archive_validate(g->archive, NULL, NULL, &layout)) == TERRA_OK) g->rules = layout.rules;
@@ -587,9 +586,9 @@ static enum MHD_Result send_owned(struct MHD_Connection *c, uint8_t *data, size_
 static enum MHD_Result send_tile(server *s, generation *g, struct MHD_Connection *c, const serve_request *r) {
     terra_tile_key key;
     terra_archive_entry e;
-    /* the request names the tile in log lines: its z/x/y path, unambiguous beside the archive's names */
+    /* log lines name the tile by the request's path, z/x/y, as the archive's messages do */
     char req[80];
-    snprintf(req, sizeof req, "GET /%d/%lld/%lld.terrain", r->z, (long long)r->x, (long long)r->y);
+    snprintf(req, sizeof req, "/%d/%lld/%lld.terrain", r->z, (long long)r->x, (long long)r->y);
     if (!terra_tms_to_key(&g->map, r->z, r->x, r->y, &key)) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
     terra_status st = terra_archive_find(g->archive, key, &e);
     if (st == TERRA_E_NOT_FOUND) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
@@ -639,7 +638,7 @@ static ssize_t read_part(void *cls, uint64_t pos, char *buf, size_t max) {
     /* bytes read after the file was rewritten in place would splice two files under one ETag: the
      * response ends short instead (the connection closes, which is how HTTP says a body was cut) */
     if (!gen_unchanged(f->g)) {
-        serve_log(f->g->s, "GET /archive.terra: %s changed while byte %llu went out: the response is cut short",
+        serve_log(f->g->s, "/archive.terra: %s changed while byte %llu went out: the response is cut short",
                   f->g->s->path, (unsigned long long)at);
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }

@@ -490,7 +490,7 @@ grep -q "over the limit" "$work/bomb.err" || fail "the stated bomb not reported:
 grep -q "does not inflate to the 1000 bytes\|decompresses to more than its stated 1000 bytes" "$work/bomb.err" \
   || fail "the lying bomb not reported: $(cat "$work/bomb.err")"
 # a log line names the tile one way: the request's z/x/y, and the archive's name for it the same
-grep -q "GET /0/0/1.terrain: .*: tile 0/0/1 (level 0, x 0, y 1): decompresses to more than" "$work/bomb.err" \
+grep -q "/0/0/1.terrain: .*: tile 0/0/1 (level 0, x 0, y 1): decompresses to more than" "$work/bomb.err" \
   || fail "the lying bomb's tile named two ways: $(cat "$work/bomb.err")"
 kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
 
