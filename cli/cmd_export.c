@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void help(FILE *f) {
     fprintf(f, "Usage: terra export [OPTIONS] ARCHIVE DIR\n\n"
@@ -16,7 +17,8 @@ static void help(FILE *f) {
                "server and CesiumJS's CesiumTerrainProvider. Tiles are written uncompressed so they load\n"
                "without server configuration. The archive is checked first as terra info --verify checks\n"
                "it: an archive with any problem (each named, the first %d, then a count) is refused with\n"
-               "exit 1 and nothing written. layer.json is written last: a tree that has one is whole.\n\n"
+               "exit 1 and nothing written. layer.json is written last (one already in DIR is removed\n"
+               "before the tiles are written): a tree that has one is whole.\n\n"
                "Options:\n"
                "  --gzip     write gzip-compressed tiles (the server must then send\n"
                "             Content-Encoding: gzip for *.terrain)\n"
@@ -70,7 +72,7 @@ int cmd_export(int argc, char **argv) {
     terra_tms_map map;
     char *layer = NULL;
     int status = EXIT_OK;
-    char buf[4096];
+    char buf[4096], name[TERRA_ARCHIVE_NAME_SIZE];
     /* every problem before anything is written: what verify refuses is not exported in part */
     if ((status = cli_verify_archive("export", a)) != EXIT_OK) goto done;
     if (terra_archive_tms_map(a, &map) != TERRA_OK || terra_archive_layer_json(a, &map, &layer) != TERRA_OK) {
@@ -83,7 +85,13 @@ int cmd_export(int argc, char **argv) {
         goto done;
     }
     /* verified: the index is sorted without repeats, every tile has its place in the z/x/y tree;
-     * layer.json comes last, so a tree that has one is whole */
+     * layer.json comes last, so a tree that has one is whole: one left by an earlier export goes
+     * first, or a failure below would leave it over a tree it no longer describes */
+    snprintf(buf, sizeof buf, "%s/layer.json", dir);
+    if (unlink(buf) != 0 && errno != ENOENT) {
+        status = cli_error("export", "%s: cannot remove the earlier export's: %s", buf, strerror(errno));
+        goto done;
+    }
     const uint64_t n = terra_archive_get_info(a)->tile_count;
     uint64_t bytes = 0;
     for (uint64_t i = 0; i < n && status == EXIT_OK; i++) {
@@ -94,8 +102,8 @@ int cmd_export(int argc, char **argv) {
         size_t rn = 0, on = 0;
         terra_status st = terra_archive_entry_at(a, i, &e);
         if (st == TERRA_OK && !terra_tms_from_key(&map, e.key, &z, &x, &y))
-            st = terra_fail(TERRA_E_CORRUPT, "%s: tile %d/%d/%d has no place in the z/x/y tree", path,
-                            terra_tile_key_level(e.key), terra_tile_key_x(e.key), terra_tile_key_y(e.key));
+            st = terra_fail(TERRA_E_CORRUPT, "%s: %s has no place in the z/x/y tree", path,
+                            terra_archive_tile_name(a, e.key, NULL, name, sizeof name));
         if (st == TERRA_OK) st = terra_archive_read_entry(a, &e, &raw, &rn);
         if (st == TERRA_OK && gzip) st = terra_compress(TERRA_COMPRESS_GZIP, 0, raw, rn, &out, &on);
         if (st == TERRA_OK) {

@@ -54,7 +54,7 @@ static int print_tile(terra_archive *a, const char *zxy) {
     terra_archive_layout layout;
     terra_qmesh m;
     if (terra_archive_validate(a, NULL, NULL, &layout) != TERRA_OK || terra_archive_find(a, key, &e) != TERRA_OK ||
-        terra_archive_check_tile(a, &e, &layout.rules, &m, NULL) != TERRA_OK)
+        terra_archive_check_tile_bytes(a, &e, &layout.rules, &map, &m, false, NULL, NULL) != TERRA_OK)
         return cli_error("info", "%s", terra_last_error());
     const size_t n = e.raw_size;
     uint32_t hu = 0x811c9dc5u, hv = hu, hh = hu, hi = hu, hn = hu, hm = hu;

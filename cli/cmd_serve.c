@@ -1,8 +1,9 @@
 /* terra serve ARCHIVE: layer.json and tiles straight from an archive over HTTP (libmicrohttpd).
  *
  * Hardened against its file and its clients:
- * - The archive is read with pread, never mapped: a file truncated or rewritten in place under the
- *   server gives read errors (500), not SIGBUS. A watcher thread stats the path and reopens the
+ * - The archive is read with pread through one descriptor per opening (whose identity is the
+ *   ETag), never mapped: a file truncated or rewritten in place under the server gives read errors
+ *   (500), not SIGBUS, and cuts /archive.terra short. A watcher thread stats the path and reopens the
  *   archive when it changes (rename, cp, rsync --inplace); while the changed file cannot be opened
  *   tiles are 503. Requests hold a reference to the opening they started with, and each request
  *   first checks (fstat) that the opened file is unchanged: one truncated or rewritten in place is
@@ -19,9 +20,10 @@
  *   line twice): a bad head is one 400, and the connection closes.
  * - Connections: kept alive between requests (HTTP/1.1). Capped in all and per client address;
  *   a client over its cap gets room by closing its own connection that has waited longest for a
- *   request, so idle connections cannot lock a client out. The watcher closes any connection whose
- *   request has not fully arrived --request-timeout seconds after it began (after the connection
- *   or the previous response): a byte a second no longer holds a connection for ever. */
+ *   request, so idle connections cannot lock a client out. A sweeper thread closes any connection
+ *   whose request has not fully arrived --request-timeout seconds after it began (after the
+ *   connection or the previous response): a byte a second no longer holds a connection for ever.
+ *   It is not the watcher's thread, so a reopen however long never holds the sweep up. */
 #include "cli.h"
 #include "serve_request.h"
 #include "terra/archive_io.h"
@@ -57,12 +59,12 @@ typedef struct file_id {
 /* One opening of the archive file. */
 typedef struct generation {
     server *s;
-    terra_archive *archive;
+    terra_archive *archive; /* read through fd (a local file), or from the URL */
     terra_tms_map map;
     char *layer_json;
     const char *content_type;
     terra_tile_rules rules; /* every tile sent passes them, as every reader's tiles do */
-    int fd;        /* the file as opened, to notice a change in place before answering; -1 for a URL */
+    int fd;        /* the file as opened, the one descriptor every byte served is read through; -1 for a URL */
     file_id id;    /* of fd when opened */
     char etag[96]; /* /archive.terra's strong entity tag, from id; "" for a URL */
     unsigned refs; /* under server.lock: the server's own, and one per request or response using it */
@@ -161,21 +163,33 @@ static void serve_log(server *s, const char *fmt, ...) {
  * the same limit: a thousand slow clients must not write a thousand lines. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) { serve_vlog(cls, fmt, ap); }
 
+/* stray_lines() reads libmicrohttpd 0.9.75's layout of the head; later versions parse folded lines
+ * themselves, and terra does not look for them there */
+#if MHD_VERSION <= 0x00097500
+static const char obs_fold_caveat[] = "";
+#else
+static const char obs_fold_caveat[] = " with libmicrohttpd 0.9.75 and earlier (this build's newer one parses\n"
+                                      "them itself)";
+#endif
+
 static void help(FILE *f) {
     fprintf(f,
             "Usage: terra serve [OPTIONS] ARCHIVE\n\n"
             "Serves ARCHIVE to Cesium clients: GET /layer.json and GET /{z}/{x}/{y}.terrain. Gzip tiles are\n"
             "sent as stored with Content-Encoding: gzip to clients that accept gzip (decompressed for the\n"
-            "others); zstd tiles are decompressed. CORS is open. Absent tiles are 404, malformed requests\n"
-            "400. Runs until interrupted (Ctrl-C, SIGTERM).\n\n"
+            "others); zstd and packed tiles are decompressed. Each tile is first held to the rules every\n"
+            "terra reader applies (one they refuse is 500), and the bytes sent are the bytes checked.\n"
+            "CORS is open. Absent tiles are 404, malformed requests 400. Runs until interrupted (Ctrl-C,\n"
+            "SIGTERM).\n\n"
             "GET /archive.terra is the archive file itself, whole or the byte range asked for (Range:\n"
             "bytes=a-b, a-, -n; 206, or 416 past the end) with a strong ETag; If-Range with another\n"
             "validator (another or weak ETag, a date) gets the whole file (200). It is the origin for a\n"
             "CDN, or for terra reading the archive over HTTP (--archive http://HOST:PORT/archive.terra).\n\n"
             "The archive is read, not mapped: when it is replaced or rewritten in place, the server\n"
             "reopens it; meanwhile requests are 503 (Retry-After: 1), or 500 for a tile that cannot be\n"
-            "read. Connections are kept alive between requests. Requests with malformed framing\n"
-            "(obs-fold, a bad or repeated Content-Length, HTTP/1.1 without Host...) are 400 and closed.\n"
+            "read, and a response of /archive.terra going out is cut short. Connections are kept alive\n"
+            "between requests. Requests with malformed framing (a bad or repeated Content-Length,\n"
+            "HTTP/1.1 without Host...) are 400 and closed; so are folded header lines (obs-fold)%s.\n"
             "ARCHIVE may be an http:// or https:// URL (a static host answering range requests): it is\n"
             "read from there, as the environment says (TERRA_HTTP_TIMEOUT_MS, TERRA_HTTP_RETRIES,\n"
             "TERRA_HTTP_STALL_S, TERRA_HTTP_LOG=1), and never reopened.\n\n"
@@ -199,7 +213,7 @@ static void help(FILE *f) {
             "  --max-query-params N    parameters after '?' (default 16; 0..1000); more are 414\n"
             "  --max-tile-mb N         largest tile served, stored or decompressed, in MiB (default 16;\n"
             "                          1..%u); larger ones are 500 and never inflated\n",
-            TERRA_ARCHIVE_MAX_RAW_SIZE >> 20);
+            obs_fold_caveat, TERRA_ARCHIVE_MAX_RAW_SIZE >> 20);
 }
 
 /* ---- the archive, reopened when the file changes ------------------------------------------- */
@@ -238,13 +252,30 @@ static bool same_id(const file_id *a, const file_id *b) {
 
 static void gen_destroy(generation *g) {
     if (!g) return;
-    if (g->fd >= 0) close(g->fd);
     terra_free(g->layer_json);
     terra_archive_close(g->archive);
+    if (g->fd >= 0) close(g->fd);
     terra_free(g);
 }
 
-/* Opens the archive with pread (a mapping would die of SIGBUS when the file shrinks). */
+/* The archive's reader: pread on the opening's descriptor (never a mapping, which would die of
+ * SIGBUS when the file shrinks). */
+static terra_status fd_read(void *user, uint64_t offset, void *buf, size_t n) {
+    const generation *g = user;
+    for (uint8_t *p = buf; n;) {
+        const ssize_t r = pread(g->fd, p, n, (off_t)offset);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return terra_fail(TERRA_E_IO, "%s: read failed at %llu: %s", g->s->path, (unsigned long long)offset,
+                              r ? strerror(errno) : "the file ends there (truncated)");
+        p += r, n -= (size_t)r, offset += (uint64_t)r;
+    }
+    return TERRA_OK;
+}
+
+/* Opens the archive. A file is opened once: the descriptor its identity (and ETag) is taken from is
+ * the one every byte is read through, so a rename in between cannot pair one file's bytes with
+ * another's tag. */
 static terra_status gen_open(server *s, generation **out) {
     *out = NULL;
     generation *g = terra_calloc(1, sizeof *g);
@@ -252,8 +283,18 @@ static terra_status gen_open(server *s, generation **out) {
     g->s = s;
     g->refs = 1;
     g->fd = -1;
-    terra_archive_open_desc od = {.use_pread = true};
-    terra_status st = terra_archive_open(s->path, &od, &g->archive);
+    terra_status st = TERRA_OK;
+    if (terra_archive_path_is_url(s->path)) { /* a URL is not a file: no fd, no check, no ETag */
+        st = terra_archive_open(s->path, NULL, &g->archive);
+    } else if ((g->fd = open(s->path, O_RDONLY | O_CLOEXEC)) < 0) {
+        st = terra_fail(errno == ENOENT ? TERRA_E_NOT_FOUND : TERRA_E_IO, "%s: cannot open: %s", s->path, strerror(errno));
+    } else {
+        g->id = fd_id(g->fd);
+        snprintf(g->etag, sizeof g->etag, "\"%llx-%llx-%llx.%09ld\"", (unsigned long long)g->id.ino,
+                 (unsigned long long)g->id.size, (unsigned long long)g->id.mtime.tv_sec, (long)g->id.mtime.tv_nsec);
+        const terra_archive_reader r = {.user = g, .size = (uint64_t)g->id.size, .read = fd_read};
+        st = terra_archive_open_reader(s->path, &r, &g->archive);
+    }
     terra_archive_layout layout; /* what every reader checks; the rules each tile sent is held to */
     if (st == TERRA_OK && (st = terra_archive_validate(g->archive, NULL, NULL, &layout)) == TERRA_OK) g->rules = layout.rules;
     if (st == TERRA_OK) st = terra_archive_tms_map(g->archive, &g->map);
@@ -263,14 +304,6 @@ static terra_status gen_open(server *s, generation **out) {
         return st;
     }
     g->content_type = terra_archive_content_type(g->archive);
-    /* The file as it is now (a URL is not a file: no fd, no check, no ETag). Replaced meanwhile,
-     * fd is another file than the opening's: the watcher sees the change and reopens. */
-    g->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-    if (g->fd >= 0) {
-        g->id = fd_id(g->fd);
-        snprintf(g->etag, sizeof g->etag, "\"%llx-%llx-%llx.%09ld\"", (unsigned long long)g->id.ino,
-                 (unsigned long long)g->id.size, (unsigned long long)g->id.mtime.tv_sec, (long)g->id.mtime.tv_nsec);
-    }
     *out = g;
     return TERRA_OK;
 }
@@ -407,30 +440,45 @@ static conn *conn_of(struct MHD_Connection *c) {
     return ci ? ci->socket_context : NULL;
 }
 
-/* The watcher: closes connections whose request is overdue, and notices a changed archive. */
-static void *watch(void *arg) {
+/* Under s->lock: waits up to `seconds` or until the server stops. */
+static void wait_locked(server *s, double seconds) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = until.tv_nsec + (long)(seconds * 1e9);
+    until.tv_sec += ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&s->wake, &s->lock, &until);
+}
+
+/* The sweeper: closes connections whose request is overdue. A thread of its own, so that a reopen
+ * that takes long (a large archive's validation and layer.json, a file that blocks) never holds it
+ * up. */
+static void *sweep(void *arg) {
     server *s = arg;
-    double tick = s->request_timeout / 4 < 0.25 ? s->request_timeout / 4 : 0.25, next_stat = 0;
+    const double tick = s->request_timeout / 4 < 0.25 ? s->request_timeout / 4 : 0.25;
     pthread_mutex_lock(&s->lock);
     while (!s->stopping) {
-        double t = now_s();
+        const double t = now_s();
         for (conn *k = s->conns; k; k = k->next)
             if (k->receiving && !k->cut && t - k->since > s->request_timeout) {
                 cut_conn(k);
                 s->cut++;
             }
-        if (t >= next_stat) {
-            next_stat = t + 0.25;
-            pthread_mutex_unlock(&s->lock);
-            check_file(s);
-            pthread_mutex_lock(&s->lock);
-        }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        long ns = until.tv_nsec + (long)(tick * 1e9);
-        until.tv_sec += ns / 1000000000L;
-        until.tv_nsec = ns % 1000000000L;
-        pthread_cond_timedwait(&s->wake, &s->lock, &until);
+        wait_locked(s, tick);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* The watcher: notices a changed archive and reopens it, every 0.25 s. */
+static void *watch(void *arg) {
+    server *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        pthread_mutex_unlock(&s->lock);
+        check_file(s);
+        pthread_mutex_lock(&s->lock);
+        if (!s->stopping) wait_locked(s, 0.25);
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -535,52 +583,38 @@ static enum MHD_Result send_owned(struct MHD_Connection *c, uint8_t *data, size_
     return queue(c, MHD_HTTP_OK, r, type, encoding);
 }
 
-static const char *tile_name(char *buf, size_t n, const serve_request *r) {
-    snprintf(buf, n, "%d/%lld/%lld", r->z, (long long)r->x, (long long)r->y);
-    return buf;
-}
-
 static enum MHD_Result send_tile(server *s, generation *g, struct MHD_Connection *c, const serve_request *r) {
     terra_tile_key key;
     terra_archive_entry e;
-    char name[64];
+    /* log lines name the tile by the request's path, z/x/y, as the archive's messages do */
+    char req[80];
+    snprintf(req, sizeof req, "/%d/%lld/%lld.terrain", r->z, (long long)r->x, (long long)r->y);
     if (!terra_tms_to_key(&g->map, r->z, r->x, r->y, &key)) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
     terra_status st = terra_archive_find(g->archive, key, &e);
     if (st == TERRA_E_NOT_FOUND) return send_text(c, MHD_HTTP_NOT_FOUND, "no such tile\n");
     if (st != TERRA_OK) {
-        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
+        serve_log(s, "%s: %s", req, terra_last_error());
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable tile\n");
     }
     if (e.size > s->max_tile_bytes || (e.compression != TERRA_COMPRESS_NONE && e.raw_size > s->max_tile_bytes)) {
-        serve_log(s, "tile %s: %u bytes stored, %u decompressed: over the limit of %zu (--max-tile-mb)",
-                  tile_name(name, sizeof name, r), e.size, e.raw_size, s->max_tile_bytes);
+        serve_log(s, "%s: %u bytes stored, %u decompressed: over the limit of %zu (--max-tile-mb)", req, e.size,
+                  e.raw_size, s->max_tile_bytes);
         return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "tile over the server's size limit\n");
     }
-    /* a tile the readers refuse (info --verify names it) is not sent: read, decompressed to exactly
-     * its stated size (a bomb costs at most that) and decoded by the archive's rules */
-    st = terra_archive_check_tile(g->archive, &e, &g->rules, NULL, NULL);
-    if (st == TERRA_E_NOMEM) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-    if (st != TERRA_OK) {
-        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
-        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "damaged tile\n");
-    }
+    /* a tile the readers refuse (info --verify names it) is not sent: read once, decompressed to
+     * exactly its stated size (a bomb costs at most that) and decoded by the archive's rules; the
+     * bytes sent are the bytes checked, as stored (gzip to a client that takes it) or decompressed */
     const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
-    const bool as_stored = e.compression == TERRA_COMPRESS_NONE ||
-                           (e.compression == TERRA_COMPRESS_GZIP && serve_accepts_gzip(ae, ae ? strlen(ae) : 0));
+    const bool gzip = e.compression == TERRA_COMPRESS_GZIP && serve_accepts_gzip(ae, ae ? strlen(ae) : 0);
     uint8_t *data = NULL;
-    size_t n = e.size;
-    if (as_stored) {
-        if (!(data = terra_alloc(e.size ? e.size : 1))) return send_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-        st = terra_archive_read_stored(g->archive, &e, data, e.size);
-    } else {
-        st = terra_archive_read_entry(g->archive, &e, &data, &n);
-    }
+    size_t n = 0;
+    st = terra_archive_check_tile_bytes(g->archive, &e, &g->rules, &g->map, NULL, gzip, &data, &n);
+    if (st == TERRA_E_NOMEM) return send_unavailable(c, "out of memory\n");
     if (st != TERRA_OK) {
-        terra_free(data);
-        serve_log(s, "tile %s: %s", tile_name(name, sizeof name, r), terra_last_error());
-        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable tile\n");
+        serve_log(s, "%s: %s", req, terra_last_error());
+        return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, st == TERRA_E_IO ? "unreadable tile\n" : "damaged tile\n");
     }
-    return send_owned(c, data, n, g->content_type, as_stored && e.compression == TERRA_COMPRESS_GZIP ? "gzip" : NULL);
+    return send_owned(c, data, n, g->content_type, gzip ? "gzip" : NULL);
 }
 
 /* /archive.terra: the file itself, whole or the one range asked for, read through the opening
@@ -599,6 +633,13 @@ static ssize_t read_part(void *cls, uint64_t pos, char *buf, size_t max) {
     const size_t n = max < size - at ? max : (size_t)(size - at);
     if (terra_archive_read_bytes(f->g->archive, at, buf, n) != TERRA_OK) {
         serve_log(f->g->s, "archive bytes at %llu: %s", (unsigned long long)at, terra_last_error());
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    /* bytes read after the file was rewritten in place would splice two files under one ETag: the
+     * response ends short instead (the connection closes, which is how HTTP says a body was cut) */
+    if (!gen_unchanged(f->g)) {
+        serve_log(f->g->s, "/archive.terra: %s changed while byte %llu went out: the response is cut short",
+                  f->g->s->path, (unsigned long long)at);
         return MHD_CONTENT_READER_END_WITH_ERROR;
     }
     return (ssize_t)n;
@@ -772,6 +813,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 /* ---- the command --------------------------------------------------------------------------- */
 
+/* Stops the sweeper and the watcher (may be NULL) and waits for them. */
+static void stop_threads(server *s, pthread_t *sweeper, pthread_t *watcher) {
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(*sweeper, NULL);
+    if (watcher) pthread_join(*watcher, NULL);
+}
+
 int cmd_serve(int argc, char **argv) {
     enum { O_BIND = 256, O_THREADS, O_MAXCONN, O_PERCLIENT, O_REQTIMEOUT, O_IDLE, O_QUERY, O_TILEMB };
     static const struct option opts[] = {{"port", required_argument, 0, 'p'},
@@ -875,9 +926,11 @@ int cmd_serve(int argc, char **argv) {
         MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s,
         MHD_OPTION_NOTIFY_CONNECTION, notify_connection, &s,
         MHD_OPTION_END);
-    pthread_t watcher;
-    bool watching = d && pthread_create(&watcher, NULL, watch, &s) == 0;
+    pthread_t watcher, sweeper;
+    const bool sweeping = d && pthread_create(&sweeper, NULL, sweep, &s) == 0;
+    const bool watching = sweeping && pthread_create(&watcher, NULL, watch, &s) == 0;
     if (!watching) {
+        if (sweeping) stop_threads(&s, &sweeper, NULL);
         if (d) MHD_stop_daemon(d);
         gen_release(s.gen);
         pthread_cond_destroy(&s.wake);
@@ -893,11 +946,7 @@ int cmd_serve(int argc, char **argv) {
     int sig = 0;
     sigwait(&set, &sig);
     MHD_stop_daemon(d);
-    pthread_mutex_lock(&s.lock);
-    s.stopping = true;
-    pthread_cond_signal(&s.wake);
-    pthread_mutex_unlock(&s.lock);
-    pthread_join(watcher, NULL);
+    stop_threads(&s, &sweeper, &watcher);
     gen_release(s.gen);
     pthread_cond_destroy(&s.wake);
     pthread_mutex_destroy(&s.lock);

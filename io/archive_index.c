@@ -1,5 +1,6 @@
 /* libterra-io: a local-frame archive's metadata and index, per level (see archive_index.h). */
 #include "archive_index.h"
+#include "archive_rules.h"
 
 #include "terra/qmesh.h"
 
@@ -60,37 +61,25 @@ terra_status arc_index_build(const terra_archive *a, terra_archive_layout *layou
     memset(X, 0, sizeof *X);
     X->path = terra_archive_path(a);
     /* every rule of the archive as a whole (terra_archive_validate): the levels below hold tiles
-     * from 0 to the coarsest, each tile's parent present, each level's tiles within a span the
-     * arrays below can lay out */
+     * from 0 to the coarsest, each tile's parent present, the levels laid out whole within the
+     * places the validation allows */
     terra_status st = terra_archive_validate(a, NULL, NULL, layout);
     if (st) return st;
     if (layout->frame != TERRA_FRAME_LOCAL)
         return terra_fail(TERRA_E_UNSUPPORTED, "%s: a %s-frame archive (for Cesium clients); terra draws local-frame archives",
                           X->path, terra_frame_name(layout->frame));
+    if (layout->max_level >= ARC_DRAWN_LEVELS)
+        return terra_fail(TERRA_E_UNSUPPORTED, "%s: %d levels; terra draws %d at most (exported and served, they are "
+                          "whole)", X->path, layout->max_level + 1, ARC_DRAWN_LEVELS);
     const terra_archive_info *I = terra_archive_get_info(a);
     X->tile0 = layout->tile_size_m;
     memcpy(X->area, layout->bounds, sizeof X->area);
     X->max_level = layout->max_level;
-    int32_t mn[32][2], mx[32][2];
-    bool any[32] = {0};
-    terra_archive_entry e;
-    X->glo = INFINITY, X->ghi = -INFINITY;
-    for (uint64_t i = 0; i < I->tile_count; i++) {
-        if ((st = terra_archive_entry_at(a, i, &e))) return st;
-        int L = terra_tile_key_level(e.key);
-        int32_t x = terra_tile_key_x(e.key), y = terra_tile_key_y(e.key);
-        if (!any[L]) mn[L][0] = mx[L][0] = x, mn[L][1] = mx[L][1] = y, any[L] = true;
-        if (x < mn[L][0]) mn[L][0] = x;
-        if (y < mn[L][1]) mn[L][1] = y;
-        if (x > mx[L][0]) mx[L][0] = x;
-        if (y > mx[L][1]) mx[L][1] = y;
-        X->glo = fminf(X->glo, e.min_height), X->ghi = fmaxf(X->ghi, e.max_height);
-        if (e.raw_size > X->max_raw) X->max_raw = e.raw_size;
-    }
     for (int L = 0; L <= X->max_level; L++) {
+        const terra_archive_level *v = &layout->levels[L];
         arc_level *r = &X->lv[L];
-        r->x0 = mn[L][0], r->y0 = mn[L][1];
-        r->nx = mx[L][0] - mn[L][0] + 1, r->ny = mx[L][1] - mn[L][1] + 1;
+        r->x0 = v->x0, r->y0 = v->y0;
+        r->nx = v->x1 - v->x0 + 1, r->ny = v->y1 - v->y0 + 1;
         size_t cnt = (size_t)r->nx * (size_t)r->ny;
         r->lo = terra_alloc(cnt * sizeof(float));
         r->hi = terra_alloc(cnt * sizeof(float));
@@ -98,12 +87,17 @@ terra_status arc_index_build(const terra_archive *a, terra_archive_layout *layou
         if (!r->lo || !r->hi || !r->err) return terra_fail(TERRA_E_NOMEM, "archive: out of memory");
         for (size_t k = 0; k < cnt; k++) r->lo[k] = INFINITY, r->hi[k] = -INFINITY, r->err[k] = -1.0f;
     }
+    X->glo = INFINITY, X->ghi = -INFINITY;
+    arc_block b = {0};
     for (uint64_t i = 0; i < I->tile_count; i++) {
-        terra_archive_entry_at(a, i, &e);
+        terra_archive_entry e;
+        if ((st = arc_block_entry(a, &b, i, &e))) return st;
         arc_level *r = &X->lv[terra_tile_key_level(e.key)];
         size_t k = at(r, terra_tile_key_x(e.key), terra_tile_key_y(e.key));
         r->lo[k] = e.min_height, r->hi[k] = e.max_height;
         r->err[k] = e.geometric_error;
+        X->glo = fminf(X->glo, e.min_height), X->ghi = fmaxf(X->ghi, e.max_height);
+        if (e.raw_size > X->max_raw) X->max_raw = e.raw_size;
     }
     for (int L = 1; L <= X->max_level; L++) { /* each tile's range covers its descendants' */
         arc_level *r = &X->lv[L], *c = &X->lv[L - 1];

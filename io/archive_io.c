@@ -233,51 +233,91 @@ terra_status terra_io_read_file(const char *path, size_t max_bytes, uint8_t **da
 
 /* ---- reading tiles ------------------------------------------------------------------------------ */
 
-#define TILE_FMT "%s: tile %d/%d/%d"
-#define TILE_ARGS(a, e) terra_archive_path(a), terra_tile_key_level((e)->key), terra_tile_key_x((e)->key), terra_tile_key_y((e)->key)
+const char *arc_tile_name(const terra_archive *a, const terra_tms_map *names, terra_tile_key k, char out[TERRA_ARCHIVE_NAME_SIZE]) {
+    int z = 0;
+    int64_t zxy[3];
+    const bool placed = names && terra_tms_from_key(names, k, &z, &zxy[1], &zxy[2]);
+    zxy[0] = z;
+    return terra_archive_tile_name(a, k, placed ? zxy : NULL, out, TERRA_ARCHIVE_NAME_SIZE);
+}
 
-/* The current message after the tile's name (copied first: terra_fail writes over it). */
-static terra_status fail_in_tile(terra_status st, const terra_archive *a, const terra_archive_entry *e) {
+terra_status arc_block_entry(const terra_archive *a, arc_block *b, uint64_t i, terra_archive_entry *e) {
+    const terra_archive_info *I = terra_archive_get_info(a);
+    if (i >= I->tile_count) return terra_fail(TERRA_E_INVALID, "archive: entry %llu of %llu", (unsigned long long)i,
+                                              (unsigned long long)I->tile_count);
+    if (!b->count || i < b->first || i - b->first >= b->count) {
+        b->first = i - i % ARC_BLOCK;
+        b->count = I->tile_count - b->first < ARC_BLOCK ? I->tile_count - b->first : ARC_BLOCK;
+        const terra_status st = terra_archive_read_bytes(a, I->index_offset + b->first * TERRA_ARCHIVE_ENTRY_SIZE, b->raw,
+                                                         (size_t)b->count * TERRA_ARCHIVE_ENTRY_SIZE);
+        if (st) {
+            b->count = 0;
+            return st == TERRA_E_NOMEM ? st : terra_fail(TERRA_E_IO, "%s", terra_last_error());
+        }
+    }
+    return terra_archive_entry_from(a, i, b->raw + (i - b->first) * TERRA_ARCHIVE_ENTRY_SIZE, e);
+}
+
+/* "PATH: NAME" of a tile, as its messages begin. */
+typedef struct tile_label {
+    char s[300];
+} tile_label;
+static tile_label label_of(const terra_archive *a, const terra_tms_map *names, const terra_archive_entry *e) {
+    tile_label t;
+    char name[TERRA_ARCHIVE_NAME_SIZE];
+    snprintf(t.s, sizeof t.s, "%s: %s", terra_archive_path(a), arc_tile_name(a, names, e->key, name));
+    return t;
+}
+
+/* The current message after the tile's label (copied first: terra_fail writes over it). */
+static terra_status fail_in_tile(terra_status st, const tile_label *t) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", terra_last_error());
-    return terra_fail(st, TILE_FMT ": %s", TILE_ARGS(a, e), msg);
+    return terra_fail(st, "%s: %s", t->s, msg);
+}
+
+/* Entry e's payload as stored (checksum checked) and decompressed to exactly its stated raw size;
+ * *stored (may be NULL: freed here) and *raw (terra_free) receive them, the same buffer for an
+ * uncompressed tile. */
+static terra_status read_tile(const terra_archive *a, const terra_archive_entry *e, const tile_label *t, uint8_t **stored_out,
+                              uint8_t **raw, size_t *raw_size) {
+    *raw = NULL;
+    *raw_size = 0;
+    if (stored_out) *stored_out = NULL;
+    /* terra_archive_entry_at refuses these already; an entry the caller made up gets the same rules */
+    if (e->raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE || (e->compression == TERRA_COMPRESS_NONE && e->raw_size != e->size))
+        return terra_fail(TERRA_E_CORRUPT, "%s: states %u raw bytes for %u stored (cap %u)", t->s, e->raw_size, e->size,
+                          TERRA_ARCHIVE_MAX_RAW_SIZE);
+    uint8_t *stored = terra_alloc(e->size ? e->size : 1);
+    if (!stored) return terra_fail(TERRA_E_NOMEM, "archive: out of memory for a tile of %u bytes", e->size);
+    terra_status st = terra_archive_read_bytes(a, e->offset, stored, e->size);
+    if (!st && terra_archive_entry_checksum(e, stored) != e->checksum)
+        st = terra_fail(TERRA_E_CORRUPT, "%s is damaged (checksum mismatch)", t->s);
+    if (!st && e->compression == TERRA_COMPRESS_NONE) {
+        *raw = stored, *raw_size = e->size;
+    } else if (!st) {
+        /* Decompression stops at the stated raw size: a bomb costs at most that much. */
+        st = terra_decompress((terra_compression)e->compression, stored, e->size, e->raw_size, raw, raw_size);
+        if (st == TERRA_E_CAPACITY)
+            st = terra_fail(TERRA_E_CORRUPT, "%s: decompresses to more than its stated %u bytes", t->s, e->raw_size);
+        else if (st)
+            st = fail_in_tile(st, t);
+        else if (*raw_size != e->raw_size)
+            st = terra_fail(TERRA_E_CORRUPT, "%s: decompressed to %zu bytes, %u stated", t->s, *raw_size, e->raw_size);
+    }
+    if (st) {
+        if (*raw != stored) terra_free(*raw);
+        *raw = NULL, *raw_size = 0;
+    }
+    if (!st && stored_out) *stored_out = stored;
+    else if (stored != *raw) terra_free(stored);
+    return st;
 }
 
 terra_status terra_archive_read_entry(const terra_archive *a, const terra_archive_entry *e, uint8_t **raw,
                                       size_t *raw_size) {
-    *raw = NULL;
-    *raw_size = 0;
-    /* terra_archive_entry_at refuses these already; an entry the caller made up gets the same rules */
-    if (e->raw_size > TERRA_ARCHIVE_MAX_RAW_SIZE || (e->compression == TERRA_COMPRESS_NONE && e->raw_size != e->size))
-        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": states %u raw bytes for %u stored (cap %u)", TILE_ARGS(a, e),
-                          e->raw_size, e->size, TERRA_ARCHIVE_MAX_RAW_SIZE);
-    uint8_t *stored = terra_alloc(e->size ? e->size : 1);
-    if (!stored) return terra_fail(TERRA_E_NOMEM, "archive: out of memory for a tile of %u bytes", e->size);
-    terra_status st = terra_archive_read_stored(a, e, stored, e->size);
-    if (st == TERRA_OK) {
-        if (e->compression == TERRA_COMPRESS_NONE) {
-            *raw = stored;
-            *raw_size = e->size;
-            stored = NULL;
-        } else {
-            /* Decompression stops at the stated raw size: a bomb costs at most that much. */
-            st = terra_decompress((terra_compression)e->compression, stored, e->size, e->raw_size, raw, raw_size);
-            if (st == TERRA_E_CAPACITY)
-                st = terra_fail(TERRA_E_CORRUPT, TILE_FMT ": decompresses to more than its stated %u bytes",
-                                TILE_ARGS(a, e), e->raw_size);
-            else if (st)
-                st = fail_in_tile(st, a, e);
-            else if (*raw_size != e->raw_size) {
-                st = terra_fail(TERRA_E_CORRUPT, TILE_FMT ": decompressed to %zu bytes, %u stated", TILE_ARGS(a, e),
-                                *raw_size, e->raw_size);
-                terra_free(*raw);
-                *raw = NULL;
-                *raw_size = 0;
-            }
-        }
-    }
-    terra_free(stored);
-    return st;
+    const tile_label t = label_of(a, NULL, e);
+    return read_tile(a, e, &t, NULL, raw, raw_size);
 }
 
 terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key, uint8_t **raw, size_t *raw_size,
@@ -295,8 +335,7 @@ terra_status terra_archive_read_tile(const terra_archive *a, terra_tile_key key,
 
 static bool is_pow2_cells(uint32_t n) { return n >= 2 && n <= 256 && (n & (n - 1)) == 0; }
 
-
-static terra_status check_header(const terra_archive *a, const terra_archive_entry *e, const terra_qmesh_header *H) {
+static terra_status check_header(const tile_label *t, const terra_archive_entry *e, const terra_qmesh_header *H) {
     static const char *names[] = {"centre x",        "centre y",        "centre z",        "sphere centre x",
                                   "sphere centre y", "sphere centre z", "sphere radius",   "horizon point x",
                                   "horizon point y", "horizon point z", "minimum height",  "maximum height"};
@@ -304,40 +343,37 @@ static terra_status check_header(const terra_archive *a, const terra_archive_ent
                           H->sphere_center[1], H->sphere_center[2], H->sphere_radius, H->horizon[0],
                           H->horizon[1],       H->horizon[2],       H->min_height,   H->max_height};
     for (int k = 0; k < 12; k++)
-        if (!isfinite(v[k]))
-            return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": header %s is %g", TILE_ARGS(a, e), names[k], v[k]);
+        if (!isfinite(v[k])) return terra_fail(TERRA_E_CORRUPT, "%s: header %s is %g", t->s, names[k], v[k]);
     if (H->sphere_radius < 0 || H->min_height > H->max_height)
-        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": header heights %g..%g, sphere radius %g", TILE_ARGS(a, e),
-                          (double)H->min_height, (double)H->max_height, H->sphere_radius);
+        return terra_fail(TERRA_E_CORRUPT, "%s: header heights %g..%g, sphere radius %g", t->s, (double)H->min_height,
+                          (double)H->max_height, H->sphere_radius);
     /* readers cull and bound the ground by the index's ranges before a tile is read */
     if (H->min_height < e->min_height || H->max_height > e->max_height)
-        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": heights %g..%g outside the index's %g..%g", TILE_ARGS(a, e),
-                          (double)H->min_height, (double)H->max_height, (double)e->min_height, (double)e->max_height);
+        return terra_fail(TERRA_E_CORRUPT, "%s: heights %g..%g outside the index's %g..%g", t->s, (double)H->min_height,
+                          (double)H->max_height, (double)e->min_height, (double)e->max_height);
     return TERRA_OK;
 }
 
 /* What every tile is drawn from: a triangle at least, no more vertices than a drawn tile holds, and
  * the extensions the metadata lists. */
-static terra_status check_content(const terra_archive *a, const terra_archive_entry *e, const terra_qmesh *m,
-                                  uint32_t extensions) {
+static terra_status check_content(const tile_label *t, const terra_qmesh *m, uint32_t extensions) {
     if (m->vertex_count < 3 || m->triangle_count == 0 || m->vertex_count > TERRA_TILE_MESH_MAX_VERTICES)
-        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": %u vertices and %u triangles (a tile is drawn from 3 to %u vertices "
-                          "and a triangle at least)", TILE_ARGS(a, e), m->vertex_count, m->triangle_count,
+        return terra_fail(TERRA_E_CORRUPT, "%s: %u vertices and %u triangles (a tile is drawn from 3 to %u vertices "
+                          "and a triangle at least)", t->s, m->vertex_count, m->triangle_count,
                           TERRA_TILE_MESH_MAX_VERTICES);
     const uint32_t missing = extensions & ~m->extensions;
     if (missing)
-        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": lacks the %s extension the archive's metadata lists", TILE_ARGS(a, e),
+        return terra_fail(TERRA_E_CORRUPT, "%s: lacks the %s extension the archive's metadata lists", t->s,
                           arc_extension_name(missing));
     return TERRA_OK;
 }
 
 /* The lattice rule: every vertex on a point of the n-cell grid, every point once. gv[(n+1)^2]. */
-static terra_status check_grid(const terra_archive *a, const terra_archive_entry *e, const terra_qmesh *m, uint32_t n,
-                               uint32_t *gv) {
+static terra_status check_grid(const tile_label *t, const terra_qmesh *m, uint32_t n, uint32_t *gv) {
     const uint32_t side = n + 1, points = side * side;
     if (m->vertex_count != points)
-        return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": %u vertices, not a grid of %u x %u cells as the archive's tiles are",
-                          TILE_ARGS(a, e), m->vertex_count, n, n);
+        return terra_fail(TERRA_E_CORRUPT, "%s: %u vertices, not a grid of %u x %u cells as the archive's tiles are", t->s,
+                          m->vertex_count, n, n);
     for (uint32_t k = 0; k < points; k++) gv[k] = UINT32_MAX;
     for (uint32_t k = 0; k < m->vertex_count; k++) {
         /* u, v are 0..32767 (the decoder's rule), so i, j are 0..n; the round trip finds off-grid ones */
@@ -346,43 +382,70 @@ static terra_status check_grid(const terra_archive *a, const terra_archive_entry
         const uint32_t j = (uint32_t)lround(v * (double)n / TERRA_QMESH_MAX_COORD);
         if (u > TERRA_QMESH_MAX_COORD || v > TERRA_QMESH_MAX_COORD || i > n || j > n ||
             lround((double)i * TERRA_QMESH_MAX_COORD / n) != (long)u || lround((double)j * TERRA_QMESH_MAX_COORD / n) != (long)v)
-            return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": vertex %u (u %u, v %u) is off the %u-cell grid", TILE_ARGS(a, e),
-                              k, u, v, n);
+            return terra_fail(TERRA_E_CORRUPT, "%s: vertex %u (u %u, v %u) is off the %u-cell grid", t->s, k, u, v, n);
         uint32_t *at = &gv[j * side + i];
         if (*at != UINT32_MAX)
-            return terra_fail(TERRA_E_CORRUPT, TILE_FMT ": vertices %u and %u both sit at grid point (%u, %u)",
-                              TILE_ARGS(a, e), *at, k, i, j);
+            return terra_fail(TERRA_E_CORRUPT, "%s: vertices %u and %u both sit at grid point (%u, %u)", t->s, *at, k, i, j);
         *at = k;
     }
     /* points vertices on distinct points of `points`: every point is covered */
     return TERRA_OK;
 }
 
-terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
-                                      terra_qmesh *mesh, uint32_t *grid_vertex) {
+static terra_status grid_rule(const tile_label *t, const terra_qmesh *m, uint32_t n, uint32_t *grid_vertex) {
+    uint32_t *gv = grid_vertex ? grid_vertex : terra_alloc(((size_t)n + 1) * (n + 1) * sizeof *gv);
+    const terra_status st = gv ? check_grid(t, m, n, gv) : terra_fail(TERRA_E_NOMEM, "archive check: out of memory");
+    if (gv != grid_vertex) terra_free(gv);
+    return st;
+}
+
+terra_status arc_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
+                            const terra_tms_map *names, terra_qmesh *mesh, uint32_t *grid_vertex, bool as_stored,
+                            uint8_t **bytes, size_t *bytes_n) {
     terra_qmesh m;
     memset(&m, 0, sizeof m);
     if (mesh) memset(mesh, 0, sizeof *mesh);
+    if (bytes) *bytes = NULL, *bytes_n = 0;
     const uint32_t n = rules ? (uint32_t)rules->grid_cells : 0;
     if (rules && rules->grid_cells && !is_pow2_cells(n))
         return terra_fail(TERRA_E_INVALID, "archive check: grid_cells %d is not a power of two in 2..256", rules->grid_cells);
-    uint8_t *raw = NULL;
+    const tile_label t = label_of(a, names, e);
+    uint8_t *raw = NULL, *stored = NULL; /* the same buffer for an uncompressed tile */
     size_t raw_n = 0;
-    terra_status st = terra_archive_read_entry(a, e, &raw, &raw_n);
+    terra_status st = read_tile(a, e, &t, bytes && as_stored ? &stored : NULL, &raw, &raw_n);
     if (st) return st;
     st = terra_qmesh_decode(raw, raw_n, NULL, &m);
-    terra_free(raw);
-    if (st) return fail_in_tile(st, a, e);
-    st = check_header(a, e, &m.header);
-    if (!st) st = check_content(a, e, &m, rules ? rules->extensions : 0);
-    if (!st && n) {
-        uint32_t *gv = grid_vertex ? grid_vertex : terra_alloc(((size_t)n + 1) * (n + 1) * sizeof *gv);
-        st = gv ? check_grid(a, e, &m, n, gv) : terra_fail(TERRA_E_NOMEM, "archive check: out of memory");
-        if (gv != grid_vertex) terra_free(gv);
-    }
+    if (st) st = fail_in_tile(st, &t);
+    if (!st) st = check_header(&t, e, &m.header);
+    if (!st) st = check_content(&t, &m, rules ? rules->extensions : 0);
+    if (!st && n) st = grid_rule(&t, &m, n, grid_vertex);
     if (st || !mesh) terra_qmesh_free(&m);
     else *mesh = m;
+    if (!st && bytes) { /* the bytes checked go to the caller */
+        *bytes = as_stored ? stored : raw, *bytes_n = as_stored ? e->size : raw_n;
+        if (raw == *bytes) raw = NULL;
+        if (stored == *bytes) stored = NULL;
+    }
+    if (stored != raw) terra_free(stored);
+    terra_free(raw);
     return st;
+}
+
+terra_status arc_check_grid(const terra_archive *a, const terra_archive_entry *e, const terra_tms_map *names,
+                            const terra_qmesh *m, uint32_t n) {
+    const tile_label t = label_of(a, names, e);
+    return grid_rule(&t, m, n, NULL);
+}
+
+terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
+                                      terra_qmesh *mesh, uint32_t *grid_vertex) {
+    return arc_check_tile(a, e, rules, NULL, mesh, grid_vertex, false, NULL, NULL);
+}
+
+terra_status terra_archive_check_tile_bytes(const terra_archive *a, const terra_archive_entry *e,
+                                            const terra_tile_rules *rules, const terra_tms_map *names, terra_qmesh *mesh,
+                                            bool as_stored, uint8_t **bytes, size_t *bytes_n) {
+    return arc_check_tile(a, e, rules, names, mesh, NULL, as_stored, bytes, bytes_n);
 }
 
 /* ---- writing ---------------------------------------------------------------------------------- */

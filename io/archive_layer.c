@@ -315,9 +315,10 @@ terra_status terra_archive_layer_json(const terra_archive *a, const terra_tms_ma
     xy **per = calloc((size_t)zmax + 1, sizeof *per);
     size_t *cnt = calloc((size_t)zmax + 1, sizeof *cnt), *cap = calloc((size_t)zmax + 1, sizeof *cap);
     terra_status st = per && cnt && cap ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "layer.json: out of memory");
+    arc_block blk = {0};
     for (uint64_t i = 0; st == TERRA_OK && i < I->tile_count; i++) {
         terra_archive_entry e;
-        st = terra_archive_entry_at(a, i, &e);
+        st = arc_block_entry(a, &blk, i, &e);
         if (st) break;
         int z;
         int64_t x, y;

@@ -26,7 +26,12 @@ typedef struct vstate {
     void *user;
     uint64_t problems;
     char first[512];  /* the first problem's message */
+    char last[600];   /* the last message of the archive as a whole */
     uint8_t *bad;     /* per index entry: 1 once a problem of it was reported */
+    terra_tms_map map; /* z/x/y of the tiles, once the index is known sound */
+    const terra_tms_map *names; /* &map then, NULL before: how messages name tiles */
+    terra_status rules_st;      /* why the tiles' rules could not be read (terra_archive_tile_rules) */
+    char rules_why[600];
 } vstate;
 
 static void say(vstate *v, uint64_t index, const terra_archive_entry *e, terra_status st, const char *msg) {
@@ -39,24 +44,34 @@ static void say(vstate *v, uint64_t index, const terra_archive_entry *e, terra_s
 
 /* A problem (st != TERRA_OK) or a note (TERRA_OK) of the archive as a whole: "PATH: ..." */
 static void whole(vstate *v, terra_status st, const char *fmt, ...) {
-    char msg[600];
-    int n = snprintf(msg, sizeof msg, "%s: ", v->path);
+    int n = snprintf(v->last, sizeof v->last, "%s: ", v->path);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    vsnprintf(v->last + n, sizeof v->last - (size_t)n, fmt, ap);
     va_end(ap);
-    say(v, TERRA_ARCHIVE_WHOLE, NULL, st, msg);
+    say(v, TERRA_ARCHIVE_WHOLE, NULL, st, v->last);
 }
 
-/* A problem of index entry i: "PATH: index entry I (tile L/X/Y): ..." */
+/* The tiles' rules cannot be read: why (the message just said, or the current error). */
+static void no_rules(vstate *v, terra_status st, const char *why) {
+    v->rules_st = st;
+    snprintf(v->rules_why, sizeof v->rules_why, "%s", why);
+}
+
+/* A tile's name in messages (arc_tile_name: z/x/y once the index is known). */
+typedef struct tname {
+    char s[TERRA_ARCHIVE_NAME_SIZE];
+} tname;
+static tname name_of(const vstate *v, terra_tile_key k) {
+    tname t;
+    arc_tile_name(v->a, v->names, k, t.s);
+    return t;
+}
+
+/* A problem of index entry i: "PATH: index entry I, tile NAME: ..." */
 static void entry_problem(vstate *v, uint64_t i, const terra_archive_entry *e, const char *fmt, ...) {
     char msg[600];
-    const terra_tile_key k = e->key;
-    int n = terra_tile_key_face(k)
-                ? snprintf(msg, sizeof msg, "%s: index entry %llu (tile %d/%d/%d on face %d): ", v->path, (unsigned long long)i,
-                           terra_tile_key_level(k), terra_tile_key_x(k), terra_tile_key_y(k), terra_tile_key_face(k))
-                : snprintf(msg, sizeof msg, "%s: index entry %llu (tile %d/%d/%d): ", v->path, (unsigned long long)i,
-                           terra_tile_key_level(k), terra_tile_key_x(k), terra_tile_key_y(k));
+    int n = snprintf(msg, sizeof msg, "%s: index entry %llu, %s: ", v->path, (unsigned long long)i, name_of(v, e->key).s);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
@@ -88,22 +103,28 @@ static const char *known_members[] = {"format", "version", "name",  "tile_format
                                       "compression", "bounds", "tile_size_m", "extensions", "tile_count",
                                       "payload_bytes", "min_level", "max_level", "levels", "source"};
 
-/* Member `name` as readers find it (cJSON_GetObjectItem: the first, in any case); a name given more
- * than once is a problem, since readers that looked it up otherwise could read another. */
-static const cJSON *member(vstate *v, const cJSON *root, const char *name) {
-    const cJSON *found = NULL, *m;
-    int count = 0;
+#define KNOWN (sizeof known_members / sizeof *known_members)
+
+/* Members terra does not know are notes; a member terra writes given more than once (in any case) is
+ * a problem: readers look members up with cJSON_GetObjectItem (the first, in any case), and one that
+ * looked otherwise could read another. */
+static void check_members(vstate *v, const cJSON *root) {
+    int count[KNOWN] = {0};
+    char p[PIECE + 4];
+    const cJSON *m;
     cJSON_ArrayForEach(m, root) {
-        if (!m->string || strcasecmp(m->string, name)) continue;
-        if (!count++) found = m;
+        size_t k = 0;
+        while (k < KNOWN && strcasecmp(m->string, known_members[k])) k++;
+        if (k < KNOWN) count[k]++;
+        else whole(v, TERRA_OK, "metadata member %s is not one terra reads: ignored", quoted(m->string, p));
     }
-    if (count > 1) whole(v, TERRA_E_CORRUPT, "metadata: member \"%s\" appears %d times", name, count);
-    return found;
+    for (size_t k = 0; k < KNOWN; k++)
+        if (count[k] > 1) whole(v, TERRA_E_CORRUPT, "metadata: member \"%s\" appears %d times", known_members[k], count[k]);
 }
 
 /* A member that must be a given string when present. */
 static void expect_string(vstate *v, const cJSON *root, const char *name, const char *want) {
-    const cJSON *m = member(v, root, name);
+    const cJSON *m = cJSON_GetObjectItem(root, name);
     char p[PIECE + 4];
     if (m && !(cJSON_IsString(m) && !strcmp(m->valuestring, want)))
         whole(v, TERRA_E_CORRUPT, "metadata: %s is %s, not \"%s\"", name, piece(m, p), want);
@@ -130,32 +151,34 @@ static bool check_metadata(vstate *v, terra_archive_layout *L, cJSON **root) {
     char p[PIECE + 4];
     size_t at = 0;
     cJSON *j = *root = terra_json_parse_whole(I->metadata, I->metadata_size, &at);
-    if (!j) {
+    if (!j && at < I->metadata_size && !I->metadata[at])
+        whole(v, TERRA_E_CORRUPT, "metadata (%u bytes) is not JSON: a NUL byte at byte %zu (JSON text has none, and "
+              "readers would stop there)", I->metadata_size, at);
+    else if (!j)
         whole(v, TERRA_E_CORRUPT, "metadata (%u bytes) is not JSON: it stops being JSON at byte %zu (JSON nested deeper "
               "than 1000 is refused too)", I->metadata_size, at);
-        return false;
-    }
-    if (!cJSON_IsObject(j)) {
+    else if (!cJSON_IsObject(j)) {
         whole(v, TERRA_E_CORRUPT, "metadata is %s, not a JSON object", piece(j, p));
         cJSON_Delete(j);
-        *root = NULL;
+        j = *root = NULL;
+    }
+    if (!j) {
+        no_rules(v, TERRA_E_CORRUPT, v->last);
         return false;
     }
     const cJSON *m;
-    cJSON_ArrayForEach(m, j) {
-        bool known = false;
-        for (size_t k = 0; k < sizeof known_members / sizeof *known_members && !known; k++)
-            known = !strcasecmp(m->string, known_members[k]);
-        if (!known) whole(v, TERRA_OK, "metadata member %s is not one terra reads: ignored", quoted(m->string, p));
-    }
+    check_members(v, j);
     expect_string(v, j, "format", "terra-archive");
     expect_string(v, j, "tile_format", "quantized-mesh-1.0");
     expect_string(v, j, "frame", terra_frame_name(L->frame));
-    const cJSON *mesh = member(v, j, "mesh");
+    const cJSON *mesh = cJSON_GetObjectItem(j, "mesh");
     const bool kind = !mesh || (cJSON_IsString(mesh) && (!strcmp(mesh->valuestring, "grid") || !strcmp(mesh->valuestring, "tin")));
     L->tin = kind && mesh && !strcmp(mesh->valuestring, "tin");
-    if (!kind) whole(v, TERRA_E_CORRUPT, "metadata: mesh is %s, not \"grid\" or \"tin\"", piece(mesh, p));
-    const cJSON *ext = member(v, j, "extensions");
+    if (!kind) {
+        whole(v, TERRA_E_CORRUPT, "metadata: mesh is %s, not \"grid\" or \"tin\"", piece(mesh, p));
+        no_rules(v, TERRA_E_CORRUPT, v->last);
+    }
+    const cJSON *ext = cJSON_GetObjectItem(j, "extensions");
     if (ext && !cJSON_IsArray(ext)) whole(v, TERRA_E_CORRUPT, "metadata: extensions is %s, not a list of names", piece(ext, p));
     const cJSON *names = cJSON_IsArray(ext) ? ext : NULL;
     cJSON_ArrayForEach(m, names) {
@@ -164,7 +187,7 @@ static bool check_metadata(vstate *v, terra_archive_layout *L, cJSON **root) {
         else if (!bit) whole(v, TERRA_OK, "metadata lists extension %s, which terra does not know: ignored", piece(m, p));
         L->rules.extensions |= bit;
     }
-    const cJSON *b = member(v, j, "bounds");
+    const cJSON *b = cJSON_GetObjectItem(j, "bounds");
     if (L->frame == TERRA_FRAME_GEOGRAPHIC) {
         double g[4];
         if (b && four_numbers(v, b, g)) {
@@ -175,7 +198,7 @@ static bool check_metadata(vstate *v, terra_archive_layout *L, cJSON **root) {
         }
         return kind;
     }
-    const cJSON *ts = member(v, j, "tile_size_m");
+    const cJSON *ts = cJSON_GetObjectItem(j, "tile_size_m");
     const bool size_ok = cJSON_IsNumber(ts) && ts->valuedouble >= MIN_TILE_SIZE_M && ts->valuedouble <= TERRA_SELECT_MAX_SIDE;
     if (!size_ok)
         whole(v, TERRA_E_CORRUPT, "metadata: tile_size_m is %s, not the side of a level-0 tile, from %g m to %g m", piece(ts, p),
@@ -255,58 +278,52 @@ static uint32_t grid_cells_of(uint32_t vc) {
     return s >= 1 && s * s == vc && n >= 2 && n <= 256 && !(n & (n - 1)) ? n : 0;
 }
 
-/* The rules from the coarsest tile (e): it must pass the extensions rule, and in a local-frame
- * archive of grids be a grid of n cells with every vertex on its lattice (n: the rules' grid_cells). */
-static terra_status rules_from(const terra_archive *a, const terra_archive_layout *L, const terra_archive_entry *e,
+/* The rules from the coarsest tile (e), decoded once: it must pass the extensions rule, and in a
+ * local-frame archive of grids be a grid of n cells with every vertex on its lattice (n: the rules'
+ * grid_cells). */
+static terra_status rules_from(const vstate *v, const terra_archive_layout *L, const terra_archive_entry *e,
                                terra_tile_rules *rules) {
     terra_qmesh m;
-    terra_status st = terra_archive_check_tile(a, e, rules, &m, NULL);
+    terra_status st = arc_check_tile(v->a, e, rules, v->names, &m, NULL, false, NULL, NULL);
     if (st) return st;
-    const uint32_t n = grid_cells_of(m.vertex_count), vc = m.vertex_count;
+    const uint32_t n = L->frame == TERRA_FRAME_LOCAL && !L->tin ? grid_cells_of(m.vertex_count) : 0;
+    if (L->frame == TERRA_FRAME_LOCAL && !L->tin && !n)
+        st = terra_fail(TERRA_E_CORRUPT,
+                        "%s: %s: %u vertices, not a grid of 2 to 256 cells a side (a power of two) as the tiles of a "
+                        "local-frame archive of grids are (metadata \"mesh\": \"grid\" or none)",
+                        v->path, name_of(v, e->key).s, m.vertex_count);
+    else if (n && !(st = arc_check_grid(v->a, e, v->names, &m, n)))
+        rules->grid_cells = (int)n;
     terra_qmesh_free(&m);
-    if (L->frame != TERRA_FRAME_LOCAL || L->tin) return TERRA_OK;
-    if (!n)
-        return terra_fail(TERRA_E_CORRUPT,
-                          "%s: tile %d/%d/%d: %u vertices, not a grid of 2 to 256 cells a side (a power of two) as the "
-                          "tiles of a local-frame archive of grids are (metadata \"mesh\": \"grid\" or none)",
-                          terra_archive_path(a), terra_tile_key_level(e->key), terra_tile_key_x(e->key),
-                          terra_tile_key_y(e->key), vc);
-    const terra_tile_rules grid = {(int)n, rules->extensions};
-    if ((st = terra_archive_check_tile(a, e, &grid, NULL, NULL))) return st;
-    *rules = grid;
-    return TERRA_OK;
+    return st;
 }
 
 /* ---- the archive as a whole ---------------------------------------------------------------------- */
+
+/* What a level laid out whole may take beyond the tiles (arc_index_build: three floats a place) */
+#define SPREAD_FLOOR 4194304.0 /* 2^22 places */
 
 /* What the pass over the index found. */
 typedef struct index_facts {
     uint64_t *order; /* per entry, in index order (meaningful where the entry reads) */
     float *error;
     uint64_t damaged, unsorted; /* entries that do not read, entries out of order */
-    uint64_t count[32];
-    int64_t lo[32][2], hi[32][2]; /* per level: the smallest and largest x, y */
-    uint64_t decider;             /* the coarsest tile's entry (the first of its level), UINT64_MAX if none */
+    terra_archive_level lv[32]; /* per level: the tiles placed, their smallest and largest x, y */
+    uint64_t decider;           /* the coarsest tile's entry (the first of its level), UINT64_MAX if none */
 } index_facts;
 
 /* The pass over the index: each entry read, ordered and placed. TERRA_E_IO or TERRA_E_NOMEM when
  * reading fails (the problems said so far stand). */
 static terra_status index_pass(vstate *v, const terra_archive_layout *L, index_facts *F) {
-    const terra_archive_info *I = terra_archive_get_info(v->a);
-    const uint64_t n = I->tile_count;
+    const uint64_t n = terra_archive_get_info(v->a)->tile_count;
     uint64_t prev = 0, prev_i = UINT64_MAX;
     int best = -1;
     F->decider = UINT64_MAX;
-    static const uint64_t block = 1365; /* entries a read: 64 KiB of index, not one read an entry */
-    uint8_t raw[1365 * TERRA_ARCHIVE_ENTRY_SIZE];
+    arc_block b = {0};
     for (uint64_t i = 0; i < n; i++) {
-        if (i % block == 0) {
-            const size_t bytes = (size_t)((n - i < block ? n - i : block) * TERRA_ARCHIVE_ENTRY_SIZE);
-            const terra_status st = terra_archive_read_bytes(v->a, I->index_offset + i * TERRA_ARCHIVE_ENTRY_SIZE, raw, bytes);
-            if (st) return st;
-        }
         terra_archive_entry e;
-        const terra_status st = terra_archive_entry_from(v->a, i, raw + i % block * TERRA_ARCHIVE_ENTRY_SIZE, &e);
+        const terra_status st = arc_block_entry(v->a, &b, i, &e);
+        if (st == TERRA_E_IO || st == TERRA_E_NOMEM) return st;
         if (st) {
             say(v, i, NULL, st, terra_last_error());
             F->damaged++;
@@ -323,10 +340,11 @@ static terra_status index_pass(vstate *v, const terra_archive_layout *L, index_f
         prev = o, prev_i = i;
         if (!entry_placed(v, L, i, &e)) continue;
         const int l = terra_tile_key_level(e.key);
-        const int64_t x = terra_tile_key_x(e.key), y = terra_tile_key_y(e.key);
-        if (!F->count[l]++) F->lo[l][0] = F->hi[l][0] = x, F->lo[l][1] = F->hi[l][1] = y;
-        F->lo[l][0] = x < F->lo[l][0] ? x : F->lo[l][0], F->hi[l][0] = x > F->hi[l][0] ? x : F->hi[l][0];
-        F->lo[l][1] = y < F->lo[l][1] ? y : F->lo[l][1], F->hi[l][1] = y > F->hi[l][1] ? y : F->hi[l][1];
+        const int32_t x = terra_tile_key_x(e.key), y = terra_tile_key_y(e.key);
+        terra_archive_level *r = &F->lv[l];
+        if (!r->tiles++) r->x0 = r->x1 = x, r->y0 = r->y1 = y;
+        r->x0 = x < r->x0 ? x : r->x0, r->x1 = x > r->x1 ? x : r->x1;
+        r->y0 = y < r->y0 ? y : r->y0, r->y1 = y > r->y1 ? y : r->y1;
         /* the coarsest level: local the highest, geographic level 0; its first entry in index order */
         const int rank = L->frame == TERRA_FRAME_LOCAL ? l : 31 - l;
         if (rank > best) best = rank, F->decider = i;
@@ -338,12 +356,9 @@ static terra_status index_pass(vstate *v, const terra_archive_layout *L, index_f
 static void check_pyramid(vstate *v, terra_archive_layout *L, const index_facts *F) {
     const uint64_t n = terra_archive_get_info(v->a)->tile_count;
     const bool local = L->frame == TERRA_FRAME_LOCAL;
-    int top = -1, bottom = 32;
-    for (int l = 0; l < 32; l++)
-        if (F->count[l]) top = l, bottom = bottom < l ? bottom : l;
-    L->min_level = bottom, L->max_level = top;
+    const int top = L->max_level;
     for (int l = 0, end; l < top; l = end) { /* each run of empty levels, once */
-        for (end = l; end < top && !F->count[end]; end++) {}
+        for (end = l; end < top && !F->lv[end].tiles; end++) {}
         if (end > l + 1)
             whole(v, TERRA_E_CORRUPT, "levels %d to %d hold no tiles: levels run from 0 (%s) to %d without a gap, as terra reads them",
                   l, end - 1, local ? "the finest" : "the two roots", top);
@@ -359,45 +374,53 @@ static void check_pyramid(vstate *v, terra_archive_layout *L, const index_facts 
         if (v->bad[i]) continue;
         const terra_tile_key k = terra_archive_key_from_order(F->order[i]);
         const int l = terra_tile_key_level(k), pl = local ? l + 1 : l - 1;
-        if ((local && l == top) || (!local && l == 0) || !F->count[pl]) continue;
+        if ((local && l == top) || (!local && l == 0) || !F->lv[pl].tiles) continue;
         const int64_t px = local ? floor_half(terra_tile_key_x(k)) : terra_tile_key_x(k) / 2;
         const int64_t py = local ? floor_half(terra_tile_key_y(k)) : terra_tile_key_y(k) / 2;
         const terra_tile_key pk = terra_tile_key_make(0, pl, (int32_t)px, (int32_t)py);
         const int64_t p = find_order(F->order, n, terra_archive_order(pk));
         if (p < 0) {
             terra_archive_entry e = {.key = k};
-            entry_problem(v, i, &e, "its parent, tile %d/%lld/%lld, is not in the archive", pl, (long long)px, (long long)py);
+            entry_problem(v, i, &e, "its parent, %s, is not in the archive", name_of(v, pk).s);
         } else if (F->error[p] < F->error[i] && !lower++) {
             low_child = k, low_parent = pk;
         }
     }
     if (lower)
         whole(v, TERRA_OK,
-              "%llu tile%s a larger geometric error than %s parent (first: tile %d/%d/%d under %d/%d/%d): "
-              "tolerated, each tile's own error decides whether it is refined",
-              (unsigned long long)lower, lower == 1 ? " states" : "s state", lower == 1 ? "its" : "their", terra_tile_key_level(low_child), terra_tile_key_x(low_child),
-              terra_tile_key_y(low_child), terra_tile_key_level(low_parent), terra_tile_key_x(low_parent),
-              terra_tile_key_y(low_parent));
+              "%llu tile%s a larger geometric error than %s parent (first: %s under %s): tolerated, each tile's own "
+              "error decides whether it is refined",
+              (unsigned long long)lower, lower == 1 ? " states" : "s state", lower == 1 ? "its" : "their",
+              name_of(v, low_child).s, name_of(v, low_parent).s);
     if (!local) return;
     const double top_side = ldexp(L->tile_size_m, top);
     if (L->tile_size_m && top_side > TERRA_SELECT_MAX_SIDE)
         whole(v, TERRA_E_CORRUPT, "level %d's tiles are %g m on a side, past the %g m of the coarsest tiles terra draws", top,
               top_side, TERRA_SELECT_MAX_SIDE);
+    if (top >= ARC_DRAWN_LEVELS) /* terra bake --levels 25 writes them */
+        whole(v, TERRA_OK, "levels 0 to %d: %d levels, exported and served as they are; terra render, fly and view draw "
+              "%d at most", top, top + 1, ARC_DRAWN_LEVELS);
+    /* readers lay each level out whole (a place per tile from its smallest to its largest x and y):
+     * sparse ground (terra cook leaves out tiles with no ground) spreads out, but within a bound */
+    double places = 0;
     for (int l = 0; l <= top; l++) {
-        const double span = (double)(F->hi[l][0] - F->lo[l][0] + 1) * (double)(F->hi[l][1] - F->lo[l][1] + 1);
-        if (F->count[l] && span > 4.0 * (double)F->count[l] + 64)
-            whole(v, TERRA_E_CORRUPT,
-                  "level %d's %llu tiles are spread over %g tile places (terra lays out a level whole: at most 4 per tile and 64)",
-                  l, (unsigned long long)F->count[l], span);
+        const terra_archive_level *r = &F->lv[l];
+        if (r->tiles) places += (double)((int64_t)r->x1 - r->x0 + 1) * (double)((int64_t)r->y1 - r->y0 + 1);
     }
+    const double room = fmax(4.0 * (double)n + 64.0 * (top + 1), SPREAD_FLOOR);
+    if (places > room)
+        whole(v, TERRA_E_CORRUPT,
+              "the levels' %llu tiles are spread over %.17g tile places, past the %.17g terra lays out (each level whole "
+              "from its smallest to its largest x and y: 4 places a tile and 64 a level, or %.17g in all)",
+              (unsigned long long)n, places, room, SPREAD_FLOOR);
     if (!L->tin && L->has_bounds && L->tile_size_m) { /* grids: level 0 covers the bounds */
         const double s = L->tile_size_m, *b = L->bounds;
         const double need = (ceil(b[2] / s) - floor(b[0] / s)) * (ceil(b[3] / s) - floor(b[1] / s));
-        if ((double)F->count[0] != need)
+        if ((double)F->lv[0].tiles != need)
             whole(v, TERRA_E_CORRUPT,
                   "level 0 holds %llu tiles where the bounds need %.17g: an archive of grids covers its bounds with "
                   "level-0 tiles (metadata \"mesh\": \"tin\" for one that does not)",
-                  (unsigned long long)F->count[0], need);
+                  (unsigned long long)F->lv[0].tiles, need);
     }
 }
 
@@ -413,9 +436,10 @@ static void check_counts(vstate *v, const cJSON *root, const terra_archive_layou
     }
 }
 
-/* terra_archive_validate, leaving the rules, the problems and the bad entries in v and L whatever
- * it finds (terra_archive_verify_tiles goes on with them). Returns TERRA_E_IO or TERRA_E_NOMEM when
- * reading fails, TERRA_OK otherwise (v->problems says whether the archive is good). */
+/* terra_archive_validate, leaving the rules, the problems, the bad entries and the tiles' names in v
+ * and L whatever it finds (terra_archive_verify_tiles goes on with them). Returns TERRA_E_IO or
+ * TERRA_E_NOMEM when reading fails, TERRA_OK otherwise (v->problems says whether the archive is
+ * good; v->rules_st whether the rules were read). */
 static terra_status validate(vstate *v, terra_archive_layout *L) {
     const terra_archive_info *I = terra_archive_get_info(v->a);
     memset(L, 0, sizeof *L);
@@ -431,7 +455,15 @@ static terra_status validate(vstate *v, terra_archive_layout *L) {
     terra_status st = v->bad && F.order && F.error ? TERRA_OK : terra_fail(TERRA_E_NOMEM, "archive validation: out of memory");
     if (!st) st = index_pass(v, L, &F);
     if (!st && !n) whole(v, TERRA_E_CORRUPT, "the index holds no tiles: nothing to draw, serve or export");
+    memcpy(L->levels, F.lv, sizeof F.lv);
+    L->min_level = 32;
+    for (int l = 0; l < 32; l++)
+        if (F.lv[l].tiles) L->max_level = l, L->min_level = L->min_level < l ? L->min_level : l;
     if (!st && n && !F.damaged && !F.unsorted) {
+        /* the index is sound: from here on tiles are named as Cesium's z/x/y too (terra_archive_tms_map) */
+        v->map = (terra_tms_map){.frame = L->frame, .min_level = L->min_level, .max_level = L->max_level};
+        if (L->frame == TERRA_FRAME_LOCAL) v->map.x0 = F.lv[L->max_level].x0, v->map.y0 = F.lv[L->max_level].y0;
+        v->names = &v->map;
         check_pyramid(v, L, &F);
         if (root) check_counts(v, root, L);
     }
@@ -439,9 +471,10 @@ static terra_status validate(vstate *v, terra_archive_layout *L) {
     if (!st && kind && F.decider != UINT64_MAX) {
         terra_archive_entry e;
         st = terra_archive_entry_at(v->a, F.decider, &e); /* it read in the pass */
-        if (!st) st = rules_from(v->a, L, &e, &L->rules);
+        if (!st) st = rules_from(v, L, &e, &L->rules);
         if (st && st != TERRA_E_IO && st != TERRA_E_NOMEM) {
-            if (!v->bad[F.decider]) say(v, F.decider, &e, st, terra_last_error());
+            no_rules(v, st, terra_last_error());
+            if (!v->bad[F.decider]) say(v, F.decider, &e, st, v->rules_why);
             st = TERRA_OK;
         }
     }
@@ -491,31 +524,14 @@ bool terra_archive_is_tin(const terra_archive *a) {
 
 terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out) {
     memset(out, 0, sizeof *out);
-    const terra_archive_info *I = terra_archive_get_info(a);
-    terra_archive_layout L = {.frame = I->frame, .tin = terra_archive_is_tin(a)};
-    cJSON *root = terra_json_parse(I->metadata);
-    const cJSON *x;
-    cJSON_ArrayForEach(x, cJSON_GetObjectItem(root, "extensions")) if (cJSON_IsString(x)) L.rules.extensions |= arc_extension_bit(x->valuestring);
-    cJSON_Delete(root);
-    /* the coarsest level's first readable entry decides (a damaged entry is refused on its own,
-     * wherever a reader meets it) */
-    terra_archive_entry e, best;
-    int rank = -1;
-    terra_status entry_st = TERRA_OK;
-    for (uint64_t i = 0; i < I->tile_count; i++) {
-        const terra_status st = terra_archive_entry_at(a, i, &e);
-        if (st == TERRA_E_IO || st == TERRA_E_NOMEM) return st;
-        const int r = I->frame == TERRA_FRAME_LOCAL ? terra_tile_key_level(e.key) : 31 - terra_tile_key_level(e.key);
-        if (st) entry_st = st;
-        else if (r > rank) rank = r, best = e;
-    }
-    if (rank < 0) {
-        *out = L.rules;
-        return entry_st; /* no tiles (TERRA_OK), or every entry damaged: how the last one is */
-    }
-    terra_status st = rules_from(a, &L, &best, &L.rules);
-    if (!st) *out = L.rules;
-    return st;
+    vstate v = {.a = a, .path = terra_archive_path(a)};
+    terra_archive_layout L;
+    terra_status st = validate(&v, &L); /* the rules as every reader reads them; its other problems aside */
+    terra_free(v.bad);
+    if (st) return st;
+    if (v.rules_st) return terra_fail(v.rules_st, "%s", v.rules_why);
+    *out = L.rules;
+    return TERRA_OK;
 }
 
 terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_report_fn report, void *user,
@@ -528,11 +544,12 @@ terra_status terra_archive_verify_tiles(const terra_archive *a, terra_archive_re
     uint32_t *gv = n ? terra_alloc(((size_t)n + 1) * ((size_t)n + 1) * sizeof *gv) : NULL;
     if (!st && n && !gv) st = terra_fail(TERRA_E_NOMEM, "archive verify: out of memory");
     /* every tile whose entry is sound, through the one check readers decode through */
+    arc_block b = {0};
     for (uint64_t i = 0; !st && i < I->tile_count; i++) {
         terra_archive_entry e;
         if (v.bad[i]) continue;
-        terra_status ts = terra_archive_entry_at(a, i, &e);
-        if (!ts) ts = terra_archive_check_tile(a, &e, &L.rules, NULL, gv);
+        terra_status ts = arc_block_entry(a, &b, i, &e);
+        if (!ts) ts = arc_check_tile(a, &e, &L.rules, v.names, NULL, gv, false, NULL, NULL);
         if (ts == TERRA_E_NOMEM) st = ts;
         else if (ts) {
             if (!first_tile && !v.problems) first_tile = ts;

@@ -4,6 +4,7 @@
 #include "terra/planet.h"
 #include "terra/qmesh.h"
 
+#include "archive_rules.h"
 #include "json.h"
 
 #include <math.h>
@@ -56,22 +57,12 @@ terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, t
     terra_archive_layout layout; /* the rules every reader applies: it holds tiles, each decoded by them */
     terra_status vst = terra_archive_validate(a, NULL, NULL, &layout);
     if (vst) return vst;
-    int deepest = -1;
-    double tiles_b[4] = {180, 90, -180, -90};
-    for (int pass = 0; pass < 2; pass++) /* the deepest level, then its tiles' union */
-        for (uint64_t i = 0; i < info->tile_count; i++) {
-            terra_archive_entry e;
-            terra_status st = terra_archive_entry_at(a, i, &e);
-            if (st != TERRA_OK) return st;
-            const int l = terra_tile_key_level(e.key);
-            if (pass == 0) deepest = l > deepest ? l : deepest;
-            else if (l == deepest) {
-                double w, s, ea, n;
-                terra_qmesh_geographic_tile_bounds(l, terra_tile_key_x(e.key), terra_tile_key_y(e.key), &w, &s, &ea, &n);
-                tiles_b[0] = fmin(tiles_b[0], w), tiles_b[1] = fmin(tiles_b[1], s);
-                tiles_b[2] = fmax(tiles_b[2], ea), tiles_b[3] = fmax(tiles_b[3], n);
-            }
-        }
+    /* the deepest level, and its tiles' union (the corners of its smallest and largest x, y) */
+    const int deepest = layout.max_level;
+    const terra_archive_level *d = &layout.levels[deepest];
+    double tiles_b[4], ignore;
+    terra_qmesh_geographic_tile_bounds(deepest, d->x0, d->y0, &tiles_b[0], &tiles_b[1], &ignore, &ignore);
+    terra_qmesh_geographic_tile_bounds(deepest, d->x1, d->y1, &ignore, &ignore, &tiles_b[2], &tiles_b[3]);
     double b[4];
     const int units = tile_units_of(a);
     memcpy(b, layout.has_bounds ? layout.bounds : tiles_b, sizeof b);
@@ -92,9 +83,10 @@ terra_status terra_geo_grid_from_archive(const terra_archive *a, int max_side, t
     size_t filled = 0;
     for (int l = deepest; l >= 0 && st == TERRA_OK && filled < n; l--) {
         const uint8_t pass = (uint8_t)(deepest - l + 1);
+        arc_block blk = {0};
         for (uint64_t i = 0; i < info->tile_count && st == TERRA_OK; i++) {
             terra_archive_entry e;
-            st = terra_archive_entry_at(a, i, &e);
+            st = arc_block_entry(a, &blk, i, &e);
             if (st != TERRA_OK || terra_tile_key_level(e.key) != l) continue;
             double tw, ts, te, tn;
             terra_qmesh_geographic_tile_bounds(l, terra_tile_key_x(e.key), terra_tile_key_y(e.key), &tw, &ts, &te, &tn);

@@ -12,9 +12,10 @@
 TERRA_INTERNAL cJSON *terra_json_parse(const char *text);
 /* cJSON_ParseWithLength(text, n). */
 TERRA_INTERNAL cJSON *terra_json_parse_length(const char *text, size_t n);
-/* The n bytes at text (text[n] = 0) as one JSON value with nothing after it but white space (a NUL
- * inside ends the value early and is refused too); NULL otherwise, with *error_at (may be NULL) the
- * byte where the text stops being that. */
+/* The n bytes at text (text[n] = 0) as one JSON value with nothing after it but white space, and no
+ * NUL byte anywhere (cJSON would skip one as white space, where terra_json_parse stops at it); NULL
+ * otherwise, with *error_at (may be NULL) the byte where the text stops being that (a NUL: the
+ * first). */
 TERRA_INTERNAL cJSON *terra_json_parse_whole(const char *text, size_t n, size_t *error_at);
 
 #endif

@@ -184,6 +184,20 @@ const char *terra_frame_name(terra_frame f) {
     return f == TERRA_FRAME_GEOGRAPHIC ? "geographic" : f == TERRA_FRAME_LOCAL ? "local" : "unknown";
 }
 
+const char *terra_archive_tile_name(const terra_archive *a, terra_tile_key key, const int64_t *zxy, char *buf, size_t n) {
+    const int l = terra_tile_key_level(key), x = terra_tile_key_x(key), y = terra_tile_key_y(key), f = terra_tile_key_face(key);
+    char face[24] = "";
+    if (f) snprintf(face, sizeof face, " on face %d", f);
+    if (a->info.frame == TERRA_FRAME_GEOGRAPHIC) /* the key is Cesium's z/x/y */
+        snprintf(buf, n, "tile %d/%d/%d%s", l, x, y, face);
+    else if (zxy)
+        snprintf(buf, n, "tile %lld/%lld/%lld (level %d, x %d, y %d%s)", (long long)zxy[0], (long long)zxy[1],
+                 (long long)zxy[2], l, x, y, face);
+    else
+        snprintf(buf, n, "tile (level %d, x %d, y %d%s)", l, x, y, face);
+    return buf;
+}
+
 /* ---- reading ------------------------------------------------------------------------------------ */
 
 static terra_status read_at(const terra_archive *a, uint64_t off, void *buf, size_t n) {
@@ -377,15 +391,15 @@ static terra_status check_entry(const terra_archive *a, const uint8_t *raw, cons
         snprintf(what, sizeof what, "error %g, longest edge %g, heights %g..%g are not finite or not a range",
                  (double)e->geometric_error, (double)e->longest_edge, (double)e->min_height, (double)e->max_height);
     else if (e->geometric_error < 0 || e->longest_edge < 0)
-        snprintf(what, sizeof what, "error %g m, longest edge %g m: a length is not negative", (double)e->geometric_error,
-                 (double)e->longest_edge);
+        snprintf(what, sizeof what, "error %g m, longest edge %g m: negative, where both are lengths",
+                 (double)e->geometric_error, (double)e->longest_edge);
     else if (fabsf(e->min_height) > TERRA_ARCHIVE_MAX_HEIGHT || fabsf(e->max_height) > TERRA_ARCHIVE_MAX_HEIGHT)
         snprintf(what, sizeof what, "heights %g..%g m beyond the %g m an archive may state", (double)e->min_height,
                  (double)e->max_height, (double)TERRA_ARCHIVE_MAX_HEIGHT);
+    char name[TERRA_ARCHIVE_NAME_SIZE];
     if (what[0])
-        return terra_fail(TERRA_E_CORRUPT, "%s: index entry %llu (tile %d/%d/%d) is damaged: %s", a->path,
-                          (unsigned long long)i, terra_tile_key_level(e->key), terra_tile_key_x(e->key),
-                          terra_tile_key_y(e->key), what);
+        return terra_fail(TERRA_E_CORRUPT, "%s: index entry %llu, %s, is damaged: %s", a->path, (unsigned long long)i,
+                          terra_archive_tile_name(a, e->key, NULL, name, sizeof name), what);
     return TERRA_OK;
 }
 
@@ -425,13 +439,14 @@ terra_status terra_archive_find(const terra_archive *a, terra_tile_key key, terr
         else if (order > want) hi = mid;
         else return terra_archive_entry_at(a, mid, out);
     }
-    return terra_fail(TERRA_E_NOT_FOUND, "%s: no tile %d/%d/%d", a->path, terra_tile_key_level(key),
-                      terra_tile_key_x(key), terra_tile_key_y(key));
+    char name[TERRA_ARCHIVE_NAME_SIZE];
+    return terra_fail(TERRA_E_NOT_FOUND, "%s: no %s", a->path, terra_archive_tile_name(a, key, NULL, name, sizeof name));
 }
 
 static terra_status bad_checksum(const terra_archive *a, const terra_archive_entry *e) {
-    return terra_fail(TERRA_E_CORRUPT, "%s: tile %d/%d/%d is damaged (checksum mismatch)", a->path,
-                      terra_tile_key_level(e->key), terra_tile_key_x(e->key), terra_tile_key_y(e->key));
+    char name[TERRA_ARCHIVE_NAME_SIZE];
+    return terra_fail(TERRA_E_CORRUPT, "%s: %s is damaged (checksum mismatch)", a->path,
+                      terra_archive_tile_name(a, e->key, NULL, name, sizeof name));
 }
 
 terra_status terra_archive_read_stored(const terra_archive *a, const terra_archive_entry *e, void *buf, size_t capacity) {

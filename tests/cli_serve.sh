@@ -2,11 +2,12 @@
 # terra serve under abuse, over loopback only (the server listens on 127.0.0.1; clients connect from
 # 127.0.0.1, and from 127.0.0.2 for the per-address cap): malformed targets (%00, a raw NUL, bytes
 # outside the grammar), too many query parameters, Accept-Encoding q-values, decompression bombs,
-# the archive truncated and rewritten in place under the server, slow clients (a byte every half
-# second) next to a normal one, 200 idle connections next to a fresh client, raw requests with bad
-# framing (obs-fold, bad or differing Content-Length, no Host...), If-Range, keep-alive. Raw
-# exchanges assert exact status lines and body lengths. Every wait is bounded; the servers are
-# stopped by the trap.
+# the archive truncated and rewritten in place under the server (and while /archive.terra goes
+# out: cut short), one descriptor per opening, request timeouts while a reopen blocks, slow clients
+# (a byte every half second) next to a normal one, 200 idle connections next to a fresh client, raw
+# requests with bad framing (obs-fold, bad or differing Content-Length, no Host...), If-Range,
+# keep-alive. Raw exchanges assert exact status lines and body lengths. Every wait is bounded; the
+# servers are stopped by the trap.
 set -euo pipefail
 T=${TERRA_BIN:?TERRA_BIN not set}
 helper="$(dirname "$T")/test_serve_request" # writes the hostile archives (tests/test_serve_request.c)
@@ -17,6 +18,8 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/terra_cli_serve.XXXXXX")
 pids=()
 cleanup() {
+  # a watcher still waiting on the FIFO below would hold its server's exit
+  if [ -p "$work/blocked.terra" ]; then timeout 2 sh -c ': >"$1"' _ "$work/blocked.terra" || true; fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   rm -rf "$work"
 }
@@ -370,6 +373,80 @@ for _ in $(seq 1 40); do [ "$(code "$url/2/1/1.terrain")" = 200 ] && ok=1 && bre
 [ -n "$ok" ] || fail "replaced archive not served within 4 s"
 kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
 
+# ---- one opening, one descriptor: the bytes served and the strong ETag are of one file ----
+# (the old server validated the archive through one descriptor and opened the path again for the
+# ETag and the change check: a rename in between paired the old bytes with the new file's tag)
+"$T" bake -q --levels 4 --area 0,0,1024,1024 --cells 64 --compression none "$work/big.terra"
+cp "$work/big.terra" "$work/inplace.terra"
+start_server inplace "$work/inplace.terra"
+held=$(find "/proc/$server_pid/fd" -lname "$work/inplace.terra" | wc -l)
+[ "$held" = 1 ] || fail "the server holds $held descriptors of the archive, not one"
+# the file rewritten in place (same size, other bytes) while /archive.terra goes out to a slow
+# reader: the response is cut short, and nothing after the rewrite goes out under the old ETag
+python3 - "$port" "$work/inplace.terra" <<'EOF' || fail "a body spliced from two files (see above)"
+import socket, sys
+port, path = int(sys.argv[1]), sys.argv[2]
+orig = open(path, "rb").read()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the server cannot run far ahead
+s.settimeout(10)
+s.connect(("127.0.0.1", port))
+s.sendall(b"GET /archive.terra HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+data = b""
+while b"\r\n\r\n" not in data or len(data) < 65536:
+    data += s.recv(4096)
+head, body = data.split(b"\r\n\r\n", 1)
+length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+half = len(orig) // 2
+with open(path, "r+b") as f:
+    f.seek(half)
+    f.write(bytes(255 - b for b in orig[half:]))
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        body += d
+except OSError:
+    pass
+print("inplace: %d of %d bytes before the connection closed" % (len(body), length))
+if len(body) >= length:
+    print("FAIL: the whole body went out, %s" % ("spliced from two files" if body != orig else "unchanged"))
+    sys.exit(1)
+if body != orig[:len(body)]:
+    print("FAIL: bytes of the rewritten file went out under the old ETag")
+    sys.exit(1)
+EOF
+grep -q "changed while byte .* went out: the response is cut short" "$work/inplace.err" || fail "the cut not logged"
+alive "rewritten while sent"
+kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
+
+# ---- request timeouts while the archive is being reopened: a reopen that blocks (the path made a
+# FIFO with no writer: open() waits there, as a large archive's validation takes seconds) does not
+# hold up the sweep of overdue requests ----
+cp "$work/a.terra" "$work/blocked.terra"
+start_server blocked "$work/blocked.terra" --request-timeout 0.5
+mkfifo "$work/fifo" && mv "$work/fifo" "$work/blocked.terra"
+sleep 0.6 # the watcher's next look: it opens the FIFO and waits there
+python3 - "$port" <<'EOF' || fail "a request timeout was not enforced during a blocked reopen (see above)"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"GET /0/0/0.terrain HTTP/1.1\r\nHost: a\r\n")  # never finished
+t = time.monotonic()
+try:
+    closed = s.recv(1024) == b""
+except socket.timeout:
+    closed = False
+except OSError:  # reset
+    closed = True
+print("blocked reopen: an unfinished request %s after %.1f s" % ("closed" if closed else "still open", time.monotonic() - t))
+sys.exit(0 if closed else 1)
+EOF
+# a writer lets the watcher's open() return (it then reads no archive there)
+timeout 5 sh -c ': >"$1"' _ "$work/blocked.terra" || fail "the watcher was not waiting on the FIFO"
+alive "blocked reopen"
+kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
+
 # ---- 200 idle connections from one process (the defaults: --max-per-client 32, --request-timeout
 # 10) next to a fresh client from the same address: it is answered on its first try, while they are
 # held (the old server refused it until the idle ones timed out) ----
@@ -412,6 +489,9 @@ alive "bombs"
 grep -q "over the limit" "$work/bomb.err" || fail "the stated bomb not reported: $(cat "$work/bomb.err")"
 grep -q "does not inflate to the 1000 bytes\|decompresses to more than its stated 1000 bytes" "$work/bomb.err" \
   || fail "the lying bomb not reported: $(cat "$work/bomb.err")"
+# a log line names the tile one way: the request's z/x/y, and the archive's name for it the same
+grep -q "/0/0/1.terrain: .*: tile 0/0/1 (level 0, x 0, y 1): decompresses to more than" "$work/bomb.err" \
+  || fail "the lying bomb's tile named two ways: $(cat "$work/bomb.err")"
 kill "$server_pid"; wait "$server_pid" || fail "serve exited with $? on SIGTERM"
 
 # ---- options ----

@@ -1,6 +1,7 @@
 /* terra serve's request path (cli/serve_request.c): the target grammar byte by byte, NUL and %00,
  * the query parameter cap, methods, Accept-Encoding q-values; layer.json's available ranges cover
- * exactly the archive's tiles (random sets, empty zooms, duplicates in the index).
+ * exactly the archive's tiles (random sets, empty zooms, duplicates in the index); the tile bytes
+ * serve sends are the bytes its check read, once.
  *
  * `test_serve_request --archives DIR` writes the hostile archives tests/cli_serve.sh serves and
  * exports (valid checksums, hostile contents):
@@ -713,6 +714,69 @@ static int write_hostile(const char *out) {
     return 0;
 }
 
+/* An archive in memory whose reader counts the reads that touch one byte range. */
+typedef struct counted {
+    const uint8_t *data;
+    uint64_t lo, hi; /* the range watched */
+    int reads;
+} counted;
+static terra_status counted_read(void *user, uint64_t offset, void *buf, size_t n) {
+    counted *c = user;
+    memcpy(buf, c->data + offset, n);
+    c->reads += offset < c->hi && offset + n > c->lo;
+    return TERRA_OK;
+}
+
+/* What serve sends is what it checked, read once: terra_archive_check_tile_bytes hands back the
+ * stored payload (for a client taking gzip) or the decompressed tile, after one read of the payload;
+ * a tile the rules refuse hands back nothing and is named as Cesium names it, with terra's key. */
+static void test_tile_bytes(void) {
+    char path[512];
+    path_in(path, sizeof path, "bomb.terra");
+    uint8_t *data;
+    size_t n;
+    CHECK(terra_io_read_file(path, 1u << 30, &data, &n) == TERRA_OK, "%s", terra_last_error());
+    counted c = {data, 0, 0, 0};
+    const terra_archive_reader r = {.user = &c, .size = n, .read = counted_read};
+    terra_archive *a;
+    terra_archive_layout L;
+    terra_tms_map m;
+    CHECK(terra_archive_open_reader(path, &r, &a) == TERRA_OK && terra_archive_validate(a, NULL, NULL, &L) == TERRA_OK &&
+              terra_archive_tms_map(a, &m) == TERRA_OK,
+          "%s", terra_last_error());
+    terra_archive_entry e;
+    CHECK(terra_archive_find(a, terra_tile_key_make(0, 0, 0, 0), &e) == TERRA_OK && e.compression == TERRA_COMPRESS_GZIP);
+    c.lo = e.offset, c.hi = e.offset + e.size;
+    for (int as_stored = 0; as_stored < 2; as_stored++) {
+        uint8_t *bytes = NULL, *raw = NULL;
+        size_t bn = 0, rn = 0;
+        c.reads = 0;
+        CHECK(terra_archive_check_tile_bytes(a, &e, &L.rules, &m, NULL, as_stored, &bytes, &bn) == TERRA_OK, "%s",
+              terra_last_error());
+        CHECK(c.reads == 1, "the payload read %d times", c.reads);
+        if (as_stored) CHECK(bn == e.size && bytes && !memcmp(bytes, data + e.offset, bn), "not the stored bytes");
+        CHECK(as_stored || (terra_archive_read_entry(a, &e, &raw, &rn) == TERRA_OK && bn == rn && bytes &&
+                            !memcmp(bytes, raw, rn)),
+              "not the decompressed tile");
+        terra_free(bytes);
+        terra_free(raw);
+    }
+    /* the liar (gzip of 24 MiB stated as 1000 bytes) and the tile that does not decode (stored plainly) */
+    const int bad[2][2] = {{0, 1}, {1, 1}};
+    for (int k = 0; k < 2; k++) {
+        uint8_t *bytes = (uint8_t *)data;
+        size_t bn = 1;
+        char name[64];
+        snprintf(name, sizeof name, "tile 0/%d/%d (level 0, x %d, y %d): ", bad[k][0], bad[k][1], bad[k][0], bad[k][1]);
+        CHECK(terra_archive_find(a, terra_tile_key_make(0, 0, bad[k][0], bad[k][1]), &e) == TERRA_OK);
+        CHECK(terra_archive_check_tile_bytes(a, &e, &L.rules, &m, NULL, k == 0, &bytes, &bn) != TERRA_OK &&
+                  !bytes && !bn && strstr(terra_last_error(), name),
+              "%s", terra_last_error());
+    }
+    terra_archive_close(a);
+    terra_free(data);
+}
+
 /* The hostile archives are what they claim: open, checksums valid, the bomb's statements. */
 static void test_hostile_archives(void) {
     CHECK(write_hostile(dir) == 0);
@@ -769,6 +833,7 @@ int main(int argc, char **argv) {
     RUN(test_layer_json_ranges);
     RUN(test_tms_map_corner);
     RUN(test_hostile_archives);
+    RUN(test_tile_bytes);
     const char *names[] = {"bomb.terra", "dup.terra", "outside.terra"};
     char path[512];
     for (size_t i = 0; i < 3; i++) {

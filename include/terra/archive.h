@@ -125,6 +125,15 @@ TERRA_API void terra_archive_close(terra_archive *a);
 TERRA_API const terra_archive_info *terra_archive_get_info(const terra_archive *a);
 /* The path the archive was opened from (for messages). */
 TERRA_API const char *terra_archive_path(const terra_archive *a);
+/* How messages name tile `key` of `a`, so that a user can look it up: in the geographic frame
+ * "tile z/x/y" (the key is Cesium's TMS z/x/y, which terra export, serve and info --tile use); in the
+ * local frame terra's key, "tile (level L, x X, y Y)" (level 0 the finest), and with zxy (may be
+ * NULL; the tile's z, x, y as terra_tms_from_key gives them) "tile z/x/y (level L, x X, y Y)". A face
+ * other than 0 is named too. Writes at most n bytes to buf (TERRA_ARCHIVE_NAME_SIZE holds any
+ * name) and returns buf. */
+#define TERRA_ARCHIVE_NAME_SIZE 128
+TERRA_API const char *terra_archive_tile_name(const terra_archive *a, terra_tile_key key, const int64_t *zxy, char *buf,
+                                              size_t n);
 
 /* Entry i of the index (0 .. tile_count-1, in index order). TERRA_E_CORRUPT when its ranges or
  * values are impossible: payload outside the file, unknown compression, flags or reserved bytes not

@@ -68,12 +68,15 @@ typedef struct terra_tile_rules {
     uint32_t extensions; /* TERRA_QMESH_HAS_* every tile carries: those the metadata lists */
 } terra_tile_rules;
 
-/* The rules for `a`'s tiles: the extensions its metadata lists, and for local-frame archives of grid
- * tiles (what terra bake writes, what the archive source draws) grid_cells = n, read from the
- * coarsest tile (the first index entry of the coarsest level), which must be a grid of n cells, n a
- * power of two in 2..256; that tile's problem (TERRA_E_CORRUPT...) otherwise. Geographic archives
- * and TIN archives (metadata "mesh": "tin", what terra cook writes): no lattice rule. Checks nothing
- * else of the archive: terra_archive_validate does, and gives these rules too. */
+/* The rules for `a`'s tiles, read by terra_archive_validate's own code (so from the same tile): the
+ * extensions its metadata lists, and for local-frame archives of grid tiles (what terra bake writes,
+ * what the archive source draws) grid_cells = n, read from the coarsest tile (the first index entry
+ * of the coarsest level that reads, in order and in place), which must be a grid of n cells, n a
+ * power of two in 2..256. TERRA_E_CORRUPT when the metadata does not say what the tiles are (not a
+ * JSON object, an unknown "mesh") or that tile fails the rules, naming the problem. Geographic
+ * archives and TIN archives (metadata "mesh": "tin", what terra cook writes): no lattice rule. The
+ * archive's other problems do not stop it (terra check reads archives so, and names them itself):
+ * terra_archive_validate refuses them, and gives these rules too. */
 TERRA_API terra_status terra_archive_tile_rules(const terra_archive *a, terra_tile_rules *out);
 /* True when the archive's metadata says its tiles are irregular meshes ("mesh": "tin"). */
 TERRA_API bool terra_archive_is_tin(const terra_archive *a);
@@ -86,6 +89,15 @@ TERRA_API bool terra_archive_is_tin(const terra_archive *a);
  * the vertex at each grid point (i, j), at j * (n + 1) + i. Thread-safe, like the reader. */
 TERRA_API terra_status terra_archive_check_tile(const terra_archive *a, const terra_archive_entry *e, const terra_tile_rules *rules,
                                       terra_qmesh *mesh, uint32_t *grid_vertex);
+/* The same check for a server and for tools that name tiles as Cesium does: messages name the tile
+ * by `names` (terra_archive_tile_name with its z/x/y; NULL: terra's key alone), and when bytes is not
+ * NULL it receives the very bytes checked, *bytes_n long (terra_free): the payload as stored when
+ * as_stored (what a server sends with its Content-Encoding), else as decompressed and decoded. No
+ * grid_vertex. */
+typedef struct terra_tms_map terra_tms_map;
+TERRA_API terra_status terra_archive_check_tile_bytes(const terra_archive *a, const terra_archive_entry *e,
+                                                      const terra_tile_rules *rules, const terra_tms_map *names,
+                                                      terra_qmesh *mesh, bool as_stored, uint8_t **bytes, size_t *bytes_n);
 
 /* ---- the rules every reader applies to an archive as a whole ---------------------------------- */
 
@@ -97,6 +109,12 @@ typedef void (*terra_archive_report_fn)(void *user, uint64_t index, const terra_
                                         const char *problem);
 #define TERRA_ARCHIVE_WHOLE UINT64_MAX
 
+/* The tiles of one level: how many, and their smallest and largest x and y (inclusive). */
+typedef struct terra_archive_level {
+    uint64_t tiles;
+    int32_t x0, y0, x1, y1;
+} terra_archive_level;
+
 /* What an archive holds, once terra_archive_validate accepted it. */
 typedef struct terra_archive_layout {
     terra_frame frame;
@@ -106,25 +124,31 @@ typedef struct terra_archive_layout {
     double bounds[4];         /* local: x0, z0, x1, z1 m; geographic: west, south, east, north degrees */
     int min_level, max_level; /* every level between holds tiles; min_level is 0 */
     terra_tile_rules rules;   /* what each tile must satisfy (terra_archive_check_tile) */
+    terra_archive_level levels[32]; /* level by level (none beyond max_level) */
 } terra_archive_layout;
 
 /* Checks the archive as a whole, as every reader does when it opens one (the archive source, the
  * archive mesh, export, serve, the planet's overlay; terra info --verify reports it in full), without
  * decoding more than the coarsest tile:
- *  - the metadata: one JSON object, nothing after it; "frame" (when given) the header's; "mesh"
- *    "grid" (or absent) or "tin"; "extensions" a list of names; local frame: "tile_size_m" from
- *    1e-6 m, "bounds" four finite numbers x0 < x1, z0 < z1 within the tiles' coordinates and 2^44 m;
- *    geographic: "bounds" (when given) four numbers west < east in -180..180, south < north in
- *    -90..90; "format" and "tile_format" (when given) terra's;
+ *  - the metadata: one JSON object, nothing after it, no NUL byte, no member terra writes given
+ *    twice; "frame" (when given) the header's; "mesh" "grid" (or absent) or "tin"; "extensions" a
+ *    list of names; local frame: "tile_size_m" from 1e-6 m, "bounds" four finite numbers x0 < x1,
+ *    z0 < z1 within the tiles' coordinates and 2^44 m; geographic: "bounds" (when given) four
+ *    numbers west < east in -180..180, south < north in -90..90; "format" and "tile_format" (when
+ *    given) terra's;
  *  - every index entry (terra_archive_entry_at), in strictly increasing order, on face 0, its tile
  *    inside the frame's grid and the bounds (geographic: but the two roots);
  *  - the pyramid: a tile at least; every level from 0 to the coarsest holds tiles and every tile but
  *    the roots (local: the coarsest level; geographic: level 0) has its parent; local frame: the
- *    coarsest tiles at most 2^44 m (what terra draws), each level's tiles within a span of
- *    4 x (their number) + 64 tiles; grids: level 0 covers the bounds and they hold a lattice point;
+ *    coarsest tiles at most 2^44 m (what terra draws), the levels laid out whole (each from its
+ *    smallest to its largest x and y) within 4 places a tile and 64 a level, or 2^22 places in all;
+ *    grids: level 0 covers the bounds and they hold a lattice point;
  *  - the rules of its tiles (terra_archive_tile_rules), from the coarsest tile, which must pass them.
  * Things readers tolerate are notes: members or extension names terra does not know, counts in the
- * metadata that the index contradicts, tiles whose error is below one of their children's.
+ * metadata that the index contradicts, tiles whose error is below one of their children's; and two
+ * that render, fly and view refuse by name (the archive source and mesh), export and serve take:
+ * grids of fewer than 16 cells, local archives of more than 24 levels.
+ * Messages name tiles by terra_archive_tile_name, with z/x/y once the index reads in order.
  * report (may be NULL) hears of every problem and note; out (may be NULL) receives the layout on
  * success. TERRA_E_CORRUPT (TERRA_E_IO, TERRA_E_NOMEM when reading failed) naming the first problem
  * and how many more there are. */
@@ -201,11 +225,11 @@ TERRA_API terra_status terra_geo_grid_from_archive(const terra_archive *a, int m
  * archives (level 0 finest, signed x, y): z = top - level, x' = x - x0 * 2^(top - level) (same for
  * y) where top is the coarsest level and (x0, y0) its smallest tile, so the coarsest level's tiles
  * become the roots. */
-typedef struct terra_tms_map {
+struct terra_tms_map {
     terra_frame frame;
     int min_level, max_level;
     int32_t x0, y0;
-} terra_tms_map;
+};
 
 TERRA_API terra_status terra_archive_tms_map(const terra_archive *a, terra_tms_map *out);
 /* false when the key has no place in the z/x/y tree (outside the coarsest level's tiles). */
