@@ -611,15 +611,25 @@ static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, co
 
 static int32_t floor_shift(int32_t v, int d) { return (int32_t)floor(ldexp((double)v, -d)); }
 
-static char *part_path(const char *dir, int bottom, int top, int32_t tx, int32_t ty) {
-    const size_t n = strlen(dir) + 64;
+/* The part of a round's root: the cook's fingerprint, the round's depths, the root. */
+static terra_cook_part_key part_key(const emitter *E, int bottom, int top, int32_t tx, int32_t ty) {
+    return (terra_cook_part_key){.fingerprint = E->split->fingerprint, .bottom = bottom, .depth = top, .tx = tx, .ty = ty};
+}
+
+/* Its file: "BOTTOM-DEPTH-TX-TY.part" in the parts' folder. */
+static char *part_path(const emitter *E, const terra_cook_part_key *k) {
+    const size_t n = strlen(E->split->parts) + 64;
     char *p = terra_alloc(n);
-    if (p) snprintf(p, n, "%s/%d-%d-%d-%d.part", dir, bottom, top, (int)tx, (int)ty);
+    if (p) snprintf(p, n, "%s/%d-%d-%d-%d.part", E->split->parts, k->bottom, k->depth, (int)k->tx, (int)k->ty);
     return p;
 }
 
-/* A part file read whole and decoded (*bytes keeps the tiles' data: terra_free it). */
-static terra_status part_read(const char *path, uint64_t fingerprint, uint8_t **bytes, terra_cook_part *out) {
+/* The part `want` from its file, read whole and decoded (*bytes keeps the tiles' data: terra_free
+ * it). TERRA_E_NOT_FOUND when it is not there, when another cook made it (another fingerprint) and
+ * when it holds another root's part than its name gives (renamed, copied or swapped by hand: taken,
+ * it would come back as the wrong root; `rebuild`: a warning says it is built again). */
+static terra_status part_read(const char *path, const terra_cook_part_key *want, bool rebuild, uint8_t **bytes,
+                              terra_cook_part *out) {
     *bytes = NULL;
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
@@ -634,9 +644,18 @@ static terra_status part_read(const char *path, uint64_t fingerprint, uint8_t **
     fclose(f);
     if (st == TERRA_OK && (st = terra_cook_part_decode(b, (size_t)n, out)) != TERRA_OK)
         st = terra_fail(st, "%s: %s", path, terra_last_error());
-    if (st == TERRA_OK && out->fingerprint != fingerprint) {
+    if (st == TERRA_OK && out->fingerprint != want->fingerprint) {
         terra_cook_part_free(out);
         st = terra_fail(TERRA_E_NOT_FOUND, "%s: made by another cook (other inputs or options)", path);
+    } else if (st == TERRA_OK && (out->bottom != want->bottom || out->depth != want->depth || out->root.tx != want->tx ||
+                                  out->root.ty != want->ty)) {
+        st = terra_fail(TERRA_E_NOT_FOUND,
+                        "%s holds the part of root %d/%d,%d built from depth %d, not the one its name gives (root "
+                        "%d/%d,%d from depth %d): renamed, copied or swapped from another part's file",
+                        path, out->depth, (int)out->root.tx, (int)out->root.ty, out->bottom, want->depth, (int)want->tx,
+                        (int)want->ty, want->bottom);
+        terra_cook_part_free(out);
+        if (rebuild) terra_log(TERRA_LOG_WARN, "cook: %s: built again", terra_last_error());
     }
     if (st != TERRA_OK) terra_free(b), b = NULL;
     *bytes = b;
@@ -695,10 +714,11 @@ static bool part_want(void *user, int32_t tx, int32_t ty) {
     size_t i = 0;
     while (i < R->root_count && (R->roots[2 * i] != tx || R->roots[2 * i + 1] != ty)) i++;
     if (i == R->root_count || R->owner[i] != E->split->rank) return false;
-    char *path = part_path(E->split->parts, R->bottom, R->top, tx, ty);
+    const terra_cook_part_key k = part_key(E, R->bottom, R->top, tx, ty);
+    char *path = part_path(E, &k);
     uint8_t *bytes = NULL;
     terra_cook_part p;
-    const bool have = path && part_read(path, E->split->fingerprint, &bytes, &p) == TERRA_OK;
+    const bool have = path && part_read(path, &k, true, &bytes, &p) == TERRA_OK;
     if (have) {
         terra_cook_part_free(&p);
         E->split->parts_reused++; /* one thread: the pyramid asks before its workers start */
@@ -716,11 +736,12 @@ static terra_status part_load(void *user, int32_t tx, int32_t ty, terra_cook_roo
     int r = 0;
     while (r < P->round_count && P->round[r].top != depth) r++;
     if (r == P->round_count) return terra_fail(TERRA_E_INVALID, "cook: no round ends at depth %d", depth);
-    char *path = part_path(E->split->parts, P->round[r].bottom, depth, tx, ty);
+    const terra_cook_part_key k = part_key(E, P->round[r].bottom, depth, tx, ty);
+    char *path = part_path(E, &k);
     if (!path) return terra_fail(TERRA_E_NOMEM, "cook: out of memory");
     uint8_t *bytes;
     terra_cook_part p;
-    terra_status st = part_read(path, E->split->fingerprint, &bytes, &p);
+    terra_status st = part_read(path, &k, false, &bytes, &p);
     if (st == TERRA_E_NOT_FOUND) st = terra_fail(st, "cook: the part of root %d/%d,%d is missing: %s", depth, (int)tx, (int)ty,
                                                  terra_last_error());
     terra_free(path);
@@ -754,7 +775,8 @@ static terra_status part_done(void *user, const terra_cook_root *root) {
                          .tile_count = k.count, .tiles = k.tiles};
     uint8_t *bytes = NULL;
     size_t n = 0;
-    char *path = part_path(E->split->parts, R->bottom, R->top, root->tx, root->ty), *tmp = NULL;
+    const terra_cook_part_key key = part_key(E, R->bottom, R->top, root->tx, root->ty);
+    char *path = part_path(E, &key), *tmp = NULL;
     void *fv = NULL;
     terra_status st = path ? terra_cook_part_encode(&p, &bytes, &n) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
     sink_free(&k);
@@ -787,10 +809,11 @@ static terra_status merge_parts(emitter *E) {
     for (int r = 0; r < P->round_count && st == TERRA_OK; r++) {
         const terra_cook_split_round *R = &P->round[r];
         for (size_t i = 0; i < R->root_count && st == TERRA_OK; i++) {
-            char *path = part_path(E->split->parts, R->bottom, R->top, R->roots[2 * i], R->roots[2 * i + 1]);
+            const terra_cook_part_key k = part_key(E, R->bottom, R->top, R->roots[2 * i], R->roots[2 * i + 1]);
+            char *path = part_path(E, &k);
             uint8_t *bytes = NULL;
             terra_cook_part p;
-            st = path ? part_read(path, E->split->fingerprint, &bytes, &p) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
+            st = path ? part_read(path, &k, false, &bytes, &p) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
             if (st == TERRA_E_NOT_FOUND) st = terra_fail(st, "cook: a part is missing: %s", terra_last_error());
             terra_free(path);
             for (size_t t = 0; st == TERRA_OK && t < p.tile_count; t++) {
