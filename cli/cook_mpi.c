@@ -8,7 +8,6 @@
 #include "terra/io.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,6 +76,11 @@ static int die_after(void *user) {
     return --*left == 0;
 }
 
+/* The file name of root i's part in round R, as the cook writes it ("BOTTOM-DEPTH-TX-TY.part"). */
+static void part_name(char *out, size_t n, const terra_cook_split_round *R, size_t i) {
+    snprintf(out, n, "%d-%d-%d-%d.part", R->bottom, R->top, (int)R->roots[2 * i], (int)R->roots[2 * i + 1]);
+}
+
 /* The part files no longer planned (another cook's) go once the archive is in place. */
 static void prune_parts(const char *dir, const terra_cook_split_plan *plan, bool all) {
     DIR *D = opendir(dir);
@@ -89,8 +93,7 @@ static void prune_parts(const char *dir, const terra_cook_split_plan *plan, bool
         for (int r = 0; !all && r < plan->round_count && !keep; r++)
             for (size_t i = 0; i < plan->round[r].root_count && !keep; i++) {
                 char name[96];
-                snprintf(name, sizeof name, "%d-%d-%d-%d.part", plan->round[r].bottom, plan->round[r].top,
-                         (int)plan->round[r].roots[2 * i], (int)plan->round[r].roots[2 * i + 1]);
+                part_name(name, sizeof name, &plan->round[r], i);
                 keep = !strcmp(name, e->d_name);
             }
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -100,45 +103,15 @@ static void prune_parts(const char *dir, const terra_cook_split_plan *plan, bool
     if (all) rmdir(dir);
 }
 
-/* The parts this rank builds whose file holds another root's part (moved, copied or swapped by
- * hand: reused, it would come back as the wrong root and fail the merge, on every rerun) go, with
- * a warning naming the file, so the round builds them again. */
-static void drop_misnamed_parts(const terra_cook_split *s, int rank) {
-    for (int r = 0; r < s->plan.round_count; r++) {
-        const terra_cook_split_round *R = &s->plan.round[r];
-        for (size_t i = 0; i < R->root_count; i++) {
-            if (R->owner[i] != rank) continue;
-            const int32_t tx = R->roots[2 * i], ty = R->roots[2 * i + 1];
-            char path[4200];
-            snprintf(path, sizeof path, "%s/%d-%d-%d-%d.part", s->parts, R->bottom, R->top, (int)tx, (int)ty);
-            FILE *f = fopen(path, "rb");
-            if (!f) continue;
-            uint8_t head[TERRA_COOK_PART_KEY_BYTES];
-            terra_cook_part_key k;
-            const size_t got = fread(head, 1, sizeof head, f);
-            fclose(f);
-            /* a damaged head: the round's full read refuses the part and builds it again */
-            if (terra_cook_part_key_read(head, got, &k) != TERRA_OK ||
-                (k.bottom == R->bottom && k.depth == R->top && k.tx == tx && k.ty == ty))
-                continue;
-            fprintf(stderr, "terra cook: %s holds the part of root %d/%d,%d, not of the root %d/%d,%d its name gives (moved "
-                            "or copied by hand?): removed, to be built again\n", path, k.depth, (int)k.tx, (int)k.ty,
-                    R->top, (int)tx, (int)ty);
-            if (unlink(path) && errno != ENOENT)
-                fprintf(stderr, "terra cook: %s cannot be removed: %s\n", path, strerror(errno));
-        }
-    }
-}
-
 /* --stage: each part a rank other than 0 owns, from its directory to rank 0's (size, then bytes). */
 static int ship_parts(const terra_cook_split *s, int rank) {
     for (int r = 0; r < s->plan.round_count; r++) {
         const terra_cook_split_round *R = &s->plan.round[r];
         for (size_t i = 0; i < R->root_count; i++) {
             if (R->owner[i] == 0 || (rank && R->owner[i] != rank)) continue;
-            char path[4200];
-            snprintf(path, sizeof path, "%s/%d-%d-%d-%d.part", s->parts, R->bottom, R->top, (int)R->roots[2 * i],
-                     (int)R->roots[2 * i + 1]);
+            char name[96], path[4200];
+            part_name(name, sizeof name, R, i);
+            snprintf(path, sizeof path, "%s/%s", s->parts, name);
             uint8_t *b = NULL;
             uint64_t n = 0;
             if (rank) {
@@ -298,7 +271,6 @@ int cli_cook_mpi(terra_cook_desc *d, const char *options, const char *cache, boo
         signal(SIGTERM, on_term);
     }
     const double r0 = MPI_Wtime();
-    drop_misnamed_parts(&s, rank);
     terra_status st = TERRA_OK;
     for (int r = 0; r < s.plan.round_count && st == TERRA_OK; r++) {
         s.stage = TERRA_COOK_STAGE_ROUND, s.round = r;

@@ -7,20 +7,15 @@
 #include "child.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <math.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 void terra_raster_free(terra_raster *r) {
     if (!r) return;
@@ -138,7 +133,7 @@ terra_status terra_raster_read_isolated(const terra_raster_desc *d, const char *
     char *argv[TERRA_RASTER_ARGS + 3] = {path, (char *)d->path};
     for (int i = 0; i < TERRA_RASTER_ARGS; i++) argv[2 + i] = args[i];
     terra_child c;
-    if ((rst = terra_child_start(d->path, "the raster reader", path, argv, &c)) != TERRA_OK) return rst;
+    if ((rst = terra_child_start(d->path, "the raster reader", path, argv, false, &c)) != TERRA_OK) return rst;
 
     terra_raster_wire w;
     bool got = read_all(c.out, &w, sizeof w) && w.magic == TERRA_RASTER_WIRE_MAGIC && w.size == sizeof w &&
@@ -263,10 +258,20 @@ terra_status terra_raster_read_geo(terra_raster_source *s, const terra_raster_ge
 /* ---- the served child: terra-raster --serve ------------------------------------------------------ */
 
 typedef struct child_impl {
-    pid_t pid;
-    int fd;        /* our end of the socket */
+    terra_child child; /* child.out: our end of the socket, both ways */
     bool broken;   /* the conversation failed once: every later read fails the same way */
+    bool finished; /* and the child was waited for */
 } child_impl;
+
+/* The conversation broke (`what` happened): the child is ended and waited for, and how it ended (a
+ * crash, its CPU time run out) is the error when it did not simply exit. */
+static terra_status child_broken(terra_raster_source *s, const char *what) {
+    child_impl *c = s->impl;
+    c->broken = true;
+    terra_status st = c->finished ? TERRA_OK : terra_child_finish(&c->child, s->path, "the raster reader");
+    c->finished = true;
+    return st ? st : terra_fail(TERRA_E_IO, "%s: %s", s->path, what);
+}
 
 /* Writes exactly n bytes; false when the peer is gone (never SIGPIPE: a socket, MSG_NOSIGNAL). */
 static bool send_all(int fd, const void *buf, size_t n) {
@@ -293,6 +298,7 @@ int terra_raster_serve(terra_raster_source *s, int in, int out) {
     for (;;) {
         terra_raster_request q;
         if (!read_all(in, &q, sizeof q)) break; /* the caller closed: done */
+        terra_child_limit_cpu(); /* each request may take its own allowance */
         if (q.magic != TERRA_RASTER_REQUEST_MAGIC ||
             (q.kind != TERRA_RASTER_REQ_WINDOW && q.kind != TERRA_RASTER_REQ_GEO) || q.w <= 0 || q.h <= 0) {
             rc = 1;
@@ -329,41 +335,34 @@ int terra_raster_serve(terra_raster_source *s, int in, int out) {
 static terra_status child_reply(terra_raster_source *s, uint64_t *bytes) {
     child_impl *c = s->impl;
     terra_raster_reply r;
-    if (!read_all(c->fd, &r, sizeof r) || r.magic != TERRA_RASTER_REPLY_MAGIC) {
-        c->broken = true;
-        return terra_fail(TERRA_E_IO, "%s: the raster reader stopped answering", s->path);
-    }
+    if (!read_all(c->child.out, &r, sizeof r) || r.magic != TERRA_RASTER_REPLY_MAGIC)
+        return child_broken(s, "the raster reader stopped answering");
     *bytes = r.bytes;
     if (r.status == TERRA_OK) return TERRA_OK;
     char msg[1024];
     size_t keep = r.bytes < sizeof msg - 1 ? (size_t)r.bytes : sizeof msg - 1;
-    bool got = read_all(c->fd, msg, keep);
+    bool got = read_all(c->child.out, msg, keep);
     for (uint64_t left = r.bytes - keep; got && left;) { /* a longer message: the rest is dropped */
         char skip[256];
         size_t k = left < sizeof skip ? (size_t)left : sizeof skip;
-        got = read_all(c->fd, skip, k);
+        got = read_all(c->child.out, skip, k);
         left -= k;
     }
     msg[got ? keep : 0] = 0;
-    if (!got) c->broken = true;
+    if (!got) return child_broken(s, "the raster reader stopped answering");
     terra_status st = r.status > 0 && r.status <= TERRA_E_CAPACITY ? (terra_status)r.status : TERRA_E_IO;
-    return terra_fail(st, "%s", got ? msg : "the raster reader stopped answering");
+    return terra_fail(st, "%s", msg);
 }
 
 static terra_status child_request(terra_raster_source *s, const terra_raster_request *q, float *out) {
     child_impl *c = s->impl;
     if (c->broken) return terra_fail(TERRA_E_IO, "%s: the raster reader stopped answering earlier", s->path);
     uint64_t bytes = 0;
-    if (!send_all(c->fd, q, sizeof *q)) {
-        c->broken = true;
-        return terra_fail(TERRA_E_IO, "%s: the raster reader is gone", s->path);
-    }
+    if (!send_all(c->child.out, q, sizeof *q)) return child_broken(s, "the raster reader is gone");
     terra_status st = child_reply(s, &bytes);
     if (st) return st;
-    if (bytes != (uint64_t)q->w * (uint64_t)q->h * sizeof(float) || !read_all(c->fd, out, (size_t)bytes)) {
-        c->broken = true;
-        return terra_fail(TERRA_E_IO, "%s: the raster reader's answer is cut short", s->path);
-    }
+    if (bytes != (uint64_t)q->w * (uint64_t)q->h * sizeof(float) || !read_all(c->child.out, out, (size_t)bytes))
+        return child_broken(s, "the raster reader's answer is cut short");
     return TERRA_OK;
 }
 
@@ -383,14 +382,24 @@ static terra_status child_geo(terra_raster_source *s, const terra_raster_geo_gri
 /* Closing our end is the child's end of input: it exits, and is waited for. */
 static void child_close(terra_raster_source *s) {
     child_impl *c = s->impl;
-    close(c->fd);
-    int status;
-    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    if (!c->finished) terra_child_finish(&c->child, s->path, "the raster reader");
     terra_free(c);
 }
 
 static const terra_raster_source_ops child_ops = {child_window, child_geo, child_close};
+
+/* The description as another process wrote it: its text ends within its array (it is printed with
+ * %s) and its flags are booleans (a byte other than 0 or 1 is no bool to read). */
+static void sanitize_info(terra_raster_info *in) {
+    in->ellipsoid[sizeof in->ellipsoid - 1] = 0;
+    bool *const flags[] = {&in->georeferenced, &in->has_crs, &in->geographic, &in->off_earth,
+                           &in->has_lonlat, &in->has_nodata, &in->range_known};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+        unsigned char byte;
+        memcpy(&byte, flags[i], 1);
+        *flags[i] = byte != 0;
+    }
+}
 
 terra_status terra_raster_open(const terra_raster_desc *d, const char *reader, terra_raster_source **out) {
     if (!d || !out || !d->path) return terra_fail(TERRA_E_INVALID, "raster: NULL argument");
@@ -406,47 +415,32 @@ terra_status terra_raster_open(const terra_raster_desc *d, const char *reader, t
     reader_args(d, args);
     for (int i = 0; i < TERRA_RASTER_ARGS; i++) argv[3 + i] = args[i];
 
-    int sv[2];
-    /* Close-on-exec from the start: a child another thread starts meanwhile must not hold our end
-     * open, or the reader would never see its end of input. (dup2 into 0 and 1 clears it there.) */
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return terra_fail(TERRA_E_IO, "%s: cannot start the raster reader: %s", d->path, strerror(errno));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
-    posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
-    pid_t pid;
-    int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(sv[1]);
-    if (rc != 0) {
-        close(sv[0]);
-        return terra_fail(TERRA_E_IO, "%s: cannot start the raster reader %s: %s", d->path, path, strerror(rc));
-    }
-    child_impl *c = terra_alloc(sizeof *c);
-    if (!c || (st = terra_raster_source_new(d, &child_ops, c, out)) != TERRA_OK) {
-        if (!c) st = terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
+    child_impl *c = terra_calloc(1, sizeof *c);
+    if (!c) return terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
+    if ((st = terra_child_start(d->path, "the raster reader", path, argv, true, &c->child)) != TERRA_OK) {
         terra_free(c);
-        close(sv[0]);
-        while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {
-        }
         return st;
     }
-    *c = (child_impl){.pid = pid, .fd = sv[0]};
+    if ((st = terra_raster_source_new(d, &child_ops, c, out)) != TERRA_OK) {
+        terra_child_finish(&c->child, d->path, "the raster reader");
+        terra_free(c);
+        return st;
+    }
     terra_raster_source *s = *out;
     uint64_t bytes = 0;
     st = child_reply(s, &bytes);
     if (!st && (bytes < sizeof s->info || bytes - sizeof s->info > (1u << 20) ||
-                !read_all(c->fd, &s->info, sizeof s->info)))
+                !read_all(c->child.out, &s->info, sizeof s->info)))
         st = terra_fail(TERRA_E_IO, "%s: the raster reader's description is cut short", d->path);
     size_t wkt = st ? 0 : (size_t)(bytes - sizeof s->info);
     if (!st && wkt) {
         s->wkt = terra_alloc(wkt + 1);
         if (!s->wkt) st = terra_fail(TERRA_E_NOMEM, "%s: out of memory", d->path);
-        else if (!read_all(c->fd, s->wkt, wkt))
+        else if (!read_all(c->child.out, s->wkt, wkt))
             st = terra_fail(TERRA_E_IO, "%s: the raster reader's description is cut short", d->path);
         else s->wkt[wkt] = 0;
     }
+    if (!st) sanitize_info(&s->info);
     s->info.crs_wkt = s->wkt;
     if (st) {
         terra_raster_close(s);

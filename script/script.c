@@ -13,6 +13,7 @@
 #include "terra/script.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lauxlib.h>
 #include <limits.h>
 #include <lua.h>
@@ -28,6 +29,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #define MAX_STATES 64 /* threads calling one script at once */
 #define MAX_FILES 64  /* the script and the modules it requires, watched for changes */
@@ -37,6 +39,12 @@
 #define PARSE_STACK (128 * 1024)   /* and more before compiling a chunk (the parser recurses) */
 #define PLACE_SIZE (LUA_IDSIZE + 24) /* "file:line" */
 #define STACK_SCAN (64 * 1024)       /* bytes of a stopped thread's stack searched for a return into a trace */
+#define WINDOW_CPU 0.02  /* the thread's CPU time, seconds, without reaching the hook before the jump is taken */
+#define WINDOW_WALL 0.5  /* or the clock's (a system call) */
+#define UNWIND_CPU 0.25  /* the same once the hook has raised: the error may still be unwinding, which must not be left */
+#define UNWIND_WALL 1.0
+#define ABANDONED_EXTRA (512 * 1024) /* bytes an abandoned state holds beyond its count: its traces' machine code */
+#define HOOK_GRACE 1.0   /* CPU seconds the hook may keep raising (a script catching it) before it jumps itself */
 
 typedef struct span { /* a compiled trace's machine code, and the place in the script where it starts */
     uintptr_t lo, hi;
@@ -54,9 +62,14 @@ typedef struct lstate {
     size_t used, limit;    /* bytes the state holds; its limit while `capped` (the script's code runs) */
     bool capped;
     volatile sig_atomic_t time_hook;   /* the time limit set the stop hook */
-    double hooked_cpu, hooked_wall;    /* then: the thread's CPU time and the clock, in seconds */
+    double hooked_cpu, hooked_wall;    /* the window's start: the thread's CPU time and the clock, in seconds */
+    double time_hook_cpu;              /* the CPU time when the time limit set the hook */
+    volatile sig_atomic_t hook_ran;    /* the hook ran since the signal's handler last looked */
+    volatile sig_atomic_t hook_seen;   /* it ran during this call, since the time limit set it */
+    volatile sig_atomic_t jump_in_hook; /* the hook has kept raising past HOOK_GRACE: it jumps itself */
     volatile sig_atomic_t over_memory; /* an allocation passed half the limit: the hook is set */
     bool jumped;           /* stopped by the signal's jump: the state is abandoned */
+    int kind;              /* what the call runs (CALL_*) */
     uintptr_t stop_pc;     /* the compiled code the jump left, or that asked for memory past half the limit */
     char place[PLACE_SIZE]; /* the script's file:line where it was stopped, once known */
     span *spans;           /* its compiled traces (a jump out of one names where it starts) */
@@ -85,6 +98,8 @@ struct terra_script {
     char *names[256]; /* surface id -> name (NULL: no name yet) */
     watched files[MAX_FILES];
     int nfiles, timeouts;
+    size_t abandoned;  /* bytes of the states the jump abandoned: past memory_limit, calls are refused */
+    char first_jump[PLACE_SIZE + PATH_MAX]; /* where the first of those was stopped */
     atomic_int point_errors; /* failed point calls (logged: they have no error to return) */
     pthread_t watchdog;
     bool watchdog_started, stop;
@@ -146,6 +161,11 @@ static void stop_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     lstate *ls = tl_ls;
     if (ls && !ls->place[0]) locate(L, ls->place, sizeof ls->place);
+    if (ls) ls->hook_ran = 1;
+    if (ls && ls->jump_in_hook && tl_armed) { /* the VM between instructions: no lock or unwinder to leave */
+        tl_armed = 0;
+        siglongjmp(*tl_jump, 1);
+    }
     lua_pushliteral(L, "stopped at a limit of terra's");
     lua_error(L);
 }
@@ -211,9 +231,12 @@ static double clock_s(clockid_t clock) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The watchdog's signal (every 20 ms past the deadline): the first sets the stop hook; a later one,
- * once the thread has run 20 ms of its own time since without reaching the hook (compiled code or a C
- * function; or 0.5 s went by, a system call), jumps back to the call's start. */
+/* The watchdog's signal (every 20 ms past the deadline): the first sets the stop hook; a later one
+ * jumps back to the call's start only after a whole window in which the hook never ran: 20 ms of the
+ * thread's own time (compiled code or a C function; or 0.5 s of the clock, a system call), or, once
+ * the hook has raised, 0.25 s (1 s): its error may be unwinding through deep C frames, and the
+ * unwinder holds locks that a jump out of it would never release. A hook that keeps running (a
+ * script catching its error again and again) is told to jump itself, at an instruction. */
 static void on_stop_signal(int sig, siginfo_t *info, void *context) {
     (void)sig, (void)info;
     lstate *ls = tl_ls;
@@ -221,11 +244,21 @@ static void on_stop_signal(int sig, siginfo_t *info, void *context) {
     const double cpu = clock_s(CLOCK_THREAD_CPUTIME_ID), wall = clock_s(CLOCK_MONOTONIC);
     if (!ls->time_hook) {
         ls->time_hook = 1;
-        ls->hooked_cpu = cpu, ls->hooked_wall = wall;
+        ls->hooked_cpu = ls->time_hook_cpu = cpu, ls->hooked_wall = wall;
+        ls->hook_ran = 0;
         lua_sethook(ls->L, stop_hook, LUA_MASKCOUNT, 1); /* safe in a handler, as Lua's own interpreter uses it */
         return;
     }
-    if (cpu - ls->hooked_cpu < 0.02 && wall - ls->hooked_wall < 0.5) return;
+    if (ls->hook_ran) {
+        ls->hook_ran = 0;
+        ls->hook_seen = 1;
+        ls->hooked_cpu = cpu, ls->hooked_wall = wall;
+        if (cpu - ls->time_hook_cpu > HOOK_GRACE) ls->jump_in_hook = 1;
+        return;
+    }
+    if (cpu - ls->hooked_cpu < (ls->hook_seen ? UNWIND_CPU : WINDOW_CPU) &&
+        wall - ls->hooked_wall < (ls->hook_seen ? UNWIND_WALL : WINDOW_WALL))
+        return;
     ls->stop_pc = stopped_at(ls, context);
     tl_armed = 0;
     siglongjmp(*tl_jump, 1);
@@ -242,9 +275,9 @@ static void install_handler(void) {
     handler_error = sigaction(TERRA_SCRIPT_SIGNAL, &sa, NULL) ? errno : 0;
 }
 
-static struct timespec abs_time(double t_now_s) {
+static struct timespec abs_time(double t_now_s) { /* on the clock of the watchdog's condition */
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     const double at = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + t_now_s;
     ts.tv_sec = (time_t)at;
     ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
@@ -407,9 +440,58 @@ static int l_note_trace(lua_State *L) {
 
 static void watch(terra_script *s, const char *path);
 
+/* Whether a real path is the script's folder's or under it. */
+static bool in_root(const terra_script *s, const char *real) {
+    const size_t r = strlen(s->root);
+    return !strncmp(real, s->root, r) && (real[r] == '/' || !strcmp(s->root, "/"));
+}
+
+/* A file for reading when it is a regular one (never waiting on a FIFO or a device): NULL, errno
+ * set (EINVAL for another kind), when not. */
+static FILE *open_regular(const char *path) {
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0) return NULL;
+    FILE *f = fstat(fd, &sb) ? NULL : !S_ISREG(sb.st_mode) ? (errno = EINVAL, NULL) : fdopen(fd, "r");
+    if (!f) {
+        const int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return f;
+}
+
+typedef struct {
+    FILE *f;
+    char buf[4096];
+} file_reader;
+
+static const char *read_piece(lua_State *L, void *data, size_t *size) {
+    (void)L;
+    file_reader *r = data;
+    *size = fread(r->buf, 1, sizeof r->buf, r->f);
+    return *size ? r->buf : NULL;
+}
+
+/* Loads the chunk of a module's file (its real path under the folder): Lua's status, the chunk or
+ * the message on L's stack. */
+static int load_module(const terra_script *s, lua_State *L, const char *path, const char *real) {
+    file_reader r = {.f = open_regular(real)};
+    if (!r.f) {
+        lua_pushfstring(L, "%s: %s", path, errno == EINVAL ? "not a regular file (a module is one)" : strerror(errno));
+        return LUA_ERRFILE;
+    }
+    lua_pushfstring(L, "@%s", path);
+    int rc = lua_loadx(L, read_piece, &r, lua_tostring(L, -1), s->trusted ? NULL : "t");
+    lua_remove(L, -2);
+    if (!rc && ferror(r.f)) rc = LUA_ERRFILE, lua_pop(L, 1), lua_pushfstring(L, "%s: cannot be read", path);
+    fclose(r.f);
+    return rc;
+}
+
 /* A module under the script's folder (require(name), name "a.b" from a/b.lua or a/b/init.lua): its
  * chunk, or nil and why not. Source text only unless trusted; a file whose real path leaves the
- * folder (a link) is refused. */
+ * folder (a link), or that is not a regular file (a FIFO would wait forever), is refused. */
 static int l_find_module(lua_State *L) {
     terra_script *s = lua_touserdata(L, lua_upvalueindex(1));
     const char *name = luaL_checkstring(L, 1);
@@ -438,13 +520,12 @@ static int l_find_module(lua_State *L) {
     for (int k = 0; k < 2 && !found; k++) {
         snprintf(path, sizeof path, k ? "%s/%s/init.lua" : "%s/%s.lua", s->dir, rel);
         if (!realpath(path, real)) continue;
-        const size_t r = strlen(s->root);
-        if (strncmp(real, s->root, r) || (real[r] != '/' && strcmp(s->root, "/"))) {
+        if (!in_root(s, real)) {
             lua_pushnil(L);
             lua_pushfstring(L, "require('%s'): %s is %s, outside the script's folder %s", name, path, real, s->root);
             found = 2;
         } else {
-            const int rc = luaL_loadfilex(L, path, s->trusted ? NULL : "t");
+            const int rc = load_module(s, L, path, real);
             if (rc && lua_isstring(L, -1) && strstr(lua_tostring(L, -1), "wrong mode")) {
                 lua_pop(L, 1);
                 lua_pushfstring(L, "%s: a compiled (bytecode) chunk is refused: a world script is sandboxed, "
@@ -790,6 +871,7 @@ static terra_status state_load(terra_script *s, lstate *ls) {
         return terra_fail(TERRA_E_SOURCE, "%s: a compiled (bytecode) chunk is refused: a world script is sandboxed, "
                                           "source text only (--trust-script allows it)", s->path);
     if (rc) return lua_failure(s, ls, CALL_LOAD, rc);
+    ls->kind = CALL_LOAD;
     if ((rc = guarded_pcall(ls, 0, 1))) return lua_failure(s, ls, CALL_LOAD, rc);
     if (!lua_istable(L, -1))
         return terra_fail(TERRA_E_INVALID, "%s: the script returns %s, not the ground's table { height = function(x, z) ... end }",
@@ -816,8 +898,19 @@ static terra_status state_load(terra_script *s, lstate *ls) {
 
 /* ---- the set of states ------------------------------------------------------------------------------ */
 
+/* A free state for this thread's call (NULL, with *st the error, once abandoned states have passed
+ * the memory limit). */
 static lstate *acquire(terra_script *s, terra_status *st) {
     pthread_mutex_lock(&s->lock);
+    if (s->abandoned > s->memory_limit) {
+        *st = terra_fail(TERRA_E_SOURCE,
+                         "%s: calls refused: calls stopped in compiled code or a C function (the first at %s) left %.1f "
+                         "MiB of Lua states that cannot be freed, past the memory limit of %g MiB (open the script "
+                         "again to start over)",
+                         s->path, s->first_jump, (double)s->abandoned / 1048576, (double)s->memory_limit / 1048576);
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+    }
     lstate *ls = NULL;
     for (;;) {
         for (int i = 0; i < MAX_STATES && !ls; i++)
@@ -829,7 +922,7 @@ static lstate *acquire(terra_script *s, terra_status *st) {
     }
     ls->busy = true;
     atomic_store(&ls->timed_out, false);
-    ls->time_hook = ls->over_memory = 0;
+    ls->time_hook = ls->over_memory = ls->hook_ran = ls->hook_seen = ls->jump_in_hook = 0;
     ls->jumped = false;
     ls->stop_pc = 0;
     ls->place[0] = 0;
@@ -843,12 +936,16 @@ static lstate *acquire(terra_script *s, terra_status *st) {
 
 /* Lets go of a state (keep: it loaded). One a limit stopped (or whose load failed) is closed; one the
  * jump stopped is abandoned: it may have been stopped inside the VM, so it is neither closed nor used
- * again (its memory is lost). */
+ * again (its memory is lost, and counted: acquire refuses calls once it passes the memory limit). */
 static void release(terra_script *s, lstate *ls, bool keep) {
     if (!ls->jumped && (!keep || ls->time_hook || ls->over_memory)) state_close(ls);
     pthread_mutex_lock(&s->lock);
     if (atomic_load(&ls->timed_out) && (ls->time_hook || ls->jumped)) s->timeouts++;
-    if (ls->jumped) ls->L = NULL;
+    if (ls->jumped) {
+        if (!s->abandoned) stop_place(s, ls, ls->kind, s->first_jump, sizeof s->first_jump);
+        s->abandoned += ls->used + ABANDONED_EXTRA;
+        ls->L = NULL;
+    }
     ls->busy = false;
     pthread_cond_signal(&s->freed);
     pthread_mutex_unlock(&s->lock);
@@ -859,6 +956,7 @@ static void release(terra_script *s, lstate *ls, bool keep) {
 static terra_status run(terra_script *s, lstate *ls, int kind, void *p, int nargs, const double *args, int nres,
                         double *res) {
     lua_State *L = ls->L;
+    ls->kind = kind;
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, REF_HANDLER);
     lua_rawgeti(L, LUA_REGISTRYINDEX, kind);
@@ -874,6 +972,7 @@ static terra_status run(terra_script *s, lstate *ls, int kind, void *p, int narg
 static terra_status call(terra_script *s, int kind, int nargs, const double *args, int nres, double *res) {
     terra_status st;
     lstate *ls = acquire(s, &st);
+    if (!ls) return st;
     const bool loaded = st == TERRA_OK;
     if (loaded) st = run(s, ls, kind, NULL, nargs, args, nres, res);
     release(s, ls, loaded);
@@ -887,6 +986,7 @@ static terra_status script_grid(void *user, const terra_grid_request *r, float *
     const double args[5] = {(double)r->ix0, (double)r->iz0, r->spacing, r->nx, r->nz};
     terra_status st;
     lstate *ls = acquire(s, &st);
+    if (!ls) return st;
     const bool loaded = st == TERRA_OK;
     if (loaded) st = run(s, ls, CALL_HEIGHTS, heights, 5, args, 0, NULL);
     if (!st && surfaces && s->has_layer) st = run(s, ls, CALL_LAYERS, surfaces, 5, args, 0, NULL);
@@ -955,18 +1055,37 @@ static terra_surface id_of(const terra_script *s, const char *name) {
     return TERRA_SURFACE_NONE;
 }
 
-/* A texture path of a look: relative ones are the script's folder's. */
-static char *look_path(const terra_script *s, lua_State *L, int look, const char *field) {
-    if (!lua_istable(L, look)) return NULL;
+/* A texture path of a look (*out NULL: none): relative ones are the script's folder's. Unless
+ * trusted, it is held to the rule of modules: a file under the folder (by its real path) and a
+ * regular one; a file not there yet is left to the renderer, which draws the surface without it. */
+static terra_status look_path(const terra_script *s, lua_State *L, int look, const char *name, const char *field,
+                              char **out) {
+    *out = NULL;
+    if (!lua_istable(L, look)) return TERRA_OK;
     raw_field(L, look, field);
     const char *p = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
-    char *out = NULL;
+    terra_status st = TERRA_OK;
     if (p) {
         const size_t n = strlen(s->dir) + strlen(p) + 2;
-        if ((out = terra_alloc(n))) snprintf(out, n, "%s%s%s", p[0] == '/' ? "" : s->dir, p[0] == '/' ? "" : "/", p);
+        if ((*out = terra_alloc(n))) snprintf(*out, n, "%s%s%s", p[0] == '/' ? "" : s->dir, p[0] == '/' ? "" : "/", p);
+        else st = terra_fail(TERRA_E_NOMEM, "%s: out of memory", s->path);
     }
     lua_pop(L, 1);
-    return out;
+    char real[PATH_MAX];
+    struct stat sb;
+    const char *why = NULL;
+    if (st || !*out || s->trusted) return st;
+    if (!realpath(*out, real)) why = errno == ENOENT ? NULL : strerror(errno);
+    else if (!in_root(s, real)) why = "outside the script's folder";
+    else if (stat(real, &sb) || !S_ISREG(sb.st_mode)) why = "not a regular file";
+    if (why) {
+        st = terra_fail(TERRA_E_INVALID, "%s: layers.%s.%s '%s' is refused: %s (a sandboxed script names only "
+                                         "regular files under its folder %s; --trust-script lifts it)",
+                        s->path, name, field, *out, why, s->root);
+        terra_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* One entry of `layers` (its look at the top of L's stack) into the surface table. */
@@ -990,10 +1109,12 @@ static terra_status describe(terra_script *s, lua_State *L, const char *name) {
         lk.tiling_m = (float)lua_tonumber(L, -1);
         lua_pop(L, 1);
     }
-    char *albedo = look_path(s, L, look, "albedo"), *normal = look_path(s, L, look, "normal"),
-         *mask = look_path(s, L, look, "mask");
+    char *albedo = NULL, *normal = NULL, *mask = NULL;
+    terra_status st = look_path(s, L, look, name, "albedo", &albedo);
+    if (!st) st = look_path(s, L, look, name, "normal", &normal);
+    if (!st) st = look_path(s, L, look, name, "mask", &mask);
     lk.albedo = albedo, lk.normal = normal, lk.mask = mask;
-    terra_status st = terra_surface_table_set(s->surfaces, id_of(s, name), &lk);
+    if (!st) st = terra_surface_table_set(s->surfaces, id_of(s, name), &lk);
     terra_free(albedo), terra_free(normal), terra_free(mask);
     return st;
 }
@@ -1087,7 +1208,7 @@ static terra_status check_table(terra_script *s, lua_State *L, int T, float *lo,
 static terra_status first_load(terra_script *s, float *lo, float *hi) {
     terra_status st;
     s->watching = true; /* the modules it requires now are watched */
-    lstate *ls = acquire(s, &st);
+    lstate *ls = acquire(s, &st); /* not NULL: nothing is abandoned yet */
     const bool loaded = st == TERRA_OK;
     watch(s, s->path);
     if (loaded) {
@@ -1124,7 +1245,11 @@ terra_status terra_script_open(const terra_script_desc *desc, terra_script **out
     if (!s) return terra_fail(TERRA_E_NOMEM, "script: out of memory");
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->freed, NULL);
-    pthread_cond_init(&s->wake, NULL);
+    pthread_condattr_t monotonic; /* the watchdog's waits are not moved by a change of the date */
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     s->limit_s = desc->time_limit_s > 0 ? desc->time_limit_s : TERRA_SCRIPT_DEFAULT_TIME_LIMIT_S;
     s->memory_limit = desc->memory_limit_bytes ? desc->memory_limit_bytes : TERRA_SCRIPT_DEFAULT_MEMORY_LIMIT;
     s->trusted = desc->trusted;

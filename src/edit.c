@@ -51,6 +51,7 @@ struct terra_edit_layer {
     terra_source *src;
     int journal;            /* file descriptor, -1: none */
     bool read_only;
+    bool behind; /* the journal holds an edit the index could not take (out of memory): no more edits */
     char *journal_path;
     pthread_mutex_t apply;  /* one edit lands at a time (journal order = replay order) */
     pthread_rwlock_t lock;  /* samplers read; an edit landing writes */
@@ -671,6 +672,13 @@ static bool decode(const uint8_t rec[RECORD_SIZE], terra_edit *e) {
     return true;
 }
 
+/* The first of a record's five reserved bytes (record bytes 7..11) that is not 0, or -1. */
+static int reserved_set(const uint8_t rec[RECORD_SIZE]) {
+    for (int i = 7; i < 12; i++)
+        if (rec[i]) return i;
+    return -1;
+}
+
 /* Whether an edit may land (the overlap cap), and what it can do to ranges; changes nothing. */
 static terra_status prepare(const terra_edit_layer *l, const terra_edit *e, stored_edit *s, range_map *m) {
     store(s, e);
@@ -767,6 +775,7 @@ static terra_status replay_locked(terra_edit_layer *l) {
             const size_t rec = first + i;
             const long long at = HEADER_SIZE + (long long)rec * RECORD_SIZE;
             char why[160];
+            int zero;
             terra_edit e;
             stored_edit s;
             range_map m;
@@ -776,6 +785,9 @@ static terra_status replay_locked(terra_edit_layer *l) {
                                     path, rec + 1, at);
                 else
                     kept = rec;
+            } else if ((zero = reserved_set(buf + i * RECORD_SIZE)) >= 0) {
+                st = terra_fail(TERRA_E_CORRUPT, "%s: edit %zu, at byte %lld: its reserved byte %d (file byte %lld) is not 0",
+                                path, rec + 1, at, zero, at + zero);
             } else if (!edit_valid(&e, why, sizeof why)) {
                 st = terra_fail(TERRA_E_CORRUPT, "%s: edit %zu, at byte %lld: %s", path, rec + 1, at, why);
             } else if ((st = prepare(l, &e, &s, &m)) || (st = commit(l, &s, m, false))) {
@@ -906,9 +918,12 @@ terra_status terra_edit_apply(terra_edit_layer *l, const terra_edit *e, double r
     /* checked before the journal takes it (only this thread changes the index) */
     stored_edit s;
     range_map m;
-    terra_status st = prepare(l, e, &s, &m);
-    if (st) st = terra_fail(st, "edit: %s", terra_last_error());
-    if (!st && l->journal >= 0) {
+    terra_status st = l->behind ? terra_fail(TERRA_E_NOMEM, "edit: %s holds an edit this layer ran out of memory "
+                                             "taking: open the layer again to replay it", l->journal_path)
+                                : prepare(l, e, &s, &m);
+    if (st && !l->behind) st = terra_fail(st, "edit: %s", terra_last_error());
+    const bool logged = !st && l->journal >= 0;
+    if (logged) {
         uint8_t rec[RECORD_SIZE];
         encode(e, rec);
         st = append(l, rec);
@@ -917,6 +932,9 @@ terra_status terra_edit_apply(terra_edit_layer *l, const terra_edit *e, double r
         pthread_rwlock_wrlock(&l->lock);
         st = commit(l, &s, m, true);
         pthread_rwlock_unlock(&l->lock);
+        /* only memory fails here; the journal, which other processes may append to, keeps the edit
+         * and a replay takes it: this layer takes no edit after one it lacks */
+        if (st && logged) l->behind = true;
     }
     pthread_mutex_unlock(&l->apply);
     if (!st && region) terra_edit_bounds(e, region);

@@ -3,7 +3,8 @@
  * stated imbalance the real one); part files read back equal, their key from the head alone, every
  * truncation and byte flip refused; and the split cook, its processes run one after another here, writing the same archive
  * byte for byte as the whole cook, local and geographic, for 2, 3 and 5 processes, with a lost part
- * rebuilt alone on a rerun and parts of another cook never reused. */
+ * rebuilt alone on a rerun, parts of another cook never reused, and parts swapped by hand rebuilt by
+ * a round (with a warning) and refused by a merge. */
 #include "check.h"
 #include "terra/cook_io.h"
 
@@ -241,6 +242,70 @@ static void remove_parts(const char *parts) {
     rmdir(parts);
 }
 
+static char logged[4096];
+static void capture_log(terra_log_level level, const char *message, void *user) {
+    (void)user;
+    const size_t n = strlen(logged);
+    if (level == TERRA_LOG_WARN) snprintf(logged + n, sizeof logged - n, "%s\n", message);
+}
+static void log_stderr(terra_log_level level, const char *message, void *user) { /* as terra's default */
+    (void)user;
+    if (level >= TERRA_LOG_WARN) fprintf(stderr, "terra: %s\n", message);
+}
+
+/* Two first-round part files swapped by hand: each holds the other's root. */
+static bool swap_two_parts(const char *parts, char a[600], char b[600]) {
+    DIR *D = opendir(parts);
+    a[0] = b[0] = 0;
+    for (struct dirent *e; D && (e = readdir(D));)
+        if (strstr(e->d_name, ".part") && !strncmp(e->d_name, "0-", 2))
+            snprintf(a[0] ? b : a, 600, "%s/%s", parts, e->d_name);
+    if (D) closedir(D);
+    char tmp[700];
+    snprintf(tmp, sizeof tmp, "%s.swap", a);
+    return a[0] && b[0] && !rename(a, tmp) && !rename(b, a) && !rename(tmp, b);
+}
+
+/* Swapped parts are never taken: a round builds both again (a warning names each file), and a merge
+ * or a later round that finds one refuses it, naming the file and both roots. */
+static void check_swapped_parts(terra_cook_desc d, const char *parts, int ranks, uint64_t built, const uint8_t *want,
+                                size_t want_n) {
+    char a[600], b[600];
+    CHECK(swap_two_parts(parts, a, b), "two first-round parts to swap in %s", parts);
+    logged[0] = 0;
+    terra_set_log(capture_log, NULL);
+    uint64_t built2, reused2;
+    int rounds;
+    CHECK(split_cook(d, parts, ranks, 42, &built2, &reused2, &rounds) == TERRA_OK, "swapped: %s", terra_last_error());
+    terra_set_log(log_stderr, NULL);
+    CHECK(built2 == 2 && reused2 == built - 2, "swapped: built %llu, reused %llu of %llu", (unsigned long long)built2,
+          (unsigned long long)reused2, (unsigned long long)built);
+    const char *files[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        char says[700];
+        snprintf(says, sizeof says, "%s holds the part of root ", files[k]);
+        const char *at = strstr(logged, says);
+        CHECK(at && strstr(at, "not the one its name gives") && strstr(at, "built again"), "%s: warned '%s'", files[k],
+              logged);
+    }
+    size_t n;
+    uint8_t *got = slurp(d.output, &n);
+    CHECK(got && n == want_n && !memcmp(got, want, n), "swapped: not the whole cook's bytes");
+    free(got);
+    /* swapped after the rounds: the merge refuses */
+    CHECK(swap_two_parts(parts, a, b), "two parts to swap again");
+    terra_cook_split s = {.stage = TERRA_COOK_STAGE_PLAN, .parts = parts, .fingerprint = 42, .ranks = ranks};
+    d.split = &s;
+    terra_cook_report rep;
+    CHECK(terra_cook(&d, &rep) == TERRA_OK, "plan: %s", terra_last_error());
+    s.stage = TERRA_COOK_STAGE_MERGE;
+    CHECK(terra_cook(&d, &rep) == TERRA_E_NOT_FOUND && strstr(terra_last_error(), "holds the part of root") &&
+              strstr(terra_last_error(), "not the one its name gives"),
+          "a merge of swapped parts: %s", terra_last_error());
+    terra_cook_split_plan_free(&s.plan);
+    CHECK(swap_two_parts(parts, a, b), "swapped back"); /* the first two again: a and b as before */
+}
+
 static void split_equals_whole(bool geo) {
     terra_raster r;
     make_raster(&r, geo ? 600 : 321, geo ? 480 : 257, geo);
@@ -287,6 +352,7 @@ static void split_equals_whole(bool geo) {
         b = slurp(split, &nb);
         CHECK(b && na == nb && !memcmp(a, b, na), "rerun: not the whole cook's bytes");
         free(b);
+        check_swapped_parts(d, parts, ranks[i], built, a, na);
         /* another cook's parts (another fingerprint) are never taken */
         CHECK(split_cook(d, parts, ranks[i], 43, &built2, &reused2, &rounds) == TERRA_OK, "fingerprint 43: %s",
               terra_last_error());

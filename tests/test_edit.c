@@ -577,6 +577,49 @@ static void test_paint_of_no_surface(void) {
           "a journal's paint of surface 0");
     CHECK(strstr(terra_last_error(), "paint0.edits: edit 2, at byte 76") && strstr(terra_last_error(), "surface 0"), "says: %s",
           terra_last_error());
+    /* the surface put back and a reserved byte set instead (FORMAT.md: five zero bytes) */
+    rec[4 + 2] = 7, rec[4 + 5] = 1;
+    const uint32_t crc2 = terra_crc32c(0, rec + 4, 64);
+    for (int i = 0; i < 4; i++) rec[i] = (uint8_t)(crc2 >> (8 * i));
+    spill(path, b, sizeof b);
+    CHECK(terra_edit_layer_create(&(terra_edit_layer_desc){.base = base, .journal = path}, &l) == TERRA_E_CORRUPT && !l,
+          "a journal's record with a reserved byte set");
+    CHECK(strstr(terra_last_error(), "paint0.edits: edit 2, at byte 76: its reserved byte 9 (file byte 85) is not 0"),
+          "says: %s", terra_last_error());
+    terra_source_destroy(base);
+}
+
+/* A layer that runs out of memory after its journal took an edit takes no more edits (the journal,
+ * which other processes read, keeps it); opened again, it replays the edit. */
+static void *plain_alloc(size_t n, void *u) { (void)u; return malloc(n); }
+static void *no_realloc(void *p, size_t n, void *u) { (void)p, (void)n, (void)u; return NULL; }
+static void plain_free(void *p, void *u) { (void)u; free(p); }
+static void test_memory_after_the_journal(void) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/behind.edits", dir);
+    terra_source *base = flat_source();
+    terra_edit_layer *l = NULL;
+    CHECK(terra_edit_layer_create(&(terra_edit_layer_desc){.base = base, .journal = path}, &l) == TERRA_OK);
+    if (!l) return;
+    const terra_edit raise = {.brush = TERRA_BRUSH_RAISE, .radius = 4, .amount = 1};
+    size_t landed = 0;
+    for (int i = 0; i < 64; i++) landed += terra_edit_apply(l, &raise, NULL) == TERRA_OK;
+    CHECK(landed == 64, "%zu edits", landed);
+    /* the 65th grows the layer's edit array: that realloc fails, after the journal took the edit */
+    terra_set_allocator(&(terra_allocator){plain_alloc, no_realloc, plain_free, NULL});
+    const terra_status st = terra_edit_apply(l, &raise, NULL);
+    terra_set_allocator(NULL);
+    CHECK(st == TERRA_E_NOMEM, "the 65th edit: %d %s", (int)st, terra_last_error());
+    CHECK(file_size(path) == 8 + 65 * 68, "the journal holds %ld bytes", file_size(path));
+    CHECK(terra_edit_apply(l, &raise, NULL) == TERRA_E_NOMEM && strstr(terra_last_error(), "open the layer again"),
+          "an edit after it: %s", terra_last_error());
+    CHECK(terra_edit_count(l) == 64, "%zu edits live", terra_edit_count(l));
+    terra_edit_layer_destroy(l);
+    l = NULL;
+    CHECK(terra_edit_layer_create(&(terra_edit_layer_desc){.base = base, .journal = path}, &l) == TERRA_OK, "%s",
+          terra_last_error());
+    CHECK(l && terra_edit_count(l) == 65, "%zu edits replayed", l ? terra_edit_count(l) : 0);
+    terra_edit_layer_destroy(l);
     terra_source_destroy(base);
 }
 
@@ -716,6 +759,7 @@ int main(void) {
     RUN(test_overlap_cap);
     RUN(test_paint_of_no_surface);
     RUN(test_read_only);
+    RUN(test_memory_after_the_journal);
     RUN(test_replay_while_appending);
     RUN(test_edits_while_sampling);
     char cmd[700];

@@ -1,10 +1,12 @@
 /* Rasters opened for windowed and warped reads (terra_raster_open, terra cook's input): what a
  * raster is without reading it, windows that tile it exactly (PNG in process, GDAL in process and
  * through the terra-raster child), heights on an EPSG:4326 grid through GDAL's warp transformer
- * (exact where grids coincide, bilinear between, holes kept, a projected copy warping back), and a
- * 16384^2 raster read window by window in bounded memory. */
+ * (exact where grids coincide, bilinear between, holes kept, a projected copy warping back), a
+ * 16384^2 raster read window by window in bounded memory; the reader's CPU time bounded per read
+ * and per request; a garbled description from the child made sound. */
 #include "check.h"
 #include "terra/raster.h"
+#include "../io/raster_wire.h"
 
 #include <cpl_conv.h>
 #include <gdal.h>
@@ -671,7 +673,106 @@ static void test_big_mirrored(void) {
     unlink(png);
 }
 
-int main(void) {
+/* ---- the reader's CPU time ---------------------------------------------------------------------- */
+
+/* A VRT that costs the reader ~2 s of CPU per million samples (a 15x15 kernel over a 2x2 grid
+ * stretched to side x side). */
+static bool write_heavy_vrt(const char *vrt, const char *asc, int side) {
+    FILE *f = fopen(asc, "w");
+    if (!f) return false;
+    fputs("ncols 2\nnrows 2\nxllcorner 0\nyllcorner 0\ncellsize 1\n1 2\n3 4\n", f);
+    if (fclose(f)) return false;
+    if (!(f = fopen(vrt, "w"))) return false;
+    fprintf(f, "<VRTDataset rasterXSize=\"%d\" rasterYSize=\"%d\"><VRTRasterBand dataType=\"Float32\" band=\"1\">"
+               "<KernelFilteredSource><SourceFilename relativeToVRT=\"0\">%s</SourceFilename><SourceBand>1</SourceBand>"
+               "<SrcRect xOff=\"0\" yOff=\"0\" xSize=\"2\" ySize=\"2\"/>"
+               "<DstRect xOff=\"0\" yOff=\"0\" xSize=\"%d\" ySize=\"%d\"/><Kernel normalized=\"1\"><Size>15</Size><Coefs>",
+            side, side, asc, side, side);
+    for (int i = 0; i < 225; i++) fputs(i ? " 1" : "1", f);
+    fputs("</Coefs></Kernel></KernelFilteredSource></VRTRasterBand></VRTDataset>\n", f);
+    return fclose(f) == 0;
+}
+
+/* A reader caught in a long computation is ended once a read, or one request of a served source,
+ * has taken its CPU allowance ($TERRA_READER_CPU_S, 1 s here; ~8 s wanted), and the error says it ran
+ * out of CPU time; requests that each fit run, however many (24 of ~0.13 s). */
+static void test_cpu_limit(void) {
+    char vrt[256], asc[256];
+    tmp_path("heavy.vrt", vrt, sizeof vrt);
+    tmp_path("heavy.asc", asc, sizeof asc);
+    const int side = 4000;
+    CHECK(write_heavy_vrt(vrt, asc, side), "writing %s", vrt);
+    setenv("GDAL_PAM_ENABLED", "NO", 1);
+    setenv("TERRA_READER_CPU_S", "1", 1);
+    const terra_raster_desc d = {.path = vrt};
+    terra_raster whole;
+    CHECK(terra_raster_read_isolated(&d, NULL, &whole) == TERRA_E_IO &&
+              strstr(terra_last_error(), "the raster reader ran out of CPU time on") &&
+              strstr(terra_last_error(), vrt) && strstr(terra_last_error(), "TERRA_READER_CPU_S"),
+          "a whole read: %s", terra_last_error());
+    terra_raster_source *s = NULL;
+    float *out = malloc(sizeof(float) * (size_t)side * (size_t)side);
+    CHECK(terra_raster_open(&d, NULL, &s) == TERRA_OK, "%s", terra_last_error());
+    if (s && out) {
+        CHECK(terra_raster_read_window(s, 0, 0, side, side, out) == TERRA_E_IO &&
+                  strstr(terra_last_error(), "ran out of CPU time on"),
+              "one window of all: %s", terra_last_error());
+        CHECK(terra_raster_read_window(s, 0, 0, 8, 8, out) == TERRA_E_IO &&
+                  strstr(terra_last_error(), "stopped answering earlier"),
+              "then: %s", terra_last_error());
+    }
+    terra_raster_close(s);
+    s = NULL;
+    CHECK(terra_raster_open(&d, NULL, &s) == TERRA_OK, "%s", terra_last_error());
+    for (int k = 0; s && out && k < 24; k++) {
+        CHECK(terra_raster_read_window(s, 0, 50 * k, side, 50, out) == TERRA_OK, "band %d: %s", k, terra_last_error());
+        const float mid = out[side * 25 + side / 2];
+        CHECK(mid >= 1 && mid <= 4, "band %d: %g", k, (double)mid);
+    }
+    terra_raster_close(s);
+    unsetenv("TERRA_READER_CPU_S");
+    free(out);
+    unlink(vrt);
+    unlink(asc);
+}
+
+/* ---- a reader's description is another process's bytes ------------------------------------------- */
+
+/* This program as a served reader whose description is every byte 2 (its ellipsoid's name without
+ * an end, its flags no booleans), then one that reads to its end of input. */
+static int garbled_reader(void) {
+    terra_raster_info in;
+    memset(&in, 2, sizeof in);
+    in.width = in.height = 4;
+    if (!terra_raster_send_reply(1, TERRA_OK, &in, sizeof in)) return 1;
+    char b[256];
+    while (read(0, b, sizeof b) > 0) {
+    }
+    return 0;
+}
+
+/* The description from the child is made sound: its text ends within its array and its flags are
+ * booleans (a byte other than 0 or 1 would be no bool: UBSan's "not a valid value for type bool"). */
+static void test_garbled_description(void) {
+    terra_raster_source *s = NULL;
+    CHECK(terra_raster_open(&(terra_raster_desc){.path = "garbled.tif"}, "/proc/self/exe", &s) == TERRA_OK, "%s",
+          terra_last_error());
+    if (!s) return;
+    const terra_raster_info *in = terra_raster_source_info(s);
+    CHECK(memchr(in->ellipsoid, 0, sizeof in->ellipsoid) != NULL, "the ellipsoid's name has no end");
+    const bool *flags[] = {&in->georeferenced, &in->has_crs, &in->geographic, &in->off_earth,
+                           &in->has_lonlat, &in->has_nodata, &in->range_known};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+        unsigned char byte;
+        memcpy(&byte, flags[i], 1);
+        CHECK(byte == 1, "flag %zu is byte %d", i, byte);
+    }
+    CHECK(in->crs_wkt == NULL && in->width == 4, "wkt %p, width %d", (const void *)in->crs_wkt, in->width);
+    terra_raster_close(s);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--serve")) return garbled_reader();
     RUN(test_describe_hgt);
     RUN(test_open_errors);
     RUN(test_windows_tile_whole);
@@ -679,5 +780,7 @@ int main(void) {
     RUN(test_geo_hgt);
     RUN(test_geo_projected);
     RUN(test_big_mirrored);
+    RUN(test_cpu_limit);
+    RUN(test_garbled_description);
     return finish();
 }

@@ -803,8 +803,8 @@ static bool write_deep_dae(const char *path, int n) {
 }
 
 /* The hostile files CLI tests and fuzz seeds use too: bomb-ascii.ply, bomb-binary.ply, bomb.off,
- * chain-20000.gltf (the issue's 20,000-deep chain), cycle.gltf, out-of-range.gltf (2 triangles, one
- * with an index past the 4 vertices). */
+ * bomb-format.ply (a second format line), chain-20000.gltf (the issue's 20,000-deep chain),
+ * cycle.gltf, out-of-range.gltf (2 triangles, one with an index past the 4 vertices). */
 static void write_hostile(const char *out) {
     char p[600];
     snprintf(p, sizeof p, "%s/bomb-ascii.ply", out);
@@ -823,6 +823,11 @@ static void write_hostile(const char *out) {
     }
     snprintf(p, sizeof p, "%s/bomb.off", out);
     CHECK(write_text(p, "OFF\n2000000000 1 0\n0 0 0\n1 0 0\n0 0 1\n3 0 1 2\n"));
+    /* an ASCII element takes the whole body and its last value's slack; a second format line then
+     * said binary (no slack) and the room left wrapped below zero, passing any count */
+    snprintf(p, sizeof p, "%s/bomb-format.ply", out);
+    CHECK(write_text(p, "ply\nformat ascii 1.0\nelement a 1\nproperty float x\nelement b 0\n"
+                        "format binary_little_endian 1.0\nelement vertex 2000000000\nproperty float x\nend_header\n1"));
     mesh m;
     quad_mesh(&m);
     const mesh *mm[1] = {&m};
@@ -864,6 +869,9 @@ static void test_count_bombs(void) {
     check_refused(p, TERRA_E_CORRUPT, "PLY header line 3: element 'vertex' declares 2000000000 items of at least 12");
     snprintf(p, sizeof p, "%s/bomb.off", dir);
     check_refused(p, TERRA_E_CORRUPT, "declares 2000000000 vertices and 1 faces");
+    snprintf(p, sizeof p, "%s/bomb-format.ply", dir);
+    check_refused(p, TERRA_E_CORRUPT, "PLY header line 7: element 'vertex' declares 2000000000 items of at least 2 bytes "
+                                      "each (ASCII), more than the 1 bytes");
 }
 
 /* Random PLY (ASCII or binary, random property types, lists, spacing, comments) and OFF files as
@@ -1158,9 +1166,31 @@ static void test_gate(void) {
     CHECK(terra_scenery_read(&d, &s) == TERRA_E_CAPACITY &&
               strstr(terra_last_error(), "the files it reads add up to more than the memory budget of 1.0 MiB"),
           "%s", terra_last_error());
-    d.max_bytes = (size_t)8 << 20; /* read twice: by assimp, and by terra for its mtllib lines */
+    d.max_bytes = (size_t)3 << 20; /* read twice, by assimp and by terra for its mtllib lines: counted once */
     CHECK(terra_scenery_read(&d, &s) == TERRA_OK, "%s", terra_last_error());
     terra_scenery_free(&s);
+    /* a .gltf read four times (terra's check, assimp's probe and parse, terra's look for the files it
+     * names) is counted once: 0.38 MiB reads under 1 MiB; 1.2 MiB (with buf.bin) does not */
+    snprintf(p, sizeof p, "%s/big.gltf", folder);
+    d.max_bytes = (size_t)1 << 20;
+    for (int big = 0; big < 2; big++) {
+        const size_t pad = big ? 1200000 : 400000;
+        char *extras = malloc(pad + 32);
+        CHECK(extras != NULL);
+        if (!extras) break;
+        memcpy(extras, ",\"extras\":{\"pad\":\"", 18);
+        memset(extras + 18, 'x', pad);
+        strcpy(extras + 18 + pad, "\"}");
+        write_uri_gltf(p, "buf.bin", extras);
+        free(extras);
+        const terra_status st = terra_scenery_read(&d, &s);
+        if (big)
+            CHECK(st == TERRA_E_CAPACITY && strstr(terra_last_error(), "the memory budget of 1.0 MiB"), "%s",
+                  terra_last_error());
+        else
+            CHECK(st == TERRA_OK && s.triangle_count == 2, "%s", terra_last_error());
+        terra_scenery_free(&s);
+    }
     alarm(0);
 }
 

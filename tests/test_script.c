@@ -5,7 +5,8 @@
  * LuaJIT state has is kept or refused as documented; each escape (os, io, ffi, debug, bytecode,
  * modules outside the folder) is refused with an error naming it and has no effect, and works when
  * trusted (which the log says); memory bombs, C recursion and runaways in compiled loops, string
- * functions, coroutines and deep recursion each end as an error naming file:line, on small stacks too. */
+ * functions, coroutines and deep recursion each end as an error naming file:line, on small stacks too;
+ * abandoned states are counted against the memory limit; FIFOs and files outside the folder are refused. */
 #include "check.h"
 #include "terra/ground.h"
 #include "terra/script.h"
@@ -579,6 +580,73 @@ static void test_require_root(void) {
     rmdir(sub);
 }
 
+/* Files a sandboxed script names stay under its folder and are regular files: a module that is a
+ * FIFO is refused at once (never waited on); a texture path out of the folder (absolute, by .., by a
+ * link), a FIFO or a folder is refused naming the layer and field; one under the folder, or not there
+ * yet, is kept. Trusted, every path is kept. */
+static void test_sandbox_files(void) {
+    char path[700], fifo[700];
+    snprintf(fifo, sizeof fifo, "%s/fifo.lua", dir);
+    CHECK(mkfifo(fifo, 0644) == 0, "mkfifo");
+    for (int trusted = 0; trusted < 2; trusted++) {
+        char text[1024];
+        snprintf(text, sizeof text, "local f = require('fifo')\n%s", ground);
+        terra_script *s = NULL;
+        CHECK(open_as(text, trusted, 0, 10, &s) == TERRA_E_SOURCE && !s, "a FIFO module opens");
+        CHECK(strstr(terra_last_error(), "world.lua:1:") && strstr(terra_last_error(), "fifo.lua: not a regular file"),
+              "%sa FIFO module: %s", trusted ? "trusted, " : "", terra_last_error());
+    }
+    snprintf(path, sizeof path, "%s/fifo.png", dir);
+    CHECK(mkfifo(path, 0644) == 0, "mkfifo");
+    write_file("inside.png", "not read here");
+    snprintf(path, sizeof path, "%s/link.png", dir);
+    CHECK(symlink("/etc/passwd", path) == 0, "symlink");
+    snprintf(path, sizeof path, "%s/tex", dir);
+    mkdir(path, 0755);
+    char inside_abs[700];
+    snprintf(inside_abs, sizeof inside_abs, "%s/inside.png", dir);
+    static const struct {
+        const char *albedo; /* %s: the script's folder */
+        const char *says;   /* NULL: kept */
+    } cases[] = {
+        {"/etc/passwd", "outside the script's folder"},
+        {"../../etc/passwd", "outside the script's folder"},
+        {"link.png", "outside the script's folder"},
+        {"fifo.png", "not a regular file"},
+        {"tex", "not a regular file"},
+        {"inside.png", NULL},
+        {"tex/../inside.png", NULL},
+        {"%s/inside.png", NULL},
+        {"missing.png", NULL},
+    };
+    for (int trusted = 0; trusted < 2; trusted++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            char albedo[800], text[2048];
+            snprintf(albedo, sizeof albedo, cases[i].albedo, dir);
+            snprintf(text, sizeof text,
+                     "return { height = function(x, z) return 0 end, min_height = -1, max_height = 1,\n"
+                     "  layers = { rock = { tint = { 1, 1, 1 } }, moss = { normal = '%s' } } }\n",
+                     albedo);
+            terra_script *s = NULL;
+            const terra_status st = open_as(text, trusted, 0, 10, &s);
+            if (cases[i].says && !trusted) {
+                CHECK(st == TERRA_E_INVALID && strstr(terra_last_error(), "layers.moss.normal") &&
+                          strstr(terra_last_error(), cases[i].says) && strstr(terra_last_error(), "--trust-script"),
+                      "'%s': %s", albedo, terra_last_error());
+            } else {
+                terra_surface_look lk = {0};
+                CHECK(st == TERRA_OK && terra_surface_table_get(terra_script_surfaces(s), 16, &lk) && lk.normal &&
+                          strstr(lk.normal, cases[i].albedo[0] == '%' ? "inside.png" : albedo),
+                      "%s'%s': %s", trusted ? "trusted " : "", albedo, st ? terra_last_error() : lk.normal);
+            }
+            terra_script_close(s);
+        }
+    unlink(fifo);
+    static const char *const made[] = {"fifo.png", "inside.png", "link.png"};
+    for (int i = 0; i < 3; i++) snprintf(path, sizeof path, "%s/%s", dir, made[i]), unlink(path);
+    snprintf(path, sizeof path, "%s/tex", dir), rmdir(path);
+}
+
 /* ---- the limits -------------------------------------------------------------------------------------------- */
 
 /* Whether message e names file at a line from 1 to last. */
@@ -776,6 +844,64 @@ static void test_runaways(void) {
     unlink(path);
 }
 
+/* A call the signal's jump stops abandons its state (4 MiB here): once those pass the memory limit
+ * (16 MiB), every later call is refused at once, naming the first stop, until the script is opened
+ * again. A call the hook stops closes its state and is never counted, even when its error takes a
+ * while to unwind (9000 nested pcalls catching it in turn: the jump waits for the hook to stop
+ * running, so never lands in the unwinder): calls go on being stopped one by one. */
+static void test_abandoned(void) {
+    enum { MIB = 1 << 20 };
+    const char *bomb = "return { min_height = 0, max_height = 10, height = function(x, z)\n"
+                       "  local t = {}\n"
+                       "  if x > 50 then for i = 1, 5e5 do t[i] = i end end\n"
+                       "  while x > 50 do x = x + 1 end\n"
+                       "  return 2 end }\n";
+    terra_script *s = NULL;
+    CHECK(open_as(bomb, false, 16 * MIB, 0.2, &s) == TERRA_OK, "open: %s", terra_last_error());
+    if (!s) return;
+    float h[16], p;
+    terra_grid_request r = {.ix0 = 60, .iz0 = 0, .spacing = 1, .nx = 4, .nz = 4};
+    int stopped = 0;
+    while (stopped < 10 && terra_source_sample(terra_script_source(s), &r, h, NULL) == TERRA_E_SOURCE &&
+           strstr(terra_last_error(), "world.lua:4: a call ran past its time limit"))
+        stopped++;
+    /* 4 MiB and change each: refused after the 4th at most, not before the 2nd */
+    CHECK(stopped >= 2 && stopped <= 4 && strstr(terra_last_error(), "calls refused") &&
+              strstr(terra_last_error(), "world.lua:4) left") && strstr(terra_last_error(), "memory limit of 16 MiB"),
+          "after %d stops: %s", stopped, terra_last_error());
+    CHECK(terra_script_timeouts(s) == stopped, "%d timeouts, %d stops", terra_script_timeouts(s), stopped);
+    r.ix0 = 0; /* a grid that would run is refused too, as a point is */
+    CHECK(terra_source_sample(terra_script_source(s), &r, h, NULL) == TERRA_E_SOURCE &&
+              strstr(terra_last_error(), "calls refused"),
+          "a good grid after: %s", terra_last_error());
+    CHECK(terra_source_height(terra_script_source(s), 0, 0, &p) != TERRA_OK, "a point after");
+    terra_script_close(s);
+    CHECK(open_as(bomb, false, 16 * MIB, 0.2, &s) == TERRA_OK &&
+              terra_source_sample(terra_script_source(s), &r, h, NULL) == TERRA_OK && h[0] == 2,
+          "opened again: %s", terra_last_error());
+    terra_script_close(s);
+
+    CHECK(open_as("local function f(n)\n"
+                  "  if n == 0 then while true do local g = function() end end end\n"
+                  "  pcall(f, n - 1)\n"
+                  "end\n"
+                  "return { min_height = 0, max_height = 10, height = function(x, z)\n"
+                  "  if x > 50 then f(9000) end\n"
+                  "  return 2 end }\n",
+                  false, 4 * MIB, 0.2, &s) == TERRA_OK,
+          "open: %s", terra_last_error());
+    if (!s) return;
+    r.ix0 = 60;
+    for (int i = 0; i < 6; i++)
+        CHECK(terra_source_sample(terra_script_source(s), &r, h, NULL) == TERRA_E_SOURCE &&
+                  strstr(terra_last_error(), "world.lua:2: a call ran past its time limit of 0.2 s"),
+              "call %d: %s", i, terra_last_error());
+    r.ix0 = 0;
+    CHECK(terra_source_sample(terra_script_source(s), &r, h, NULL) == TERRA_OK && h[0] == 2, "then: %s",
+          terra_last_error());
+    terra_script_close(s);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 1;
     terra_set_log(log_stderr, NULL);
@@ -795,12 +921,14 @@ int main(void) {
     RUN(test_escapes);
     RUN(test_bytecode);
     RUN(test_require_root);
+    RUN(test_sandbox_files);
     RUN(test_memory_limit);
     RUN(test_recursion);
 #ifdef UNDER_TSAN
-    (void)test_runaways;
+    (void)test_runaways, (void)test_abandoned;
 #else
     RUN(test_runaways);
+    RUN(test_abandoned);
 #endif
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

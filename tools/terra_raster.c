@@ -6,8 +6,10 @@
  * stdout, the message on stderr, exit status 64 + the terra_status.
  *   terra-raster --serve PATH ENCODING ... (the same arguments)
  * opens the raster once and answers window requests on stdin/stdout (one socket) until end of
- * input, for terra_raster_open (the protocol: io/raster_wire.h). */
+ * input, for terra_raster_open (the protocol: io/raster_wire.h).
+ * Each read, and each request served, may take the CPU time io/child.h states. */
 #include "terra/raster.h"
+#include "child.h"
 #include "raster_wire.h"
 
 #include <cpl_conv.h>
@@ -67,6 +69,7 @@ int main(int argc, char **argv) {
                            .nan_is_nodata = atoi(argv[8]) != 0,
                            .min_height = strtod(argv[9], NULL),
                            .max_height = strtod(argv[10], NULL)};
+    terra_child_limit_cpu(); /* the open (and a whole read); each request served gets its own */
     /* GDAL's block cache would keep a decoded copy of the input beside terra's: keep it small. */
     if (!CPLGetConfigOption("GDAL_CACHEMAX", NULL)) GDALSetCacheMax64((GIntBig)16 << 20);
     if (serving) return serve(&d);

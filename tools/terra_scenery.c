@@ -3,9 +3,11 @@
  * stay out of the cook. Not meant to be run by hand:
  *   terra-scenery PATH MAX_TRIANGLES MAX_BYTES
  * Its address space is limited first to what it maps at the start plus the memory budget (MAX_BYTES,
- * 0: half of physical memory), except in sanitizer builds, whose shadow memory needs more. stdout: the ground (see
+ * 0: half of physical memory), except in sanitizer builds, whose shadow memory needs more, and its
+ * CPU time to what one read may take (io/child.h). stdout: the ground (see
  * io/cook/scenery_wire.h). On failure: nothing on stdout, the message on stderr, exit status 64 +
  * the terra_status. */
+#include "child.h"
 #include "cook/scenery_wire.h"
 #include "terra/raster.h"
 
@@ -42,6 +44,7 @@ int main(int argc, char **argv) {
     }
     close(null);
     signal(SIGPIPE, SIG_IGN); /* a caller that stops reading is an error to report, not a signal */
+    terra_child_limit_cpu();
     const size_t budget = terra_raster_memory_budget(d.max_bytes);
     bool limited = false;
 #ifndef UNDER_SANITIZER
@@ -57,8 +60,8 @@ int main(int argc, char **argv) {
     terra_scenery s;
     terra_status st = terra_scenery_read(&d, &s);
     if (st == TERRA_E_NOMEM && limited) {
-        fprintf(stderr, "%s: reading it takes more than the memory budget of %.1f MiB (terra cook --max-memory)\n",
-                d.path, (double)budget / 1048576.0);
+        fprintf(stderr, "%s: reading it takes more than the memory budget of %.1f MiB%s\n", d.path,
+                (double)budget / 1048576.0, d.max_bytes ? "" : " (half of physical memory)");
         return 64 + TERRA_E_CAPACITY;
     }
     if (st != TERRA_OK) {

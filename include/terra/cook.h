@@ -312,7 +312,8 @@ TERRA_API void terra_cook_part_free(terra_cook_part *p);
 
 /* What a part is of, as its head states it (its first 40 bytes): the cook's fingerprint, the
  * round's depths and the root. A part file's name says the same ("BOTTOM-DEPTH-TX-TY.part"): one
- * whose head says otherwise was moved or copied and is not the part its name promises. Reads the
+ * whose head says otherwise was renamed or copied and is not the part its name promises (the cook
+ * never takes it: a round builds it again, a merge refuses it). Reads the
  * head alone (magic, version, depths checked; terra_cook_part_decode checks the whole):
  * TERRA_E_CORRUPT naming the byte and the problem. */
 typedef struct terra_cook_part_key {

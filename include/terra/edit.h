@@ -37,7 +37,8 @@
  * takes another's append in progress for a torn record. Each edit reaches the operating system as it is applied
  * (a process that dies loses none); the file is synced to the disk when the layer is destroyed (a
  * machine that loses power after that loses none: not per edit, which could stall a frame that
- * paints).
+ * paints). A layer that runs out of memory taking an edit its journal already holds refuses every
+ * later edit (TERRA_E_NOMEM) until it is opened again, which replays it.
  */
 /* Threads: the layer's source may be called from any number of threads at once (source.h), also
  * while terra_edit_apply runs on another: each call sees the edits before or after it, whole.

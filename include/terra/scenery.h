@@ -97,8 +97,8 @@ typedef struct terra_scenery_desc {
     const char *path;
     size_t max_triangles;       /* refuse (TERRA_E_CAPACITY) more ground triangles; 0: 2^31 */
     /* Memory budget (bytes; 0: half of physical memory, terra_raster_memory_budget): the files a
-     * read opens may add up to no more; terra_scenery_read_isolated runs its reader under this much
-     * address space. */
+     * read opens may add up to no more (each counted once, however often it is read);
+     * terra_scenery_read_isolated runs its reader under this much address space. */
     size_t max_bytes;
 } terra_scenery_desc;
 

@@ -17,7 +17,7 @@
  * use; nil names none (drawn by height and slope). `layers` is shaped like a baked landscape's layer
  * table: { name = { tint = { r, g, b }, albedo = path, normal = path, mask = path, tiling = metres } },
  * or an array of names and { name = ..., tint = ... } entries; texture paths are relative to the
- * script's folder.
+ * script's folder, and unless trusted must be regular files under it (as modules: see Sandbox).
  *
  * Built-ins, in the global table `terra`, each a call into terra's C code (through LuaJIT's FFI, so
  * traces compile through them):
@@ -31,7 +31,8 @@
  * so a script can carve a road into the default world and give a tight range for it.
  *
  * `require` finds modules under the script's folder (name "a.b": a/b.lua or a/b/init.lua; a file whose
- * real path leaves the folder is refused), and those are watched (terra_script_changed).
+ * real path leaves the folder, or that is not a regular file, is refused), and those are watched
+ * (terra_script_changed).
  *
  * Sandbox. A script is code from whoever made the world, so unless the desc says `trusted` it gets
  * only what cannot reach the process or the file system: the base functions, string, table, math,
@@ -51,7 +52,9 @@
  *    terra_script_open installs for the process, and the line named is where the compiled loop
  *    starts (x86-64 and arm64; elsewhere, and in a C function the interpreter called, the line where
  *    height, layer or range starts); that state is abandoned (its memory is not freed: an interrupted state cannot
- *    be closed safely). Either way a fresh state is loaded for the next call.
+ *    be closed safely). Either way a fresh state is loaded for the next call. Once the states abandoned
+ *    hold more than the memory limit in all, every later call fails at once (TERRA_E_SOURCE, "calls
+ *    refused", naming where the first was stopped) until the script is opened again.
  *  - Memory: each Lua state (one per thread calling at once) may hold up to the memory limit,
  *    garbage not yet collected included. Past half of it the script is stopped at its next
  *    interpreted instruction; an allocation past the limit itself is refused. Either fails the call

@@ -195,13 +195,17 @@ static terra_status ground_window(void *user, const terra_cook_grid *g, int64_t 
 /* In the geographic frame the plane's samples are the warper's resampling; the promise (terra
  * check) is over the sources' own samples. The pyramid builds each level within its bound on the
  * plane's samples, but the error a tile states (as decoded) is measured on the sources' own when
- * every input lies on a degree grid: each finest tile's rectangle, widened by two of the coarsest
- * input's samples, taken to each input's columns and rows, those windows read, and every triangle
- * reaching the tile scanned over each input's samples there, except those where a higher-ranked
- * input has data (the overlap rule, layer_has_data: those are not the ground). Anything else (the
- * local frame, where plane samples are the source's, or projected inputs) is measured on the
- * plane's samples. Between the sources' samples the plane's bilinear samples bend, so a stated
- * error may pass the level's bound (N44W072 at -e 10: 27.7 m at the finest). */
+ * every input lies on a degree grid: each finest tile's rectangle, widened by two of the finest
+ * input's samples (and the rim's slack), is the box whose samples are measured; each input's window
+ * is its samples over the box and the next one out on every side (so the samples any point of the
+ * box weighs are there), and every triangle reaching the tile is scanned over each input's samples
+ * inside the box, except those where a higher-ranked input has data (the overlap rule,
+ * layer_has_data: those are not the ground). A sample outside the box is another finest tile's to
+ * measure; widening by the coarsest input's samples instead made a 1-degree background beside
+ * SRTM inputs read two degrees of them around every finest tile. Anything else (the local frame,
+ * where plane samples are the source's, or projected inputs) is measured on the plane's samples.
+ * Between the sources' samples the plane's bilinear samples bend, so a stated error may pass the
+ * level's bound (N44W072 at -e 10: 27.7 m at the finest). */
 typedef struct source_measure {
     const ground *G;
     const terra_cook_grid *grid;
@@ -219,13 +223,14 @@ static void source_measure_init(source_measure *M, const ground *G, const terra_
     memset(M, 0, sizeof *M);
     M->G = G, M->grid = g, M->plane = plane;
     if (g->frame != TERRA_FRAME_GEOGRAPHIC) return;
+    M->margin = INFINITY;
     for (size_t k = 0; k < G->n; k++) {
         const layer *l = &G->L[k];
         const double *t = l->info.geo;
         if (!l->info.has_lonlat || !(l->in->raster || l->info.geographic) || t[2] != 0 || t[4] != 0 || !(t[1] > 0) ||
             !(t[5] < 0))
             return;
-        M->margin = fmax(M->margin, 2 * fmax(t[1], -t[5]));
+        M->margin = fmin(M->margin, 2 * fmax(t[1], -t[5]));
     }
     M->own = true;
 }
@@ -298,19 +303,28 @@ static terra_status source_distance(const source_measure *M, const terra_cook_me
     const terra_cook_grid *g = M->grid;
     const ground *G = M->G;
     const double S = g->tile_units;
-    double *cr = terra_alloc(2 * (size_t)mesh->vertex_count * sizeof *cr + 1);
+    const size_t nv = mesh->vertex_count;
+    double *cr = terra_alloc(2 * nv * G->n * sizeof *cr + 1); /* each input's: the mesh in its columns and rows */
     layer_window *win = terra_calloc(G->n, sizeof *win);
     size_t *start = NULL;
     uint32_t *list = NULL;
     terra_status st = cr && win ? terra_cook_leaf_triangles(mesh, S, finest, n, slack, &start, &list)
                                 : terra_fail(TERRA_E_NOMEM, "cook: out of memory measuring a tile");
+    for (size_t k = 0; st == TERRA_OK && k < G->n; k++) {
+        const layer *l = &G->L[k];
+        const double kc = g->unit[0] / l->info.geo[1], kr = g->unit[1] / l->info.geo[5];
+        const double oc = layer_col(l, g->origin[0]), orr = layer_row(l, g->origin[1]);
+        for (size_t v = 0; v < nv; v++) {
+            cr[2 * (k * nv + v)] = oc + kc * mesh->xy[2 * v];
+            cr[2 * (k * nv + v) + 1] = orr + kr * mesh->xy[2 * v + 1];
+        }
+    }
     uint8_t *mark = NULL;
     size_t mark_cap = 0;
     double worst = 0;
     for (size_t i = 0; st == TERRA_OK && i < n; i++) {
         if (start[i] == start[i + 1]) continue;
-        /* the finest tile's rectangle in degrees, widened: every input's window holds the samples
-         * whose weight a point of the tile needs, and those a slack away */
+        /* the finest tile's rectangle in degrees, widened: the box measured here */
         const double x0 = finest[2 * i] * S, y0 = finest[2 * i + 1] * S;
         const double pad = M->margin + slack * fmax(g->unit[0], g->unit[1]);
         const double box[4] = {g->origin[0] + x0 * g->unit[0] - pad, g->origin[1] + y0 * g->unit[1] - pad,
@@ -332,29 +346,25 @@ static terra_status source_distance(const source_measure *M, const terra_cook_me
                 mark_cap = cells;
             }
             memset(mark, 0, cells);
-            /* the samples where a higher-ranked input is the ground are not this one's to answer for */
-            for (int r = 0; k && r < w->wh; r++)
+            /* the samples outside the box are another finest tile's; those where a higher-ranked input
+             * is the ground are not this one's to answer for */
+            for (int r = 0; r < w->wh; r++)
                 for (int c = 0; c < w->ww; c++) {
                     float *v = &w->h[(size_t)r * w->ww + c];
                     if (*v != *v) continue;
                     const double lon = l->info.geo[0] + (w->c0 + c + 0.5) * l->info.geo[1];
                     const double lat = l->info.geo[3] + (w->r0 + r + 0.5) * l->info.geo[5];
+                    if (!(lon >= box[0] && lon <= box[2] && lat >= box[1] && lat <= box[3])) *v = NAN;
                     for (size_t j = 0; j < k && *v == *v; j++)
                         if (layer_has_data(&G->L[j], &win[j], lon, lat)) *v = NAN;
                 }
-            /* the mesh in this input's columns and rows */
-            const double kc = g->unit[0] / l->info.geo[1], kr = g->unit[1] / l->info.geo[5];
-            const double oc = layer_col(l, g->origin[0]), orr = layer_row(l, g->origin[1]);
-            for (uint32_t v = 0; v < mesh->vertex_count; v++) {
-                cr[2 * v] = oc + kc * mesh->xy[2 * (size_t)v];
-                cr[2 * v + 1] = orr + kr * mesh->xy[2 * (size_t)v + 1];
-            }
-            const double sslack = slack * fmax(fabs(kc), fabs(kr));
+            const double sslack = slack * fmax(fabs(g->unit[0] / l->info.geo[1]), fabs(g->unit[1] / l->info.geo[5]));
+            const double *ck = cr + 2 * k * nv;
             for (int pass = 0; pass < 2; pass++) /* under the triangles, then the rim's */
                 for (size_t t = start[i]; t < start[i + 1]; t++) {
                     const uint32_t *c = mesh->tri + 3 * (size_t)list[t];
                     const float z[3] = {mesh->z[c[0]], mesh->z[c[1]], mesh->z[c[2]]};
-                    const double *a = cr + 2 * (size_t)c[0], *b = cr + 2 * (size_t)c[1], *d = cr + 2 * (size_t)c[2];
+                    const double *a = ck + 2 * (size_t)c[0], *b = ck + 2 * (size_t)c[1], *d = ck + 2 * (size_t)c[2];
                     worst = pass ? cook_scan_rim(a, b, d, z, w->h, mark, w->c0, w->r0, w->ww, w->wh, sslack, worst)
                                  : cook_scan_triangle(a, b, d, z, w->h, w->c0, w->r0, w->ww, w->wh, 0, worst, INFINITY,
                                                       mark);
@@ -611,15 +621,25 @@ static terra_status decoded_error(const emitter *E, const terra_cook_tile *t, co
 
 static int32_t floor_shift(int32_t v, int d) { return (int32_t)floor(ldexp((double)v, -d)); }
 
-static char *part_path(const char *dir, int bottom, int top, int32_t tx, int32_t ty) {
-    const size_t n = strlen(dir) + 64;
+/* The part of a round's root: the cook's fingerprint, the round's depths, the root. */
+static terra_cook_part_key part_key(const emitter *E, int bottom, int top, int32_t tx, int32_t ty) {
+    return (terra_cook_part_key){.fingerprint = E->split->fingerprint, .bottom = bottom, .depth = top, .tx = tx, .ty = ty};
+}
+
+/* Its file: "BOTTOM-DEPTH-TX-TY.part" in the parts' folder. */
+static char *part_path(const emitter *E, const terra_cook_part_key *k) {
+    const size_t n = strlen(E->split->parts) + 64;
     char *p = terra_alloc(n);
-    if (p) snprintf(p, n, "%s/%d-%d-%d-%d.part", dir, bottom, top, (int)tx, (int)ty);
+    if (p) snprintf(p, n, "%s/%d-%d-%d-%d.part", E->split->parts, k->bottom, k->depth, (int)k->tx, (int)k->ty);
     return p;
 }
 
-/* A part file read whole and decoded (*bytes keeps the tiles' data: terra_free it). */
-static terra_status part_read(const char *path, uint64_t fingerprint, uint8_t **bytes, terra_cook_part *out) {
+/* The part `want` from its file, read whole and decoded (*bytes keeps the tiles' data: terra_free
+ * it). TERRA_E_NOT_FOUND when it is not there, when another cook made it (another fingerprint) and
+ * when it holds another root's part than its name gives (renamed, copied or swapped by hand: taken,
+ * it would come back as the wrong root; `rebuild`: a warning says it is built again). */
+static terra_status part_read(const char *path, const terra_cook_part_key *want, bool rebuild, uint8_t **bytes,
+                              terra_cook_part *out) {
     *bytes = NULL;
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
@@ -634,9 +654,18 @@ static terra_status part_read(const char *path, uint64_t fingerprint, uint8_t **
     fclose(f);
     if (st == TERRA_OK && (st = terra_cook_part_decode(b, (size_t)n, out)) != TERRA_OK)
         st = terra_fail(st, "%s: %s", path, terra_last_error());
-    if (st == TERRA_OK && out->fingerprint != fingerprint) {
+    if (st == TERRA_OK && out->fingerprint != want->fingerprint) {
         terra_cook_part_free(out);
         st = terra_fail(TERRA_E_NOT_FOUND, "%s: made by another cook (other inputs or options)", path);
+    } else if (st == TERRA_OK && (out->bottom != want->bottom || out->depth != want->depth || out->root.tx != want->tx ||
+                                  out->root.ty != want->ty)) {
+        st = terra_fail(TERRA_E_NOT_FOUND,
+                        "%s holds the part of root %d/%d,%d built from depth %d, not the one its name gives (root "
+                        "%d/%d,%d from depth %d): renamed, copied or swapped from another part's file",
+                        path, out->depth, (int)out->root.tx, (int)out->root.ty, out->bottom, want->depth, (int)want->tx,
+                        (int)want->ty, want->bottom);
+        terra_cook_part_free(out);
+        if (rebuild) terra_log(TERRA_LOG_WARN, "cook: %s: built again", terra_last_error());
     }
     if (st != TERRA_OK) terra_free(b), b = NULL;
     *bytes = b;
@@ -695,10 +724,11 @@ static bool part_want(void *user, int32_t tx, int32_t ty) {
     size_t i = 0;
     while (i < R->root_count && (R->roots[2 * i] != tx || R->roots[2 * i + 1] != ty)) i++;
     if (i == R->root_count || R->owner[i] != E->split->rank) return false;
-    char *path = part_path(E->split->parts, R->bottom, R->top, tx, ty);
+    const terra_cook_part_key k = part_key(E, R->bottom, R->top, tx, ty);
+    char *path = part_path(E, &k);
     uint8_t *bytes = NULL;
     terra_cook_part p;
-    const bool have = path && part_read(path, E->split->fingerprint, &bytes, &p) == TERRA_OK;
+    const bool have = path && part_read(path, &k, true, &bytes, &p) == TERRA_OK;
     if (have) {
         terra_cook_part_free(&p);
         E->split->parts_reused++; /* one thread: the pyramid asks before its workers start */
@@ -716,11 +746,12 @@ static terra_status part_load(void *user, int32_t tx, int32_t ty, terra_cook_roo
     int r = 0;
     while (r < P->round_count && P->round[r].top != depth) r++;
     if (r == P->round_count) return terra_fail(TERRA_E_INVALID, "cook: no round ends at depth %d", depth);
-    char *path = part_path(E->split->parts, P->round[r].bottom, depth, tx, ty);
+    const terra_cook_part_key k = part_key(E, P->round[r].bottom, depth, tx, ty);
+    char *path = part_path(E, &k);
     if (!path) return terra_fail(TERRA_E_NOMEM, "cook: out of memory");
     uint8_t *bytes;
     terra_cook_part p;
-    terra_status st = part_read(path, E->split->fingerprint, &bytes, &p);
+    terra_status st = part_read(path, &k, false, &bytes, &p);
     if (st == TERRA_E_NOT_FOUND) st = terra_fail(st, "cook: the part of root %d/%d,%d is missing: %s", depth, (int)tx, (int)ty,
                                                  terra_last_error());
     terra_free(path);
@@ -754,7 +785,8 @@ static terra_status part_done(void *user, const terra_cook_root *root) {
                          .tile_count = k.count, .tiles = k.tiles};
     uint8_t *bytes = NULL;
     size_t n = 0;
-    char *path = part_path(E->split->parts, R->bottom, R->top, root->tx, root->ty), *tmp = NULL;
+    const terra_cook_part_key key = part_key(E, R->bottom, R->top, root->tx, root->ty);
+    char *path = part_path(E, &key), *tmp = NULL;
     void *fv = NULL;
     terra_status st = path ? terra_cook_part_encode(&p, &bytes, &n) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
     sink_free(&k);
@@ -787,10 +819,11 @@ static terra_status merge_parts(emitter *E) {
     for (int r = 0; r < P->round_count && st == TERRA_OK; r++) {
         const terra_cook_split_round *R = &P->round[r];
         for (size_t i = 0; i < R->root_count && st == TERRA_OK; i++) {
-            char *path = part_path(E->split->parts, R->bottom, R->top, R->roots[2 * i], R->roots[2 * i + 1]);
+            const terra_cook_part_key k = part_key(E, R->bottom, R->top, R->roots[2 * i], R->roots[2 * i + 1]);
+            char *path = part_path(E, &k);
             uint8_t *bytes = NULL;
             terra_cook_part p;
-            st = path ? part_read(path, E->split->fingerprint, &bytes, &p) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
+            st = path ? part_read(path, &k, false, &bytes, &p) : terra_fail(TERRA_E_NOMEM, "cook: out of memory");
             if (st == TERRA_E_NOT_FOUND) st = terra_fail(st, "cook: a part is missing: %s", terra_last_error());
             terra_free(path);
             for (size_t t = 0; st == TERRA_OK && t < p.tile_count; t++) {

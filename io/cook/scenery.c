@@ -42,14 +42,24 @@ static char *copy_string(const char *s, size_t n) {
 
 /* ---- the gate: every file a read opens ----------------------------------------------------------- */
 
+/* How far into one file (by device and inode, so every path to it is the same file) reads went. */
+typedef struct gate_mark {
+    dev_t dev;
+    ino_t ino;
+    uint64_t high;
+} gate_mark;
+
 /* Every file assimp or terra opens for a read: it must resolve (symlinks followed) inside the
  * scene's folder or be the scene itself, and be a regular file, opened without blocking (a FIFO
- * would wait for a writer); the bytes read add up to no more than the budget. The first refusal is
- * kept as the read's error. */
+ * would wait for a writer); the bytes read add up to no more than the budget, each file's counted
+ * once (past its high-water mark: assimp and terra read the scene more than once). The first
+ * refusal is kept as the read's error. */
 typedef struct gate {
     const char *scene;          /* as given, for messages */
     char folder[PATH_MAX], self[PATH_MAX]; /* the scene's folder and the scene, resolved */
     uint64_t budget, read;
+    gate_mark *marks;
+    size_t mark_count, mark_cap;
     terra_status refused;       /* TERRA_OK while nothing was refused */
     char why[1024];
 } gate;
@@ -104,20 +114,41 @@ static int gate_open(gate *g, const char *name) {
     return -1;
 }
 
-/* Reads up to n bytes at the descriptor's position, counted against the budget. */
+/* The mark of the file open at fd, added at 0 the first time; NULL (refused) without memory. */
+static gate_mark *gate_mark_of(gate *g, int fd) {
+    struct stat st;
+    if (fstat(fd, &st)) return NULL;
+    for (size_t i = 0; i < g->mark_count; i++)
+        if (g->marks[i].dev == st.st_dev && g->marks[i].ino == st.st_ino) return &g->marks[i];
+    if (!grow((void **)&g->marks, &g->mark_cap, g->mark_count + 1, sizeof *g->marks)) {
+        gate_refuse(g, TERRA_E_NOMEM, "%s: out of memory", g->scene);
+        return NULL;
+    }
+    g->marks[g->mark_count] = (gate_mark){st.st_dev, st.st_ino, 0};
+    return &g->marks[g->mark_count++];
+}
+
+/* Reads up to n bytes at the descriptor's position; those past the file's high-water mark count
+ * against the budget. */
 static size_t gate_read(gate *g, int fd, void *buf, size_t n) {
+    gate_mark *m = gate_mark_of(g, fd);
+    const off_t at = lseek(fd, 0, SEEK_CUR);
+    if (!m || at < 0) return 0;
+    uint64_t pos = (uint64_t)at;
     size_t got = 0;
     while (got < n) {
-        if (g->read >= g->budget) {
+        const uint64_t free_bytes = m->high > pos ? m->high - pos : 0, room = free_bytes + (g->budget - g->read);
+        if (!room) {
             gate_refuse(g, TERRA_E_CAPACITY, "%s: the files it reads add up to more than the memory budget of %.1f MiB",
                         g->scene, (double)g->budget / 1048576.0);
             break;
         }
-        size_t want = n - got < g->budget - g->read ? n - got : (size_t)(g->budget - g->read);
+        size_t want = n - got < room ? n - got : (size_t)room;
         ssize_t k = read(fd, (char *)buf + got, want > (1u << 30) ? (1u << 30) : want);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) break;
-        got += (size_t)k, g->read += (uint64_t)k;
+        got += (size_t)k, pos += (uint64_t)k;
+        if (pos > m->high) g->read += pos - m->high, m->high = pos;
     }
     return got;
 }
@@ -706,7 +737,7 @@ terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *o
     terra_status s = TERRA_OK;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) s = terra_fail(TERRA_E_IO, "%s: not a regular file", path);
     else if (st.st_size == 0) s = terra_fail(TERRA_E_FORMAT, "%s: empty file (0 bytes)", path);
-    gate g;
+    gate g = {0};
     terra_scenery_declared declared;
     memset(&declared, 0, sizeof declared);
     if (s == TERRA_OK) s = gate_init(&g, path, desc->max_bytes);
@@ -740,6 +771,7 @@ terra_status terra_scenery_read(const terra_scenery_desc *desc, terra_scenery *o
         terra_free(r.scene_material);
     }
     if (sc) aiReleaseImport(sc);
+    terra_free(g.marks);
     terra_scenery_declared_free(&declared);
     if (s != TERRA_OK) terra_scenery_free(out);
     return s;

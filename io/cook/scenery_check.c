@@ -106,8 +106,8 @@ static bool ply_add(const char *path, const ply_element *e, int format, uint64_t
     if (!e->line) return true;
     uint64_t per = format == 1 ? 2 * e->properties : format == 2 ? e->binary : 1;
     if (per < 1) per = 1;
-    uint64_t slack = format == 1; /* the last ASCII value may end the file without a separator */
-    if (e->count <= (body + slack - *need) / per) {
+    const uint64_t slack = format == 1; /* the last ASCII value may end the file without a separator */
+    if (*need <= body + slack && e->count <= (body + slack - *need) / per) {
         *need += e->count * per;
         return true;
     }
@@ -133,7 +133,7 @@ static terra_status ply_check(const char *path, const uint8_t *d, size_t n, uint
     if (!end)
         return terra_fail(TERRA_E_FORMAT, "%s: the PLY header has no end_header line in its first %zu bytes", path, n);
     const uint64_t body = file_size - end;
-    int format = 0, line = 0; /* format: 0 unknown, 1 ASCII, 2 binary */
+    int format = 0, format_line = 0, line = 0; /* format: 0 unknown, 1 ASCII, 2 binary */
     uint64_t need = 0;
     ply_element e = {{0}, 0, 0, 0, 0};
     for (size_t at = 0; at < end;) {
@@ -143,7 +143,8 @@ static terra_status ply_check(const char *path, const uint8_t *d, size_t n, uint
         line_tokens lt;
         tokens(d + at, stop - at, &lt);
         at = stop + 1;
-        if (token_is(&lt, 0, "format") && lt.n > 1) {
+        if (token_is(&lt, 0, "format") && lt.n > 1 && !format_line) { /* the first one counts, as for assimp */
+            format_line = line;
             format = token_is(&lt, 1, "ascii") ? 1 : lt.len[1] > 6 && !memcmp(lt.t[1], "binary", 6) ? 2 : 0;
         } else if (token_is(&lt, 0, "element") || token_is(&lt, 0, "end_header")) {
             if (!ply_add(path, &e, format, body, &need)) return TERRA_E_CORRUPT;

@@ -125,7 +125,7 @@ terra_status terra_scenery_read_isolated(const terra_scenery_desc *desc, const c
     snprintf(bytes, sizeof bytes, "%zu", desc->max_bytes);
     char *argv[] = {path, (char *)desc->path, tris, bytes, NULL};
     terra_child c;
-    if ((st = terra_child_start(desc->path, what, path, argv, &c)) != TERRA_OK) return st;
+    if ((st = terra_child_start(desc->path, what, path, argv, false, &c)) != TERRA_OK) return st;
     answer a = receive(c.out, terra_raster_memory_budget(desc->max_bytes), out);
     st = terra_child_finish(&c, desc->path, what);
     if (a == ANSWER_OK && st == TERRA_OK) return TERRA_OK;
