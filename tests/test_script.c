@@ -802,19 +802,22 @@ static void test_runaways(void) {
         const char *body; /* height's body from line 2; x > 50 runs away */
         int line;         /* 0: the place is height's own line (stopped in a C function) */
         const char *file;
+        bool or_own;      /* height's own line is right too: the loop's string functions are called by
+                             the interpreter between compiled traces (LuaJIT's stitching), and a signal
+                             landing in one finds no trace below it (script.h) */
     } cases[] = {
-        {"  while x > 50 do end", 2, "world.lua"},
-        {"  local y = 0\n  while x > 50 do y = y + math.sin(y) end", 3, "world.lua"},
-        {"  local s = ''\n  while x > 50 do s = s .. 'x' if #s > 4096 then s = '' end end", 3, "world.lua"},
-        {"  while x > 50 do local s = ('ab'):rep(100):gsub('a', 'c'):upper() end", 2, "world.lua"},
+        {"  while x > 50 do end", 2, "world.lua", false},
+        {"  local y = 0\n  while x > 50 do y = y + math.sin(y) end", 3, "world.lua", false},
+        {"  local s = ''\n  while x > 50 do s = s .. 'x' if #s > 4096 then s = '' end end", 3, "world.lua", false},
+        {"  while x > 50 do local s = ('ab'):rep(100):gsub('a', 'c'):upper() end", 2, "world.lua", true},
         {"  if x > 50 then string.find(string.rep('a', 40), string.rep('a?', 40) .. string.rep('a', 40)) end", 0,
-         "world.lua"},
-        {"  if x > 50 then coroutine.wrap(function()\n    while true do end\n  end)() end", 3, "world.lua"},
-        {"  while x > 50 do pcall(function()\n    while true do end\n  end) end", 3, "world.lua"},
-        {"  while x > 50 do pcall(error) end", 2, "world.lua"},
+         "world.lua", false},
+        {"  if x > 50 then coroutine.wrap(function()\n    while true do end\n  end)() end", 3, "world.lua", false},
+        {"  while x > 50 do pcall(function()\n    while true do end\n  end) end", 3, "world.lua", false},
+        {"  while x > 50 do pcall(error) end", 2, "world.lua", false},
         {"  local function f(n) if n == 0 then return 0 end return f(n - 1) + f(n - 1) end\n  if x > 50 then f(60) end", 2,
-         "world.lua"},
-        {"  if x > 50 then require('spin').spin(x) end", 3, "spin.lua"},
+         "world.lua", false},
+        {"  if x > 50 then require('spin').spin(x) end", 3, "spin.lua", false},
     };
     for (int trusted = 0; trusted < 2; trusted++)
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -831,7 +834,8 @@ static void test_runaways(void) {
             float h[16];
             terra_grid_request r = {.ix0 = 60, .iz0 = 0, .spacing = 1, .nx = 4, .nz = 4};
             CHECK(terra_source_sample(terra_script_source(s), &r, h, NULL) == TERRA_E_SOURCE &&
-                      strstr(terra_last_error(), where),
+                      (strstr(terra_last_error(), where) ||
+                       (cases[i].or_own && strstr(terra_last_error(), "world.lua:1, in height: a call ran past"))),
                   "%s'%s': '%s', wanted '%s'", trusted ? "trusted " : "", cases[i].body, terra_last_error(), where);
             r.ix0 = 0;
             CHECK(terra_source_sample(terra_script_source(s), &r, h, NULL) == TERRA_OK && h[3] == 2, "then: %s",
