@@ -459,8 +459,8 @@ static terra_status validate(vstate *v, terra_archive_layout *L) {
     L->min_level = 32;
     for (int l = 0; l < 32; l++)
         if (F.lv[l].tiles) L->max_level = l, L->min_level = L->min_level < l ? L->min_level : l;
-    if (!st && n && !F.damaged && !F.unsorted) {
-        /* the index is sound: from here on tiles are named as Cesium's z/x/y too (terra_archive_tms_map) */
+    if (!st && n && !F.damaged && !F.unsorted && L->max_level >= 0) {
+        /* the index is sound and places a tile (every entry out of place is said above): from here on tiles are named as Cesium's z/x/y too (terra_archive_tms_map) */
         v->map = (terra_tms_map){.frame = L->frame, .min_level = L->min_level, .max_level = L->max_level};
         if (L->frame == TERRA_FRAME_LOCAL) v->map.x0 = F.lv[L->max_level].x0, v->map.y0 = F.lv[L->max_level].y0;
         v->names = &v->map;

@@ -15,7 +15,8 @@
  * between the coarsest and the finest or at the finest; no tiles; a tile at x = y = 2^27 - 1, on
  * face 3, at level 31; entry heights of +-3e38, a negative error or edge, entry or header flags
  * 0xff; a TIN archive whose metadata is not JSON; geographic keys and bounds out of range; a tile
- * above the coarsest level far outside the bounds (the rules must not come from it). And the
+ * above the coarsest level far outside the bounds (the rules must not come from it); bounds that
+ * hold none of the tiles (the validation found a fuzzer's out-of-bounds read there). And the
  * tolerated (docs/FORMAT.md): members and extension names terra does not know, extensions the
  * metadata does not list, errors below a child's, counts the index contradicts, grids called
  * "tin", 25 levels (render, fly and view refuse them by name), a sparse TIN archive (a diagonal
@@ -207,7 +208,7 @@ enum {
     K_FRAME_OTHER, K_MESH_UNKNOWN, K_EXT_NOT_LIST, K_EXT_NOT_CARRIED, K_LEVEL_GAP, K_LEVEL0_MISSING, K_NO_TILES,
     K_TILE_FAR, K_FACE3, K_LEVEL31, K_HEIGHT_HIGH, K_HEIGHT_LOW, K_ERROR_NEGATIVE, K_EDGE_NEGATIVE, K_ENTRY_FLAGS,
     K_HEADER_FLAGS, K_TIN_META_NOT_JSON, K_GEO_KEY_OUTSIDE, K_GEO_BOUNDS, K_META_NUL_INSIDE, K_META_NUL_END,
-    K_NAME_TWICE, K_FAR_COARSEST,
+    K_NAME_TWICE, K_FAR_COARSEST, K_ALL_OUTSIDE,
     /* tolerated: every reader takes them (but K_LEVELS_25, which render, fly and view refuse by name) */
     K_UNKNOWN_MEMBER, K_TOLERATED = K_UNKNOWN_MEMBER, K_EXT_UNKNOWN, K_EXT_UNLISTED, K_ERRORS_INVERTED, K_COUNTS_LIE,
     K_MESH_TIN_ON_GRID, K_LEVELS_25, K_TIN_HONEST, K_SPARSE_TIN, K_GEO_HONEST, K_HONEST,
@@ -228,7 +229,7 @@ static const char *kind_names[K_KINDS] = {
     "bounds_object", "bounds_far", "bounds_uncovered", "bounds_missing", "frame_other", "mesh_unknown", "ext_not_list",
     "ext_not_carried", "level_gap", "level0_missing", "no_tiles", "tile_far", "face3", "level31", "height_high",
     "height_low", "error_negative", "edge_negative", "entry_flags", "header_flags", "tin_meta_not_json",
-    "geo_key_outside", "geo_bounds", "meta_nul_inside", "meta_nul_end", "name_twice", "far_coarsest",
+    "geo_key_outside", "geo_bounds", "meta_nul_inside", "meta_nul_end", "name_twice", "far_coarsest", "all_outside",
     "unknown_member", "ext_unknown", "ext_unlisted", "errors_inverted", "counts_lie", "mesh_tin_on_grid", "levels_25",
     "tin_honest", "sparse_tin", "geo_honest", "honest"};
 
@@ -251,7 +252,7 @@ static const char *says[K_KINDS] = {
     [K_TIN_META_NOT_JSON] = "is not JSON", [K_GEO_KEY_OUTSIDE] = "outside level 1's 4 x 2 tiles",
     [K_GEO_BOUNDS] = "not west < east", [K_META_NUL_INSIDE] = "is not JSON: a NUL byte at byte",
     [K_META_NUL_END] = "is not JSON: a NUL byte at byte", [K_NAME_TWICE] = "member \"name\" appears 2 times",
-    [K_FAR_COARSEST] = "outside the bounds",
+    [K_FAR_COARSEST] = "outside the bounds", [K_ALL_OUTSIDE] = "outside the bounds",
     [K_LEVELS_25] = "25 levels, exported and served as they are", [K_UNKNOWN_MEMBER] = "\"x_producer\" is not one terra reads",
     [K_EXT_UNKNOWN] = "extension \"x-future\", which terra does not know", [K_ERRORS_INVERTED] = "larger geometric error than",
     [K_COUNTS_LIE] = "metadata says tile_count 99"};
@@ -649,6 +650,7 @@ static void write_assembled(int kind, const char *path) {
     case K_FAR_COARSEST: /* above the coarsest level, far outside the bounds: a grid of other cells */
         p[n++] = (piece){terra_tile_key_make(0, 2, 1000, 1000), other_grid[COARSE], infos[COARSE], 0};
         break;
+    case K_ALL_OUTSIDE: set_member(m, "bounds", cJSON_Parse("[100000,100000,100128,100128]")); break; /* no tile placed */
     case K_GEO_KEY_OUTSIDE: p[n++] = (piece){terra_tile_key_make(0, 1, 9, 0), tiles[FINE], infos[FINE], 0}; break;
     case K_UNKNOWN_MEMBER: cJSON_AddItemToObject(m, "x_producer", cJSON_Parse("{\"note\":\"hello\"}")); break;
     case K_EXT_UNKNOWN: cJSON_AddItemToArray(cJSON_GetObjectItem(m, "extensions"), cJSON_CreateString("x-future")); break;
