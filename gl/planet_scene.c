@@ -127,6 +127,18 @@ static bool in_flight(const terra_gl_planet *s, terra_tile_key key) {
     return false;
 }
 
+/* Cancels the jobs not yet started but for tiles keys[0..n), so that waiting for those waits for
+ * them and the jobs running, not for every tile asked for before (they are asked for again). */
+static void give_way(terra_gl_planet *s, const terra_tile_key *keys, int n) {
+    for (int i = 0; i < JOBS; i++) {
+        build_job *b = &s->jobs[i];
+        if (!b->busy || b->done) continue;
+        bool needed = false;
+        for (int k = 0; k < n && !needed; k++) needed = keys[k] == b->key;
+        if (!needed && terra_pool_cancel(s->pool, &b->job)) b->busy = false;
+    }
+}
+
 /* Submits tiles keys[0..n) not held and not in flight, as far as jobs are free; returns how many. */
 static int request(terra_gl_planet *s, const terra_tile_key *keys, int n) {
     int submitted = 0, j = 0;
@@ -364,6 +376,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
         if (round > s->top * 4)
             return terra_fail(TERRA_E_CAPACITY, "gl planet: stand-ins cannot be had (capacity_tiles %d)", s->d.capacity_tiles);
         for (int before = -1;;) { /* meshed and uploaded, every one */
+            give_way(s, s->asked, nreq);
             request(s, s->asked, nreq);
             terra_pool_wait_idle(s->pool);
             collect(s);

@@ -56,7 +56,7 @@ enum {
     CU_SCATTER_TILES, CU_SCATTER_FRAME, CU_HIZ_FROM_DEPTH, CU_HIZ_SRC, CU_HIZ_DST,
     CU_CULL_TILES, CU_CULL_VIEW_PROJ, CU_CULL_EYE_FRAC, CU_CULL_SIZE, CU_CULL_NEAR, CU_CULL_LEVELS, CU_CULL_NO_SKIRTS,
     CU_TILES_TILES, CU_TILES_VIEW_PROJ, CU_TILES_EYE_FRAC, CU_TILES_SIZE, CU_TILES_NEAR, CU_TILES_LEVELS, CU_TILES_NO_SKIRTS,
-    CU_SCAN_TILES, CU_SCAN_CMD, CU_SCAN_FIRST, CU_SCAN_PREPASS, CU_WRITE_TILES, CU_WRITE_MESH_SKIRTS, CU_WRITE_MESH_GROUND,
+    CU_SCAN_TILES, CU_SCAN_CMD, CU_SCAN_PREPASS, CU_WRITE_TILES, CU_WRITE_MESH_SKIRTS, CU_WRITE_MESH_GROUND,
     CU_SKY_ROWS, CU_SKY_FORWARD, CU_SKY_CAM_UP, CU_SKY_LOCAL_UP, CU_SKY_TAN, CU_SKY_SPACE, CU_COUNT
 };
 
@@ -121,14 +121,14 @@ struct terra_gl {
     GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up, u_radii, u_ramp, u_frame, u_prepass;
     /* culling on the GPU (shaders.h): its programs; per tile id the records (draws), bounds (two vec4)
      * and piece boxes; per frame tile its record, piece mask, counts then offsets; the commands it
-     * writes (two blocks), its totals and their read-back ring; the list (two halves of list_cap
-     * indices: the last culled frame's in list_half, drawn at frame list_frame) */
+     * writes (two blocks), its totals and their read-back ring; the list, two of them (list_cap
+     * indices each, grown apart: the last culled frame's is list_half's, drawn at frame list_frame) */
     GLuint cs_scatter, cs_hiz, cs_cull_tiles, cs_cull, cs_scan, cs_write, cs_sky;
     GLint cu[CU_COUNT];
-    GLuint draws_buf, tiles_buf, bounds_buf, boxes_buf, vis_buf, counts_buf, gpu_cmds, totals_buf, readback_buf, lists;
+    GLuint draws_buf, tiles_buf, bounds_buf, boxes_buf, vis_buf, counts_buf, gpu_cmds, totals_buf, readback_buf, lists[2];
     const uint32_t *readback_map;
     gl_readback readbacks[READBACKS];
-    size_t list_cap;
+    size_t list_cap[2];
     int list_half;
     bool list_mesh; /* it has mesh tiles' commands */
     uint32_t list_frame, moved; /* moved: frames drawn when a buffer was last compacted */
@@ -266,7 +266,7 @@ static terra_status build_programs(terra_gl *r) {
                       {r->cs_cull_tiles, "u_tiles"},    {r->cs_cull_tiles, "u_view_proj"}, {r->cs_cull_tiles, "u_eye_frac"},
                       {r->cs_cull_tiles, "u_size"},     {r->cs_cull_tiles, "u_near"},     {r->cs_cull_tiles, "u_hiz_levels"},
                       {r->cs_cull_tiles, "u_no_skirts"}, {r->cs_scan, "u_tiles"},         {r->cs_scan, "u_cmd"},
-                      {r->cs_scan, "u_first"},          {r->cs_scan, "u_prepass"},        {r->cs_write, "u_tiles"},
+                      {r->cs_scan, "u_prepass"},        {r->cs_write, "u_tiles"},
                       {r->cs_write, "u_mesh_skirts"},   {r->cs_write, "u_mesh_ground"},   {r->cs_sky, "u_rows"},
                       {r->cs_sky, "u_forward"},         {r->cs_sky, "u_cam_up"},          {r->cs_sky, "u_local_up"},
                       {r->cs_sky, "u_tan"},             {r->cs_sky, "u_space"}};
@@ -365,7 +365,7 @@ void terra_gl_destroy(terra_gl *r) {
     if (r->readback_map) glUnmapNamedBuffer(r->readback_buf);
     GLuint bufs[] = {r->vbo,       r->ibo,       r->tile_ids, r->commands, r->surfaces_buf, r->stage,    r->draws_buf,
                      r->tiles_buf, r->bounds_buf, r->boxes_buf, r->vis_buf,  r->counts_buf,   r->gpu_cmds, r->totals_buf,
-                     r->readback_buf, r->lists};
+                     r->readback_buf, r->lists[0], r->lists[1]};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) glDeleteBuffers(1, &bufs[i]);
     if (r->textures) glDeleteTextures(1, &r->textures);
@@ -1291,16 +1291,15 @@ static void take_counts(terra_gl *r, bool wait) {
     }
 }
 
-/* The list's room: two halves of at least `need` indices each (a quarter more, rounded up to 64; never
- * empty: a frame of mesh tiles alone draws through it too). The last culled frame's list is lost. */
-static void grow_list(terra_gl *r, size_t need) {
-    if (r->lists) {
-        glDeleteBuffers(1, &r->lists);
-        r->stats.gpu_bytes -= 2 * sizeof(uint32_t) * r->list_cap;
+/* List `half`'s room: at least `need` indices (a quarter more, rounded up to 64; never empty: a frame
+ * of mesh tiles alone draws through it too). The other list, the last culled frame's, stays. */
+static void grow_list(terra_gl *r, int half, size_t need) {
+    if (r->lists[half]) {
+        glDeleteBuffers(1, &r->lists[half]);
+        r->stats.gpu_bytes -= sizeof(uint32_t) * r->list_cap[half];
     }
-    r->list_cap = (need + need / 4 + 64) & ~(size_t)63;
-    r->lists = make_buffer(r, 2 * sizeof(uint32_t) * r->list_cap, NULL, 0);
-    r->list_half = -1;
+    r->list_cap[half] = (need + need / 4 + 64) & ~(size_t)63;
+    r->lists[half] = make_buffer(r, sizeof(uint32_t) * r->list_cap[half], NULL, 0);
 }
 
 /* The depth prepass (step 2): the ground of the last culled frame's list, depth only. */
@@ -1308,7 +1307,7 @@ static void draw_prepass(terra_gl *r) {
     const size_t prev = (size_t)r->list_half * r->block_uints;
     glUniform1i(r->u_prepass, 1);
     glColorMask(GL_FALSE, GL_FALSE, GL_FALSE, GL_FALSE);
-    glVertexArrayElementBuffer(r->vao, r->lists);
+    glVertexArrayElementBuffer(r->vao, r->lists[r->list_half]);
     glBindBuffer(GL_DRAW_INDIRECT_BUFFER, r->gpu_cmds);
     glMultiDrawElementsIndirect(GL_TRIANGLES, GL_UNSIGNED_INT, (const void *)(sizeof(uint32_t) * (prev + 5)), 1, 0);
     r->stats.draw_calls++, r->stats.draw_commands++;
@@ -1363,8 +1362,7 @@ static void cull_to_list(terra_gl *r, const float vp[16], const float eye_frac[3
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 7, r->gpu_cmds);
     glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 8, r->totals_buf);
     glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 9, r->ibo, 0, (GLsizeiptr)(sizeof(uint32_t) * (size_t)r->index_count));
-    glBindBufferRange(GL_SHADER_STORAGE_BUFFER, 10, r->lists, (GLintptr)(sizeof(uint32_t) * (size_t)half * r->list_cap),
-                      (GLsizeiptr)(sizeof(uint32_t) * r->list_cap));
+    glBindBufferBase(GL_SHADER_STORAGE_BUFFER, 10, r->lists[half]);
     for (int pass = 0; pass < 2; pass++) { /* tiles, then the pieces of tiles in view */
         const GLint *u = r->cu + (pass ? CU_CULL_TILES : CU_TILES_TILES);
         glUseProgram(pass ? r->cs_cull : r->cs_cull_tiles);
@@ -1382,7 +1380,6 @@ static void cull_to_list(terra_gl *r, const float vp[16], const float eye_frac[3
     glUseProgram(r->cs_scan);
     glUniform1ui(r->cu[CU_SCAN_TILES], (GLuint)n);
     glUniform1ui(r->cu[CU_SCAN_CMD], (GLuint)block);
-    glUniform1ui(r->cu[CU_SCAN_FIRST], (GLuint)((size_t)half * r->list_cap));
     glUniform1ui(r->cu[CU_SCAN_PREPASS], prepass ? (GLuint)((size_t)r->list_half * r->block_uints) : 0xffffffffu);
     glDispatchCompute(1, 1, 1);
     glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
@@ -1400,7 +1397,7 @@ static void cull_to_list(terra_gl *r, const float vp[16], const float eye_frac[3
 static void draw_list(terra_gl *r, int half, int mesh_tiles) {
     const size_t block = (size_t)half * r->block_uints;
     glUseProgram(r->program);
-    glVertexArrayElementBuffer(r->vao, r->lists);
+    glVertexArrayElementBuffer(r->vao, r->lists[half]);
     glBindBuffer(GL_DRAW_INDIRECT_BUFFER, r->gpu_cmds);
     glMultiDrawElementsIndirect(GL_TRIANGLES, GL_UNSIGNED_INT, (const void *)(sizeof(uint32_t) * block), mesh_tiles ? 1 : 2, 0);
     r->stats.draw_calls++, r->stats.draw_commands += 2;
@@ -1410,7 +1407,7 @@ static void draw_list(terra_gl *r, int half, int mesh_tiles) {
         glVertexArrayElementBuffer(r->vao, r->ibo);
         glMultiDrawElementsIndirectCount(GL_TRIANGLES, GL_UNSIGNED_INT, (const void *)(sizeof(uint32_t) * (block + BLOCK_MESH_SKIRTS)),
                                          (GLintptr)(sizeof(uint32_t) * (block + 10)), max_draws, 0);
-        glVertexArrayElementBuffer(r->vao, r->lists);
+        glVertexArrayElementBuffer(r->vao, r->lists[half]);
         glMultiDrawElementsIndirect(GL_TRIANGLES, GL_UNSIGNED_INT, (const void *)(sizeof(uint32_t) * (block + 5)), 1, 0);
         glVertexArrayElementBuffer(r->vao, r->ibo);
         glMultiDrawElementsIndirectCount(GL_TRIANGLES, GL_UNSIGNED_INT,
@@ -1531,14 +1528,16 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         ground_triangles += (int)((t->mesh ? f->mesh_ground : (uint32_t)r->grid_index_count) / 3);
         per_level[level]++;
     }
-    /* the list must fit one storage buffer; a frame too large for it is drawn whole */
+    /* the list must fit one storage buffer; a frame too large for it is drawn whole. The list written
+     * is the one the prepass does not read. */
     if (cull && sizeof(uint32_t) * list_need > (size_t)r->max_ssbo) cull = false;
+    const int half = r->list_half >= 0 ? 1 - r->list_half : 0;
 
     float vp[16];
     view_projection(cam, (double)r->width / r->height, r->near_m, vp);
     if (!style->flat) sky_gradient(r, cam);
     GL_CALLS(r, {
-        if (cull && (!r->lists || list_need > r->list_cap)) grow_list(r, list_need);
+        if (cull && (!r->lists[half] || list_need > r->list_cap[half])) grow_list(r, half, list_need);
         glBindFramebuffer(GL_DRAW_FRAMEBUFFER, r->fbo);
         glViewport(0, 0, r->width, r->height);
         if (style->flat)
@@ -1549,7 +1548,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
                                    GL_NEAREST);
         glClearNamedFramebufferfv(r->fbo, GL_DEPTH, 0, (const GLfloat[1]){0.0f});
     });
-    const bool prepass_now = prepass && r->list_half >= 0; /* a grown list has none */
+    const bool prepass_now = prepass;
     s->occlusion = prepass_now;
     if (!prepass_now || n == 0) { /* the CPU counts a whole frame's figures; a culled frame's come from the GPU (take_counts) */
         s->counted_frame = r->frame;
@@ -1604,7 +1603,6 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
             glClipControl(GL_LOWER_LEFT, GL_ZERO_TO_ONE);
             glBindVertexArray(r->vao);
             if (prepass_now) { /* steps 2-6 */
-                const int half = 1 - r->list_half;
                 draw_prepass(r);
                 build_pyramid(r);
                 cull_to_list(r, vp, eye_frac, n, half, true, true, style);
@@ -1615,8 +1613,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         });
         if (!prepass_now) draw_whole(r, n, style);
         if (cull && !prepass_now) /* no list to prepass: drawn whole, then culled against its own depth for the next */
-            GL_CALLS(r, build_pyramid(r); cull_to_list(r, vp, eye_frac, n, r->list_half >= 0 ? 1 - r->list_half : 0, true, false, style);
-                     r->list_half = r->list_half >= 0 ? 1 - r->list_half : 0);
+            GL_CALLS(r, build_pyramid(r); cull_to_list(r, vp, eye_frac, n, half, true, false, style); r->list_half = half);
         if (cull) r->list_frame = r->frame, r->list_mesh = mesh_tiles > 0;
         GL_CALLS(r, glBindVertexArray(0); glUseProgram(0); glClipControl(GL_LOWER_LEFT, GL_NEGATIVE_ONE_TO_ONE));
     }

@@ -380,7 +380,6 @@ static const char *const terra_gl_cs_scan =
     "layout(std430, binding = 7) buffer Commands { uint cmds[]; };\n"
     "layout(std430, binding = 8) buffer Totals { uint totals[]; };\n"
     "uniform uint u_cmd;     /* this frame's block of commands (uints) */\n"
-    "uniform uint u_first;   /* the list's first index */\n"
     "uniform uint u_prepass; /* the block the prepass drew from, or ~0u */\n"
     "shared uvec4 s_sum[256];\n"
     TERRA_GL_CS_BITS
@@ -428,8 +427,8 @@ static const char *const terra_gl_cs_scan =
     "    barrier();\n"
     "    if (lid == 0u) {\n"
     "        uint c = u_cmd;\n"
-    "        cmds[c + 0u] = S, cmds[c + 1u] = 1u, cmds[c + 2u] = u_first, cmds[c + 3u] = 0u, cmds[c + 4u] = 0u;\n"
-    "        cmds[c + 5u] = G, cmds[c + 6u] = 1u, cmds[c + 7u] = u_first + S, cmds[c + 8u] = 0u, cmds[c + 9u] = 0u;\n"
+    "        cmds[c + 0u] = S, cmds[c + 1u] = 1u, cmds[c + 2u] = 0u, cmds[c + 3u] = 0u, cmds[c + 4u] = 0u;\n"
+    "        cmds[c + 5u] = G, cmds[c + 6u] = 1u, cmds[c + 7u] = S, cmds[c + 8u] = 0u, cmds[c + 9u] = 0u;\n"
     "        cmds[c + 10u] = s_sum[255].z, cmds[c + 11u] = s_sum[255].w;\n"
     "        cmds[c + 12u] = G + atomicAdd(totals[1], G); /* the ground this block draws: the next prepass */\n"
     "        atomicAdd(totals[0], S);\n"
