@@ -500,11 +500,40 @@ static void grid_indices_by_block(const terra_gl *r, int cells, uint32_t *out) {
 
 static const box3 EMPTY_BOX = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};
 
-/* Grows b by a vertex and its morph target. */
-static void box_add(box3 *b, const terra_grid_vertex *v) {
-    const float p[2][3] = {{v->x, v->y, v->z}, {v->mx, v->my, v->mz}};
-    for (int k = 0; k < 2; k++)
-        for (int c = 0; c < 3; c++) b->lo[c] = fminf(b->lo[c], p[k][c]), b->hi[c] = fmaxf(b->hi[c], p[k][c]);
+/* A tile's boxes are in its own axes (the third the cross product of the first two, as the cull
+ * shader makes it): on the plane the world's; on a planet x along the tile's first row and y up from
+ * the centre, so a box hugs the tile's curved, tilted ground. */
+typedef struct box_axes {
+    float x[3], y[3];
+} box_axes;
+static const box_axes WORLD_AXES = {{1, 0, 0}, {0, 1, 0}};
+
+/* Grows b by a vertex and its morph target, in the axes a (rounded outward: the float coordinates a box
+ * holds lie below and above the exact ones). */
+static void box_add(box3 *b, const box_axes *a, const terra_grid_vertex *v) {
+    const double p[2][3] = {{v->x, v->y, v->z}, {v->mx, v->my, v->mz}};
+    const double x[3] = {a->x[0], a->x[1], a->x[2]}, y[3] = {a->y[0], a->y[1], a->y[2]};
+    const double z[3] = {x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]};
+    for (int k = 0; k < 2; k++) {
+        const double c[3] = {p[k][0] * x[0] + p[k][1] * x[1] + p[k][2] * x[2], p[k][0] * y[0] + p[k][1] * y[1] + p[k][2] * y[2],
+                             p[k][0] * z[0] + p[k][1] * z[1] + p[k][2] * z[2]};
+        for (int i = 0; i < 3; i++)
+            b->lo[i] = fminf(b->lo[i], nextafterf((float)c[i], -INFINITY)), b->hi[i] = fmaxf(b->hi[i], nextafterf((float)c[i], INFINITY));
+    }
+}
+
+/* A planet tile's axes (box_axes): y the direction from the centre to its middle vertex, x its first
+ * row's direction made square to y. */
+static box_axes planet_axes(terra_vec3 o, const terra_grid_vertex *v, int cells) {
+    const terra_grid_vertex *m = &v[(cells / 2) * (cells + 1) + cells / 2], *e = &v[cells];
+    double y[3] = {o.x + m->x, o.y + m->y, o.z + m->z}, x[3] = {(double)e->x - v[0].x, (double)e->y - v[0].y, (double)e->z - v[0].z};
+    const double ly = sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+    for (int i = 0; i < 3; i++) y[i] /= ly;
+    const double d = x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+    for (int i = 0; i < 3; i++) x[i] -= d * y[i];
+    const double lx = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+    if (!(lx > 0) || !(ly > 0)) return WORLD_AXES;
+    return (box_axes){{(float)(x[0] / lx), (float)(x[1] / lx), (float)(x[2] / lx)}, {(float)y[0], (float)y[1], (float)y[2]}};
 }
 
 static void box_union(box3 *b, const box3 *o) {
@@ -526,10 +555,10 @@ static void box_pack(const box3 *t, const box3 *b, uint32_t out[2]) {
     }
 }
 
-/* A grid tile's bounds (relative to its origin, over every vertex, morph target and skirt bottom)
- * and its pieces' boxes (r->box_scratch). The skirt hangs below its border (toward the centre on a
- * planet: there the run's box widens by the depth every way). */
-static box3 grid_boxes(terra_gl *r, const terra_grid_vertex *v, float skirt_m) {
+/* A grid tile's bounds (relative to its origin, in its axes a, over every vertex, morph target and skirt
+ * bottom) and its pieces' boxes (r->box_scratch). The skirt hangs below its border (toward the centre
+ * on a planet: there the run's box widens by the depth every way). */
+static box3 grid_boxes(terra_gl *r, const box_axes *a, const terra_grid_vertex *v, float skirt_m) {
     const int cells = r->d.grid.cells, s = cells + 1, B = r->block, nb = r->blocks;
     box3 *boxes = r->piece_boxes;
     box3 all = EMPTY_BOX;
@@ -538,13 +567,13 @@ static box3 grid_boxes(terra_gl *r, const terra_grid_vertex *v, float skirt_m) {
             box3 *b = &boxes[morton(bi, bj)];
             *b = EMPTY_BOX;
             for (int j = bj * B; j <= (bj + 1) * B; j++)
-                for (int i = bi * B; i <= (bi + 1) * B; i++) box_add(b, &v[j * s + i]);
+                for (int i = bi * B; i <= (bi + 1) * B; i++) box_add(b, a, &v[j * s + i]);
             box_union(&all, b);
         }
     for (int c = 0; c < 4 * nb; c++) {
         box3 *b = &boxes[nb * nb + c];
         *b = EMPTY_BOX;
-        for (int e = c * B; e <= (c + 1) * B; e++) box_add(b, &v[r->ring[e % (4 * cells)]]);
+        for (int e = c * B; e <= (c + 1) * B; e++) box_add(b, a, &v[r->ring[e % (4 * cells)]]);
         for (int k = 0; k < 3; k++) {
             if (r->d.planet || k == 1) b->lo[k] -= skirt_m;
             if (r->d.planet) b->hi[k] += skirt_m;
@@ -690,7 +719,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     r->commands = make_buffer(r, sizeof(gl_draw_command) * (size_t)r->cmd_cap, NULL, GL_DYNAMIC_STORAGE_BIT);
     r->draws_buf = make_buffer(r, DRAW_RECORD_BYTES * (size_t)d.max_tiles, NULL, 0);
     r->tiles_buf = make_buffer(r, sizeof(gl_frame_tile) * (size_t)d.max_draws, NULL, GL_DYNAMIC_STORAGE_BIT);
-    r->bounds_buf = make_buffer(r, sizeof(float) * 8 * (size_t)d.max_tiles, NULL, GL_DYNAMIC_STORAGE_BIT);
+    r->bounds_buf = make_buffer(r, sizeof(float) * 16 * (size_t)d.max_tiles, NULL, GL_DYNAMIC_STORAGE_BIT);
     r->boxes_buf = make_buffer(r, box_bytes, NULL, GL_DYNAMIC_STORAGE_BIT);
     r->vis_buf = make_buffer(r, sizeof(uint32_t) * (size_t)r->words * (size_t)d.max_draws, NULL, 0);
     r->counts_buf = make_buffer(r, sizeof(uint32_t) * 2 * (size_t)d.max_draws, NULL, 0);
@@ -1068,14 +1097,16 @@ terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, s
     t->skirt_m = skirt_m, t->mesh = mesh, t->uploaded = r->frame;
     t->origin = r->d.planet ? terra_planet_tile_origin(r->d.planet, key) : (terra_vec3){0, 0, 0};
     r->stats.mesh_tiles += mesh;
-    /* its culling boxes: a grid tile's pieces', a mesh tile's bounds */
+    /* its culling boxes: a grid tile's pieces', a mesh tile's bounds, in its axes */
     box3 bounds = EMPTY_BOX;
+    const box_axes axes = r->d.planet && !mesh ? planet_axes(t->origin, verts, r->d.grid.cells) : WORLD_AXES;
     if (mesh)
-        for (uint32_t i = 0; i < nv; i++) box_add(&bounds, &verts[i]);
+        for (uint32_t i = 0; i < nv; i++) box_add(&bounds, &axes, &verts[i]);
     else
-        bounds = grid_boxes(r, verts, skirt_m);
-    const float b8[8] = {bounds.lo[0], bounds.lo[1], bounds.lo[2], 0, bounds.hi[0], bounds.hi[1], bounds.hi[2], 0};
-    glNamedBufferSubData(r->bounds_buf, (GLintptr)(sizeof b8 * (size_t)id), sizeof b8, b8);
+        bounds = grid_boxes(r, &axes, verts, skirt_m);
+    const float b16[16] = {bounds.lo[0], bounds.lo[1], bounds.lo[2], 0, bounds.hi[0], bounds.hi[1], bounds.hi[2], 0,
+                           axes.x[0],    axes.x[1],    axes.x[2],    0, axes.y[0],    axes.y[1],    axes.y[2],    0};
+    glNamedBufferSubData(r->bounds_buf, (GLintptr)(sizeof b16 * (size_t)id), sizeof b16, b16);
     if (!mesh)
         glNamedBufferSubData(r->boxes_buf, (GLintptr)(sizeof(uint32_t) * 2 * (size_t)r->pieces * (size_t)id),
                              (GLsizeiptr)(sizeof(uint32_t) * 2 * (size_t)r->pieces), r->box_scratch);

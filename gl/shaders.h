@@ -251,19 +251,19 @@ static const char *const terra_gl_cs_hiz =
     "    imageStore(u_dst, p, vec4(m));\n"
     "}\n";
 
-/* Which pieces of each frame tile may show. A piece is left out when its box (from its tile's bounds,
- * 10 bits a coordinate, rounded outward) lies wholly outside one side of the view or behind the near
- * plane, or when the box is wholly in front of the near plane and its nearest point is strictly farther
- * than the farthest depth the prepass left over every pixel whose centre its projection can cover (read
- * from the depth buffer itself for at most 4 x 4 pixels, else from the pyramid level where they span at
- * most 4 x 4 texels). The prepass drew real fragments of this frame only, so each pixel's final depth is
- * at least the pyramid's: a piece left out has no fragment as near as the final depth anywhere, and
- * cannot change the picture (renderer.c). Boxes are widened by 2^-16 of their distance and a millimetre
- * for the rounding of drawn positions, and by a hundredth of a step of their 10 bits; the rectangle by the
- * rasterizer's subpixel step (a vertex snapped to it moves by less); the nearest depth by 1/256 of itself:
- * a rasterizer interpolates depth by a plane fitted to the corners in floats, which on a thin triangle
- * strays past its corners' depths (llvmpipe: by 2.7e-5 of it at a far ridge, test_gl_occlusion's
- * cells64_path01 with no slack).
+/* Which pieces of each frame tile may show. A piece is left out when its box (in its tile's axes, from
+ * its tile's bounds, 10 bits a coordinate, rounded outward) lies wholly outside one side of the view or
+ * behind the near plane, or when the box is wholly in front of the near plane and its nearest point is
+ * strictly farther than the farthest depth the prepass left over every pixel whose centre its
+ * projection can cover (read from the depth buffer itself for at most 8 x 8 pixels, else from the
+ * pyramid level where they span at most 8 x 8 texels). The prepass drew real fragments of this frame
+ * only, so each pixel's final depth is at least the pyramid's: a piece left out has no fragment as near
+ * as the final depth anywhere, and cannot change the picture (renderer.c). Boxes are widened by 2^-16
+ * of their distance and extent and a millimetre for the rounding of drawn positions and of the axes,
+ * and by a hundredth of a step of their 10 bits; the rectangle by the rasterizer's subpixel step (a
+ * vertex snapped to it moves by less); the nearest depth by 1/256 of itself: a rasterizer interpolates
+ * depth by a plane fitted to the corners in floats, which on a thin triangle strays past its corners'
+ * depths (llvmpipe: by 2.7e-5 of it at a far ridge, test_gl_occlusion's cells64_path01 with no slack).
  * Two passes, an invocation each (no barriers: a software GL runs a workgroup's invocations in turn):
  * cs_cull_tiles per tile (its box; a mesh tile's mask whole, a grid tile's cleared), cs_cull per grid
  * piece of a tile in view (a bit of its tile's mask, vis). */
@@ -278,12 +278,14 @@ static const char *const terra_gl_cs_hiz =
     "uniform sampler2D u_hiz, u_depth;\n"                                                          \
     "uniform float u_snap; /* how far (pixels) the rasterizer may move a vertex: its subpixel step */\n"
 static const char *const terra_gl_cs_shows =
-    "bool shows(vec3 lo, vec3 hi) {\n"
-    "    vec3 pad = max(abs(lo), abs(hi)) * (1.0 / 65536.0) + 1e-3;\n"
+    "bool shows(vec3 o, vec3 ax, vec3 ay, vec3 lo, vec3 hi) {\n"
+    "    vec3 az = cross(ax, ay);\n"
+    "    float pad = (length(o + ax * lo.x + ay * lo.y + az * lo.z) + length(hi - lo)) * (1.0 / 65536.0) + 1e-3;\n"
     "    lo -= pad;\n"
     "    hi += pad;\n"
-    "    vec4 c0 = u_view_proj * vec4(lo, 1.0), e = vec4(hi - lo, 0.0);\n"
-    "    vec4 ex = u_view_proj[0] * e.x, ey = u_view_proj[1] * e.y, ez = u_view_proj[2] * e.z;\n"
+    "    vec3 e = hi - lo;\n"
+    "    vec4 c0 = u_view_proj * vec4(o + ax * lo.x + ay * lo.y + az * lo.z, 1.0);\n"
+    "    vec4 ex = u_view_proj * vec4(ax * e.x, 0.0), ey = u_view_proj * vec4(ay * e.y, 0.0), ez = u_view_proj * vec4(az * e.z, 0.0);\n"
     "    float xl = 1e30, xr = -1e30, yl = 1e30, yr = -1e30, wmin = 1e30, wmax = -1e30;\n"
     "    vec2 mn = vec2(1e30), mx = vec2(-1e30);\n"
     "    for (int i = 0; i < 8; i++) {\n"
@@ -299,13 +301,13 @@ static const char *const terra_gl_cs_shows =
     "    ivec2 i1 = min(ivec2(floor((mx * 0.5 + 0.5) * u_size - 0.5 + u_snap)), ivec2(u_size) - 1);\n"
     "    if (i0.x > i1.x || i0.y > i1.y) return false;\n"
     "    float far = 1e30;\n"
-    "    if (i1.x - i0.x < 4 && i1.y - i0.y < 4) { /* at most 4 x 4 pixels: the depth buffer itself */\n"
+    "    if (i1.x - i0.x < 8 && i1.y - i0.y < 8) { /* at most 8 x 8 pixels: the depth buffer itself */\n"
     "        for (int y = i0.y; y <= i1.y; y++)\n"
     "            for (int x = i0.x; x <= i1.x; x++) far = min(far, texelFetch(u_depth, ivec2(x, y), 0).r);\n"
-    "    } else { /* the pyramid's level where the rectangle spans at most 4 x 4 texels */\n"
+    "    } else { /* the pyramid's level where the rectangle spans at most 8 x 8 texels */\n"
     "        int l = 0;\n"
     "        ivec2 t0 = i0 >> 1, t1 = i1 >> 1;\n"
-    "        while (l + 1 < u_hiz_levels && (t1.x - t0.x > 3 || t1.y - t0.y > 3)) l++, t0 >>= 1, t1 >>= 1;\n"
+    "        while (l + 1 < u_hiz_levels && (t1.x - t0.x > 7 || t1.y - t0.y > 7)) l++, t0 >>= 1, t1 >>= 1;\n"
     "        for (int y = t0.y; y <= t1.y; y++)\n"
     "            for (int x = t0.x; x <= t1.x; x++) far = min(far, texelFetch(u_hiz, ivec2(x, y), l).r);\n"
     "    }\n"
@@ -325,7 +327,7 @@ static const char *const terra_gl_cs_cull_tiles_main =
     "    Tile t = tiles[k];\n"
     "    uint id = t.a.y;\n"
     "    vec3 o = t.origin_level.xyz - u_eye_frac;\n"
-    "    bool in_view = shows(o + bounds[2u * id].xyz, o + bounds[2u * id + 1u].xyz);\n"
+    "    bool in_view = shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, bounds[4u * id].xyz, bounds[4u * id + 1u].xyz);\n"
     "    shown[k] = uint(in_view);\n"
     "    for (uint w = 0u; w < uint(WORDS); w++) vis[k * uint(WORDS) + w] = 0u;\n"
     "    if (in_view && (t.a.z & 1u) != 0u) vis[k * uint(WORDS)] = 1u | (u_no_skirts == 0 && t.b.y > 0u ? 2u : 0u);\n"
@@ -347,11 +349,11 @@ static const char *const terra_gl_cs_cull_main =
     "    uint id = t.a.y, flags = t.a.z;\n"
     "    if ((flags & 1u) != 0u) return;\n"
     "    if (j >= uint(NB * NB) && (u_no_skirts != 0 || (flags >> (8u + (j - uint(NB * NB)) / uint(NB)) & 1u) == 0u)) return;\n"
-    "    vec3 o = t.origin_level.xyz - u_eye_frac, tlo = bounds[2u * id].xyz, step = (bounds[2u * id + 1u].xyz - tlo) * (1.0 / 1023.0);\n"
+    "    vec3 o = t.origin_level.xyz - u_eye_frac, tlo = bounds[4u * id].xyz, step = (bounds[4u * id + 1u].xyz - tlo) * (1.0 / 1023.0);\n"
     "    uvec2 q = boxes[id * uint(PIECES) + j];\n"
     "    vec3 lo = tlo + (vec3(uvec3(q.x, q.x >> 10, q.x >> 20) & 1023u) - 0.01) * step;\n"
     "    vec3 hi = tlo + (vec3(uvec3(q.y, q.y >> 10, q.y >> 20) & 1023u) + 0.01) * step;\n"
-    "    if (shows(o + lo, o + hi)) atomicOr(vis[k * uint(WORDS) + (j >> 5)], 1u << (j & 31u));\n"
+    "    if (shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, lo, hi)) atomicOr(vis[k * uint(WORDS) + (j >> 5)], 1u << (j & 31u));\n"
     "}\n";
 
 /* How many pieces before piece j of frame tile k are drawn (set in its mask). */
