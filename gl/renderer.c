@@ -504,21 +504,26 @@ static const box3 EMPTY_BOX = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFI
  * shader makes it): on the plane the world's; on a planet x along the tile's first row and y up from
  * the centre, so a box hugs the tile's curved, tilted ground. */
 typedef struct box_axes {
-    float x[3], y[3];
+    float x[3], y[3], z[3]; /* z: x cross y */
+    bool world;
 } box_axes;
-static const box_axes WORLD_AXES = {{1, 0, 0}, {0, 1, 0}};
+static const box_axes WORLD_AXES = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, true};
 
-/* Grows b by a vertex and its morph target, in the axes a (rounded outward: the float coordinates a box
- * holds lie below and above the exact ones). */
+/* Grows b by a vertex and its morph target, in the axes a. The floats' rounding (a few 2^-24 of a
+ * coordinate, within the tile's extent) is far inside what the cull pass widens a box by. */
 static void box_add(box3 *b, const box_axes *a, const terra_grid_vertex *v) {
-    const double p[2][3] = {{v->x, v->y, v->z}, {v->mx, v->my, v->mz}};
-    const double x[3] = {a->x[0], a->x[1], a->x[2]}, y[3] = {a->y[0], a->y[1], a->y[2]};
-    const double z[3] = {x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]};
+    const float p[2][3] = {{v->x, v->y, v->z}, {v->mx, v->my, v->mz}};
     for (int k = 0; k < 2; k++) {
-        const double c[3] = {p[k][0] * x[0] + p[k][1] * x[1] + p[k][2] * x[2], p[k][0] * y[0] + p[k][1] * y[1] + p[k][2] * y[2],
-                             p[k][0] * z[0] + p[k][1] * z[1] + p[k][2] * z[2]};
-        for (int i = 0; i < 3; i++)
-            b->lo[i] = fminf(b->lo[i], nextafterf((float)c[i], -INFINITY)), b->hi[i] = fmaxf(b->hi[i], nextafterf((float)c[i], INFINITY));
+        float c[3] = {p[k][0], p[k][1], p[k][2]};
+        if (!a->world)
+            for (int i = 0; i < 3; i++) {
+                const float *e = i == 0 ? a->x : i == 1 ? a->y : a->z;
+                c[i] = p[k][0] * e[0] + p[k][1] * e[1] + p[k][2] * e[2];
+            }
+        for (int i = 0; i < 3; i++) {
+            if (c[i] < b->lo[i]) b->lo[i] = c[i];
+            if (c[i] > b->hi[i]) b->hi[i] = c[i];
+        }
     }
 }
 
@@ -533,11 +538,16 @@ static box_axes planet_axes(terra_vec3 o, const terra_grid_vertex *v, int cells)
     for (int i = 0; i < 3; i++) x[i] -= d * y[i];
     const double lx = sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
     if (!(lx > 0) || !(ly > 0)) return WORLD_AXES;
-    return (box_axes){{(float)(x[0] / lx), (float)(x[1] / lx), (float)(x[2] / lx)}, {(float)y[0], (float)y[1], (float)y[2]}};
+    box_axes a = {{(float)(x[0] / lx), (float)(x[1] / lx), (float)(x[2] / lx)}, {(float)y[0], (float)y[1], (float)y[2]}, {0, 0, 0}, false};
+    a.z[0] = a.x[1] * a.y[2] - a.x[2] * a.y[1], a.z[1] = a.x[2] * a.y[0] - a.x[0] * a.y[2], a.z[2] = a.x[0] * a.y[1] - a.x[1] * a.y[0];
+    return a;
 }
 
 static void box_union(box3 *b, const box3 *o) {
-    for (int c = 0; c < 3; c++) b->lo[c] = fminf(b->lo[c], o->lo[c]), b->hi[c] = fmaxf(b->hi[c], o->hi[c]);
+    for (int c = 0; c < 3; c++) {
+        if (o->lo[c] < b->lo[c]) b->lo[c] = o->lo[c];
+        if (o->hi[c] > b->hi[c]) b->hi[c] = o->hi[c];
+    }
 }
 
 /* A piece's box within the tile's bounds t: 10 bits a coordinate, its low corner rounded down and its
@@ -1468,8 +1478,8 @@ static void count_later(terra_gl *r, int n, int ground_triangles) {
 static void draw_whole(terra_gl *r, int n, const terra_gl_style *style) {
     terra_gl_stats *s = &r->stats;
     const GLuint side_indices = (GLuint)(6 * r->d.grid.cells);
-    int nc = 0;
-    for (int pass = 0; pass < 4; pass++) /* grid skirts, mesh skirts, grid ground, mesh ground */
+    int nc = 0, skirt_cmds = 0;
+    for (int pass = 0; pass < 4; pass++) { /* grid skirts, mesh skirts, grid ground, mesh ground */
         for (int k = 0; k < n; k++) {
             const gl_frame_tile *f = &r->frame_tiles[k];
             const bool mesh = f->flags & TILE_MESH;
@@ -1493,9 +1503,13 @@ static void draw_whole(terra_gl *r, int n, const terra_gl_style *style) {
                 r->cmds[nc++] = (gl_draw_command){mesh ? f->mesh_ground : (GLuint)r->grid_index_count, 1,
                                                   mesh ? f->mesh_first : 0, (GLint)f->base_vertex, 0};
             }
-            if (pass < 2) s->skirt_triangles += (int)(r->cmds[nc - 1].count / 3);
         }
-    for (int c = 0; c < nc; c++) s->triangles += (int)(r->cmds[c].count / 3);
+        if (pass == 1) skirt_cmds = nc; /* the skirts' commands come first */
+    }
+    for (int c = 0; c < nc; c++) {
+        s->triangles += (int)(r->cmds[c].count / 3);
+        if (c < skirt_cmds) s->skirt_triangles += (int)(r->cmds[c].count / 3);
+    }
     GL_CALLS(r, glNamedBufferSubData(r->commands, 0, (GLsizeiptr)(sizeof *r->cmds * (size_t)nc), r->cmds);
              glBindBuffer(GL_DRAW_INDIRECT_BUFFER, r->commands);
              glMultiDrawElementsIndirect(GL_TRIANGLES, GL_UNSIGNED_INT, NULL, nc, 0));
