@@ -1,7 +1,9 @@
 /* Rendering (gl): CPU ms per frame of the built-in path at 1920x1080, split into select / stream /
- * upload / submit, with the driver's time (llvmpipe shades vertices inside the draw call and
- * rasterises on its threads) reported apart; draw calls per frame; hole pixels over the path;
- * triangles per frame against the error-bounded mesh over the visible ground; and real time with
+ * upload / submit, and the frame's (select + stream + submit: terra's own, not uploads, not the time
+ * inside GL calls) median and 99th percentile, with the driver's time (llvmpipe shades vertices inside
+ * GL calls and rasterises on its threads) reported apart; draw calls and commands per frame; hole
+ * pixels over the path; triangles per frame against the error-bounded mesh over the visible ground; the
+ * time llvmpipe takes for the same settled frames culled and whole (--no-occlusion); and real time with
  * tiles arriving late (a slowed source, then a TIN archive of the same world with slowed decodes):
  * hole pixels, collapsed frames, how coarse stand-ins get.
  *
@@ -21,6 +23,54 @@ static double median_d(double *v, int n) { return bench_median(v, n); }
 static double ideal_triangles(const terra_camera *cam, int w, int h, const float *view_z, const terra_select_desc *sd) {
     const double k_px = sd->view_height_px / (2 * tan(0.5 * sd->view_fov_y_rad));
     return depth_ideal(cam, w, h, view_z, sd->max_sse_px, k_px, sd->level_error, sd->levels, sd->grid.tile0_size / sd->grid.cells);
+}
+
+/* terra's CPU per frame (select + stream + submit) over a cooked St Helens TIN archive (as test_gl_tin
+ * cooks it from ../shared's 10 m DEM), flown in real time at 1920x1080 (test_gl_tin's dive, `frames`
+ * frames, the first settled and left out): median and 99th percentile. Skipped, saying so, without
+ * ../shared or the cook. */
+static void tin_frame_cpu(int frames) {
+    char dem[1024], bin[4096], dir[] = "/tmp/bench_gl_sth_XXXXXX", path[64], cmd[6000];
+    const char *shared = getenv("TERRA_SHARED"); /* as the tests find ../shared */
+    snprintf(dem, sizeof dem, "%s/data/dem/sthelens_10m.png", shared ? shared : "../shared");
+    FILE *f = fopen(dem, "rb");
+    if (!f || !terra_io_sibling_path("terra-cook", bin, sizeof bin) || !mkdtemp(dir)) {
+        printf("  (no %s or no terra-cook: render.tin.cpu_ms.frame not recorded)\n", dem);
+        if (f) fclose(f);
+        return;
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sth.terra", dir);
+    snprintf(cmd, sizeof cmd, "'%s' cook '%s' --spacing 10 --z-scale 0.1 -e 2 --tile-size 128 -q --no-cache -o '%s'", bin, dem,
+             path);
+    terra_archive_mesh *m = NULL;
+    terra_archive_mesh_info info;
+    terra_gl_scene *scene = NULL;
+    if (system(cmd) != 0 || terra_archive_mesh_open(path, NULL, &m, &info) != TERRA_OK ||
+        terra_gl_scene_create(&(terra_gl_scene_desc){.archive = m, .width = 1920, .height = 1080, .budget_ms = 4}, &scene) !=
+            TERRA_OK) {
+        printf("  (St Helens not cooked or not opened by '%s': render.tin.cpu_ms.frame not recorded)\n", cmd);
+    } else {
+        double *ms = malloc(sizeof(double) * frames);
+        int n = 0;
+        for (int k = 0; k < frames && ms; k++) {
+            terra_camera cam = archive_dive(info.bounds, k, frames);
+            cam.aspect = 1920.0 / 1080;
+            terra_gl_frame_stats fs;
+            if (terra_gl_scene_frame(scene, &cam, NULL, k == 0, 60, &fs) != TERRA_OK) break;
+            glFinish();
+            if (k > 0) ms[n++] = fs.select_ms + fs.stream_ms + fs.submit_ms;
+        }
+        if (n > 0) {
+            bench_record("render.tin.cpu_ms.frame.p50", bench_percentile(ms, n, 50), "ms", n, "median");
+            bench_record("render.tin.cpu_ms.frame.p99", bench_percentile(ms, n, 99), "ms", n, "p99");
+        }
+        free(ms);
+    }
+    terra_gl_scene_destroy(scene);
+    terra_archive_mesh_close(m);
+    unlink(path);
+    rmdir(dir);
 }
 
 int main(int argc, char **argv) {
@@ -56,7 +106,9 @@ int main(int argc, char **argv) {
            *drv = malloc(sizeof(double) * frames), *ras = malloc(sizeof(double) * frames),
            *tris = malloc(sizeof(double) * frames), *ratio = malloc(sizeof(double) * 12),
            *ideal = malloc(sizeof(double) * 12), *tris_settled = malloc(sizeof(double) * 12),
-           *ratio_whole = malloc(sizeof(double) * 12), *occ = malloc(sizeof(double) * frames);
+           *ratio_whole = malloc(sizeof(double) * 12), *frame_ms = malloc(sizeof(double) * frames),
+           *commands = malloc(sizeof(double) * frames), *llvmpipe = malloc(sizeof(double) * 12),
+           *ratio_cut = malloc(sizeof(double) * 12);
     float *z = malloc(sizeof(float) * W * H);
     int max_calls = 0, nratio = 0, fallback_frames = 0;
     /* a real-time flight: the streamer settles before the first frame, then runs once a frame */
@@ -71,7 +123,8 @@ int main(int argc, char **argv) {
         glFinish();
         ras[f] = (bench_now() - t0) * 1e3;
         sel[f] = fs.select_ms, str[f] = fs.stream_ms, upl[f] = fs.upload_ms, sub[f] = fs.submit_ms;
-        drv[f] = fs.driver_ms, tris[f] = fs.triangles, occ[f] = terra_gl_get_stats(gl)->occlusion_ms;
+        drv[f] = fs.driver_ms, tris[f] = fs.triangles, commands[f] = terra_gl_get_stats(gl)->draw_commands;
+        frame_ms[f] = fs.select_ms + fs.stream_ms + fs.submit_ms;
         if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
         fallback_frames += fs.fallbacks > 0;
     }
@@ -81,23 +134,39 @@ int main(int argc, char **argv) {
         terra_gl_frame_stats fs;
         terra_gl_scene_frame(scene, &cam, NULL, true, 60, &fs);
         cam.aspect = (double)W / H;
-        terra_gl_read_depth(gl, z);
+        terra_gl_read_depth(gl, z); /* the GPU's counts of that frame come with it */
         const double id = ideal_triangles(&cam, W, H, z, sd);
         ideal[nratio] = id;
-        tris_settled[nratio] = fs.triangles;
-        ratio[nratio] = fs.triangles / id;
-        /* the same draws whole: what occlusion culling leaves out */
+        /* that frame followed a cut (the views are a twelfth of the path apart): its prepass, the last
+         * view's list, hid little */
+        tris_settled[nratio] = terra_gl_get_stats(gl)->triangles;
+        ratio[nratio] = ratio_cut[nratio] = tris_settled[nratio] / id;
+        /* the same draws culled (after that frame: its list is the depth prepass, as a flight's next frame
+         * has its last) and whole (what occlusion culling leaves out), each drawn to the end twice,
+         * alternately: llvmpipe's time for each */
         const terra_stream_draw *draws;
         int nd;
         terra_stream_draws(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene), &draws, &nd);
-        terra_gl_draw(gl, &cam, draws, nd, &(terra_gl_style){.no_occlusion = true});
+        double ms[2] = {0, 0};
+        for (int k = 0; k < 4; k++) {
+            const double t0 = bench_now();
+            terra_gl_draw(gl, &cam, draws, nd, &(terra_gl_style){.no_occlusion = k % 2});
+            glFinish();
+            ms[k % 2] += bench_now() - t0;
+            const terra_gl_stats *gs = terra_gl_get_stats(gl);
+            if (k == 0 && gs->counted_frame == gs->frame) tris_settled[nratio] = gs->triangles, ratio[nratio] = gs->triangles / id;
+        }
+        llvmpipe[nratio] = ms[0] / ms[1];
         ratio_whole[nratio++] = terra_gl_get_stats(gl)->triangles / id;
     }
     bench_record("render.cpu_ms.select", median_d(sel, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.stream", median_d(str, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.upload", median_d(upl, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.submit", median_d(sub, frames), "ms", frames, "median");
-    bench_record("render.cpu_ms.occlusion", median_d(occ, frames), "ms", frames, "median");
+    /* the frame: the first (which waits for every tile) left out */
+    bench_record("render.cpu_ms.frame.p50", bench_percentile(frame_ms + 1, frames - 1, 50), "ms", frames - 1, "median");
+    bench_record("render.cpu_ms.frame.p99", bench_percentile(frame_ms + 1, frames - 1, 99), "ms", frames - 1, "p99");
+    bench_record("render.draw_commands.p50", median_d(commands + 1, frames - 1), "cmds", frames - 1, "median");
     bench_record("render.llvmpipe_ms.draw_call", median_d(drv, frames), "ms", frames, "median");
     bench_record("render.llvmpipe_ms.raster", median_d(ras, frames), "ms", frames, "median");
     bench_record("render.draw_calls_per_frame", max_calls, "calls", frames, "max");
@@ -110,6 +179,8 @@ int main(int argc, char **argv) {
         bench_record("render.triangles_vs_ideal", median_d(ratio, nratio), "x", nratio, "median");
         bench_record("render.triangles_vs_error_bounded_mesh.visible.unculled", median_d(ratio_whole, nratio), "x", nratio,
                      "median");
+        bench_record("render.triangles_vs_ideal.after_cut", median_d(ratio_cut, nratio), "x", nratio, "median");
+        bench_record("render.llvmpipe_ms.frame_culled_vs_unculled", median_d(llvmpipe, nratio), "x", nratio, "median");
     }
     printf("  (%d of %d frames drew ancestors for tiles still streaming)\n", fallback_frames, frames);
 
@@ -245,9 +316,10 @@ int main(int argc, char **argv) {
         unlink(tin);
         rmdir(dir);
     }
+    tin_frame_cpu(frames);
 
     free(sel), free(str), free(upl), free(sub), free(drv), free(ras), free(tris), free(ratio), free(ideal), free(tris_settled), free(z);
-    free(ratio_whole), free(occ);
+    free(ratio_whole), free(frame_ms), free(commands), free(llvmpipe), free(ratio_cut);
     free(rgb), free(top);
     terra_gl_scene_destroy(scene);
     terra_source_destroy(slowed);

@@ -127,6 +127,18 @@ static bool in_flight(const terra_gl_planet *s, terra_tile_key key) {
     return false;
 }
 
+/* Cancels the jobs not yet started but for tiles keys[0..n), so that waiting for those waits for
+ * them and the jobs running, not for every tile asked for before (they are asked for again). */
+static void give_way(terra_gl_planet *s, const terra_tile_key *keys, int n) {
+    for (int i = 0; i < JOBS; i++) {
+        build_job *b = &s->jobs[i];
+        if (!b->busy || b->done) continue;
+        bool needed = false;
+        for (int k = 0; k < n && !needed; k++) needed = keys[k] == b->key;
+        if (!needed && terra_pool_cancel(s->pool, &b->job)) b->busy = false;
+    }
+}
+
 /* Submits tiles keys[0..n) not held and not in flight, as far as jobs are free; returns how many. */
 static int request(terra_gl_planet *s, const terra_tile_key *keys, int n) {
     int submitted = 0, j = 0;
@@ -276,8 +288,10 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     const bool realtime = s->d.budget_ms > 0;
     int nmissing = 0, nasked = 0;
     set_clear(&s->standins); /* for now: the tiles asked for, each once */
+    set_clear(&s->drawn);    /* for now: the tiles whose held ancestors are stamped (each walked up once) */
     for (int i = 0; i < n; i++) {
-        for (terra_tile_key a = tiles[i].key;; a = terra_tile_key_parent(a)) { /* it and its held ancestors are kept */
+        for (terra_tile_key a = tiles[i].key; !set_has(&s->drawn, a); a = terra_tile_key_parent(a)) {
+            set_add(&s->drawn, a); /* it and its held ancestors are kept (a full set only walks again) */
             const int32_t at = map_get(&s->index, a);
             if (at >= 0) s->held[at].frame = s->frame;
             if (terra_tile_key_level(a) >= s->top) break;
@@ -330,7 +344,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
             if (map_get(&s->index, s->missing[i]) < 0) set_add(&s->standins, held_ancestor(s, s->missing[i]));
         int nreq = 0, gap_max = 0;
         set_clear(&s->drawn); /* for now: the stand-ins too coarse for a wanted tile under them */
-        for (int i = 0; i < n; i++) { /* how much coarser each wanted tile is drawn */
+        for (int i = 0; i < n && s->standins.count; i++) { /* how much coarser each wanted tile is drawn */
             terra_tile_key cover = tiles[i].key;
             bool covered = false;
             for (terra_tile_key a = tiles[i].key;; a = terra_tile_key_parent(a)) {
@@ -362,6 +376,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
         if (round > s->top * 4)
             return terra_fail(TERRA_E_CAPACITY, "gl planet: stand-ins cannot be had (capacity_tiles %d)", s->d.capacity_tiles);
         for (int before = -1;;) { /* meshed and uploaded, every one */
+            give_way(s, s->asked, nreq);
             request(s, s->asked, nreq);
             terra_pool_wait_idle(s->pool);
             collect(s);
@@ -390,7 +405,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     }
     f.fallbacks = nd;
     for (int i = 0; i < n; i++) {
-        if (map_get(&s->index, tiles[i].key) < 0 || under_standin(s, tiles[i].key)) continue;
+        if (map_get(&s->index, tiles[i].key) < 0 || (s->standins.count && under_standin(s, tiles[i].key))) continue;
         s->draws[nd++] = (terra_stream_draw){.key = tiles[i].key, .level = tiles[i].level, .morph_start = tiles[i].morph_start,
                                              .morph_end = tiles[i].morph_end};
     }
