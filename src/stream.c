@@ -192,6 +192,7 @@ typedef struct focus {
     terra_vec3 velocity;
     double load_radius, unload_radius; /* 0: unlimited */
     int camera_index; /* cameras: which draw list; -1 otherwise */
+    double turn_deg;  /* cameras: how far the last move turned it (yaw or pitch, the larger) */
 } focus;
 
 typedef struct wanted_tile {
@@ -539,6 +540,9 @@ terra_status terra_stream_update_focus(terra_stream *s, terra_focus h, const ter
     focus *f = find_focus(s, h);
     if (!f) return terra_fail(TERRA_E_NOT_FOUND, "stream: no focus %u", h);
     if (!camera_ok(camera)) return terra_fail(TERRA_E_INVALID, "stream: focus %u moved to a non-finite place", h);
+    const double pi = 3.14159265358979323846;
+    const double yaw = fabs(remainder(camera->yaw_rad - f->camera.yaw_rad, 2 * pi)), pitch = fabs(camera->pitch_rad - f->camera.pitch_rad);
+    f->turn_deg = (yaw > pitch ? yaw : pitch) * 180 / pi;
     f->camera = *camera;
     return TERRA_OK;
 }
@@ -881,6 +885,44 @@ static void take_in(terra_stream *s) {
 
 /* ---- selection of what is wanted ---------------------------------------------------------------- */
 
+/* A camera's frustum with its sides, top and bottom turned out by `deg` degrees. */
+static void camera_frustum_widened(const terra_camera *cam, double deg, terra_frustum *out) {
+    const double pi = 3.14159265358979323846, d = deg * pi / 180, most = 85 * pi / 180;
+    terra_camera w = *cam;
+    const double half_y = 0.5 * (cam->fov_y_rad > 0 ? cam->fov_y_rad : pi / 3);
+    const double half_x = atan(tan(half_y) * (cam->aspect > 0 ? cam->aspect : 16.0 / 9.0));
+    const double y = fmin(half_y + d, most), x = fmin(half_x + d, most);
+    w.fov_y_rad = 2 * y;
+    w.aspect = tan(x) / tan(y);
+    terra_camera_frustum(&w, out);
+}
+
+/* Whether a box lies wholly outside one of a frustum's side planes (planes 0 to 3: what a widened
+ * frustum widens; its near and far planes are the camera's own). */
+static inline bool beside(const terra_frustum *fr, const terra_box3 *b) {
+    for (int i = 0; i < 4; i++) {
+        const terra_plane *p = &fr->planes[i];
+        const double x = p->a >= 0 ? b->max.x : b->min.x, y = p->b >= 0 ? b->max.y : b->min.y,
+                     z = p->c >= 0 ? b->max.z : b->min.z; /* the corner furthest inward */
+        if (p->a * x + p->b * y + p->c * z + p->d < 0) return true;
+    }
+    return false;
+}
+
+/* A turning camera's margin: twice its last turn, at most this many degrees. */
+#define MAX_MARGIN_DEG 30.0
+
+/* A tile just outside a turning camera's view: its stand-in (the ancestor max_standin_levels - 1
+ * up) is wanted and asked for first, so if the turn goes on it is there when the tile comes into view. */
+static void want_ahead(terra_stream *s, terra_tile_key k, int level) {
+    const int top = s->sd->levels - 1;
+    const int up = s->d.max_standin_levels - 1 < top - level ? s->d.max_standin_levels - 1 : top - level;
+    const terra_tile_key a = ancestor(k, up);
+    const int32_t i = add_wanted(s, a, level + up);
+    if (i == NO_HINT || is_failed(s, a)) return; /* wanted already, or never coming */
+    if (i < 0 || s->slots[i].state != SLOT_STANDING) set_add(&s->urgent_set, a);
+}
+
 static terra_status gather_wanted(terra_stream *s) {
     set_clear(&s->unheld_few);
     set_clear(&s->unheld_many);
@@ -894,22 +936,34 @@ static terra_status gather_wanted(terra_stream *s) {
     const double top_side = terra_select_tile_side(s->sel, top);
     terra_tile_key *gen = s->chain; /* the reserve's first generation: what the cameras select */
     int ngen = 0;
+    if (s->urgent_set.keys) set_clear(&s->urgent_set);
     for (int i = 0; i < s->d.max_foci; i++) {
         focus *f = &s->foci[i];
         if (!f->handle) continue;
         const bool camera = f->kind == TERRA_FOCUS_CAMERA;
-        terra_frustum fr;
+        /* a camera turning (with max_standin_levels) selects over a margin around its view too: the
+         * ground a turn like its last brings into view next frame */
+        const double margin = camera && s->d.max_standin_levels > 0 ? fmin(2 * f->turn_deg, MAX_MARGIN_DEG) : 0;
+        terra_frustum fr, wide;
         if (camera) terra_camera_frustum(&f->camera, &fr);
+        if (margin >= 0.5) camera_frustum_widened(&f->camera, margin, &wide);
         const terra_selected_tile *tiles;
         int n;
         const double t0 = clock_ms(s);
-        terra_status st = terra_select_run(s->sel, f->camera.eye, camera ? &fr : NULL, &tiles, &n);
+        terra_status st = terra_select_run(s->sel, f->camera.eye, margin >= 0.5 ? &wide : camera ? &fr : NULL, &tiles, &n);
+        const bool ahead = margin >= 0.5 && st == TERRA_OK;
+        if (margin >= 0.5 && st == TERRA_E_CAPACITY) /* no room for the margin in the selection's output */
+            st = terra_select_run(s->sel, f->camera.eye, &fr, &tiles, &n);
         s->stats.select_ms += clock_ms(s) - t0;
         if (st != TERRA_OK) return st;
         camera_lists *cl = f->camera_index >= 0 ? &s->cams[f->camera_index] : NULL;
         if (cl) cl->nwanted = 0;
         for (int k = 0; k < n; k++) {
             if (f->load_radius > 0 && rect_distance(s, tiles[k].key, f->camera.eye) > f->load_radius) continue;
+            if (ahead && beside(&fr, &tiles[k].box)) {
+                want_ahead(s, tiles[k].key, tiles[k].level);
+                continue;
+            }
             const int32_t i = add_wanted(s, tiles[k].key, tiles[k].level);
             if (camera) gen[ngen++] = tiles[k].key;
             if (cl) cl->slot[cl->nwanted] = i, cl->wanted[cl->nwanted++] = tiles[k];
@@ -1322,7 +1376,6 @@ terra_status terra_stream_update(terra_stream *s) {
     if (status != TERRA_OK) return status;
     take_in(s);
     check_replaced(s);
-    if (s->urgent_set.keys) set_clear(&s->urgent_set);
     for (int c = 0; c < s->d.max_cameras; c++)
         if (s->cams[c].handle) resolve_draws(s, &s->cams[c]);
     request_missing(s);

@@ -235,6 +235,50 @@ static void bookkeeping_agrees_with_the_cache(void) {
     terra_source_destroy(src);
 }
 
+/* A turning camera has the stand-ins of the ground its turn brings into view asked for a frame ahead
+ * (max_standin_levels): turning steadily with every request answered by the next frame, no frame
+ * after the turn's first draws a stand-in more than 2 levels coarser than a tile it covers. The control turns alike but
+ * tells the streamer of each frame's camera twice (the second time, no turn): without the margin
+ * the ground coming into view at the sides needs deeper stand-ins. */
+static int turning_standin_levels(bool tell_twice) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream_desc d = {.source = src, .capacity_tiles = 3000, .max_in_flight = 256, .max_standin_levels = 2,
+                           .loader = {man_start, man_cancel, man_poll, 1024, &m, NULL}};
+    d.select.grid.cells = 16;
+    d.select.levels = 9;
+    terra_stream *s = NULL;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    terra_focus f;
+    terra_camera cam = {.eye = {0, 60, 0}, .pitch_rad = -0.2, .fov_y_rad = 1.0, .aspect = 16.0 / 9};
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = cam}, &f);
+    for (int i = 0; i < 100 && (i == 0 || terra_stream_get_stats(s)->waiting > 0); i++) { /* settled */
+        man_finish_all(&m);
+        CHECK(terra_stream_update(s) == TERRA_OK);
+    }
+    int most = 0;
+    for (int frame = 0; frame < 40; frame++) {
+        cam.yaw_rad += 6 * 3.14159265358979323846 / 180;
+        cam.eye.x += 10;
+        terra_stream_update_focus(s, f, &cam);
+        if (tell_twice) terra_stream_update_focus(s, f, &cam);
+        man_finish_all(&m);
+        CHECK(terra_stream_update(s) == TERRA_OK);
+        const int lv = terra_stream_get_stats(s)->standin_levels;
+        if (frame > 0 && lv > most) most = lv; /* (the first frame of the turn comes unannounced) */
+    }
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+    return most;
+}
+
+static void turning_cameras_have_their_standins_ahead(void) {
+    const int with = turning_standin_levels(false), without = turning_standin_levels(true);
+    printf("  turning 6 degrees a frame: stand-ins up to %d levels coarser (%d without the margin)\n", with, without);
+    CHECK(with <= 2, "a turning camera drew a stand-in %d levels coarser", with);
+    CHECK(without > 2, "without the margin the turn needs no deeper stand-ins (%d): the test proves nothing", without);
+}
+
 /* Late arrivals go first: tiles asked for, then abandoned while already running, arrive late;
  * when room is needed they are evicted before any tile in view. */
 static void late_arrivals_evicted_before_tiles_in_view(void) {
@@ -852,6 +896,7 @@ int main(void) {
     RUN(never_evicts_wanted_or_drawn_and_caps_hold);
     RUN(late_arrivals_evicted_before_tiles_in_view);
     RUN(bookkeeping_agrees_with_the_cache);
+    RUN(turning_cameras_have_their_standins_ahead);
     RUN(cancels_requests_no_longer_wanted);
     RUN(unload_radius_has_hysteresis);
     RUN(budget_lets_oversized_work_land);
