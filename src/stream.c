@@ -541,7 +541,8 @@ terra_status terra_stream_update_focus(terra_stream *s, terra_focus h, const ter
     if (!f) return terra_fail(TERRA_E_NOT_FOUND, "stream: no focus %u", h);
     if (!camera_ok(camera)) return terra_fail(TERRA_E_INVALID, "stream: focus %u moved to a non-finite place", h);
     const double pi = 3.14159265358979323846;
-    const double yaw = fabs(remainder(camera->yaw_rad - f->camera.yaw_rad, 2 * pi)), pitch = fabs(camera->pitch_rad - f->camera.pitch_rad);
+    const double yaw = fabs(remainder(camera->yaw_rad - f->camera.yaw_rad, 2 * pi));
+    const double pitch = fabs(camera->pitch_rad - f->camera.pitch_rad);
     f->turn_deg = (yaw > pitch ? yaw : pitch) * 180 / pi;
     f->camera = *camera;
     return TERRA_OK;
