@@ -198,7 +198,8 @@ typedef struct focus {
 typedef struct wanted_tile {
     terra_tile_key key;
     float dist;    /* to the nearest focus, in sides of the tile (metres over its side): set for missing tiles */
-    int32_t slot;  /* the slot that held it when it was wanted (see slot_index) */
+    int32_t slot;  /* the slot that held it when it was wanted, or was given it this frame (see find_slot) */
+    int32_t at;    /* its place in the wanted list (for a missing tile, to note the slot it is given) */
     uint8_t level;
     bool top;      /* of the coarsest level */
     bool urgent;   /* a stand-in within max_standin_levels of a tile still coming (request order) */
@@ -757,14 +758,18 @@ static inline void prefetch_slot(const terra_stream *s, int32_t i) {
 }
 
 /* The slot holding k, found by way of last frame's wanted list when it has k at prev_at or a few
- * places after (tiles that came or went in between are passed over). */
+ * places after (tiles that came or went in between are passed over). Its entry names the slot that
+ * held the tile when it was wanted, or was given it later that frame (request_missing), or -1 for
+ * none: only requests give a key a slot of its own, so -1 is still true, and a slot let go of since
+ * no longer holds the key (looked up again). Most tiles not held are known so without a look-up. */
 static int32_t find_slot(terra_stream *s, terra_tile_key k) {
     const int end = s->prev_at + 8 < s->nprev ? s->prev_at + 8 : s->nprev;
     for (int j = s->prev_at; j < end; j++)
         if (s->prev[j].key == k) {
             s->prev_at = j + 1;
             if (j + AHEAD < s->nprev) prefetch_slot(s, s->prev[j + AHEAD].slot);
-            if (s->prev[j].slot >= 0 && holds(s, s->prev[j].slot, k)) return s->prev[j].slot;
+            const int32_t i = s->prev[j].slot;
+            if (i < 0 || holds(s, i, k)) return i;
             break;
         }
     return map_get(&s->index, k);
@@ -776,7 +781,8 @@ static int32_t add_wanted(terra_stream *s, terra_tile_key k, int level) {
     if (s->nwanted >= s->max_wanted) return NO_HINT;
     const int32_t i = find_slot(s, k);
     if (i >= 0 ? s->slots[i].last_wanted == s->frame : !add_unheld(s, k)) return NO_HINT;
-    s->wanted[s->nwanted++] = (wanted_tile){k, 0, i, (uint8_t)level, level == s->sd->levels - 1, false};
+    s->wanted[s->nwanted] = (wanted_tile){k, 0, i, s->nwanted, (uint8_t)level, level == s->sd->levels - 1, false};
+    s->nwanted++;
     if (i >= 0) {
         touch(s, i);
         if (s->slots[i].replacement >= 0) touch(s, s->slots[i].replacement);
@@ -1337,7 +1343,7 @@ static void request_missing(terra_stream *s) {
         }
         set_state(s, i, SLOT_LOADING);
         if (old) old->replacement = i;
-        else map_put(&s->index, w->key, i);
+        else map_put(&s->index, w->key, i), s->wanted[w->at].slot = i; /* for next frame's find_slot */
         flying++;
         s->stats.requested++;
         s->stats.total_requested++;
