@@ -548,6 +548,12 @@ static void test_overlap_cap(void) {
 
 /* ---- journals another process writes ---------------------------------------------------------------- */
 
+/* A record's CRC-32C made again over the 64 bytes after it (FORMAT.md's record). */
+static void reseal(uint8_t *rec) {
+    const uint32_t crc = terra_crc32c(0, rec + 4, 64);
+    for (int i = 0; i < 4; i++) rec[i] = (uint8_t)(crc >> (8 * i));
+}
+
 /* A paint of surface 0 (no surface: the CLI refuses it) is refused live, and in a journal naming
  * the file and the edit. */
 static void test_paint_of_no_surface(void) {
@@ -570,8 +576,7 @@ static void test_paint_of_no_surface(void) {
     uint8_t *rec = b + 8 + 68;
     CHECK(rec[4 + 2] == 7, "the surface byte");
     rec[4 + 2] = 0;
-    const uint32_t crc = terra_crc32c(0, rec + 4, 64);
-    for (int i = 0; i < 4; i++) rec[i] = (uint8_t)(crc >> (8 * i));
+    reseal(rec);
     spill(path, b, sizeof b);
     CHECK(terra_edit_layer_create(&(terra_edit_layer_desc){.base = base, .journal = path}, &l) == TERRA_E_CORRUPT && !l,
           "a journal's paint of surface 0");
@@ -579,8 +584,7 @@ static void test_paint_of_no_surface(void) {
           terra_last_error());
     /* the surface put back and a reserved byte set instead (FORMAT.md: five zero bytes) */
     rec[4 + 2] = 7, rec[4 + 5] = 1;
-    const uint32_t crc2 = terra_crc32c(0, rec + 4, 64);
-    for (int i = 0; i < 4; i++) rec[i] = (uint8_t)(crc2 >> (8 * i));
+    reseal(rec);
     spill(path, b, sizeof b);
     CHECK(terra_edit_layer_create(&(terra_edit_layer_desc){.base = base, .journal = path}, &l) == TERRA_E_CORRUPT && !l,
           "a journal's record with a reserved byte set");

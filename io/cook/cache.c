@@ -1181,12 +1181,17 @@ bool terra_cook_cache_reusable(const terra_cook_cache *c, terra_tile_key key) {
     return t && t->reusable;
 }
 
-terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_key key, terra_archive_writer *w) {
+/* The earlier archive's entry of a tile the plan reuses. */
+static terra_status reused_entry(const terra_cook_cache *c, terra_tile_key key, terra_archive_entry *e) {
     if (!terra_cook_cache_reusable(c, key) || !c->old)
         return terra_fail(TERRA_E_INVALID, "cook cache: tile %d/%d/%d is not reusable", terra_tile_key_level(key),
                           terra_tile_key_x(key), terra_tile_key_y(key));
+    return terra_archive_find(c->old, key, e);
+}
+
+terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_key key, terra_archive_writer *w) {
     terra_archive_entry e;
-    terra_status st = terra_archive_find(c->old, key, &e);
+    terra_status st = reused_entry(c, key, &e);
     if (st) return st;
     uint8_t *buf = terra_alloc(e.size ? e.size : 1);
     if (!buf) return terra_fail(TERRA_E_NOMEM, "cook cache: out of memory");
@@ -1198,11 +1203,8 @@ terra_status terra_cook_cache_copy_tile(const terra_cook_cache *c, terra_tile_ke
 }
 
 terra_status terra_cook_cache_stated_error(const terra_cook_cache *c, terra_tile_key key, double *out) {
-    if (!terra_cook_cache_reusable(c, key) || !c->old)
-        return terra_fail(TERRA_E_INVALID, "cook cache: tile %d/%d/%d is not reusable", terra_tile_key_level(key),
-                          terra_tile_key_x(key), terra_tile_key_y(key));
     terra_archive_entry e;
-    terra_status st = terra_archive_find(c->old, key, &e);
+    const terra_status st = reused_entry(c, key, &e);
     if (!st) *out = e.geometric_error;
     return st;
 }
