@@ -29,6 +29,9 @@ static inline double bench_median(double *v, int n) {
 }
 
 /* The p-th percentile (0..100, nearest rank) of n values (sorts them in place). */
+/* A frame's CPU from its parts: select, stream, wait, submit (terra_gl_frame_stats.cpu_ms). */
+static inline double bench_parts_ms(const double *part) { return part[0] + part[1] + part[2] + part[3]; }
+
 static inline double bench_percentile(double *v, int n, double p) {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     int k = (int)ceil(p / 100 * n) - 1;

@@ -1,13 +1,15 @@
-/* Rendering (gl): CPU ms per frame of the built-in path at 1920x1080, split into select / stream /
- * upload / submit, and the frame's (select + stream + submit: terra's own, not uploads, not the time
- * inside GL calls) median and 99th percentile, with the driver's time (llvmpipe shades vertices inside
+/* Rendering (gl): CPU ms per frame of the built-in path flown at 60 Hz at 1920x1080, split into select /
+ * stream / upload / submit, and the frame's (terra_gl_frame_stats.cpu_ms: select + stream + waiting
+ * for stand-ins + submit: terra's own, not uploads, not the time inside GL calls) median and 99th
+ * percentile, with the driver's time (llvmpipe shades vertices inside
  * GL calls and rasterises on its threads) reported apart; draw calls and commands per frame; hole
  * pixels over the path; triangles per frame against the error-bounded mesh over the visible ground; the
  * time llvmpipe takes for the same settled frames culled and whole (--no-occlusion); and real time with
  * tiles arriving late (a slowed source, then a TIN archive of the same world with slowed decodes):
  * hole pixels, collapsed frames, how coarse stand-ins get.
  *
- * Usage: bench_gl [frames]   (default 120) */
+ * Usage: bench_gl [frames [--flight]]   (default 240: 8 stretches of 30 frames at 60 Hz; --flight: the
+ * flight's figures alone) */
 #include "bench.h"
 #include "gl_ideal.h"
 
@@ -25,7 +27,7 @@ static double ideal_triangles(const terra_camera *cam, int w, int h, const float
     return depth_ideal(cam, w, h, view_z, sd->max_sse_px, k_px, sd->level_error, sd->levels, sd->grid.tile0_size / sd->grid.cells);
 }
 
-/* terra's CPU per frame (select + stream + submit) over a cooked St Helens TIN archive (as test_gl_tin
+/* terra's CPU per frame (cpu_ms) over a cooked St Helens TIN archive (as test_gl_tin
  * cooks it from ../shared's 10 m DEM), flown in real time at 1920x1080 (test_gl_tin's dive, `frames`
  * frames, the first settled and left out): median and 99th percentile. Skipped, saying so, without
  * ../shared or the cook. */
@@ -59,7 +61,7 @@ static void tin_frame_cpu(int frames) {
             terra_gl_frame_stats fs;
             if (terra_gl_scene_frame(scene, &cam, NULL, k == 0, 60, &fs) != TERRA_OK) break;
             glFinish();
-            if (k > 0) ms[n++] = fs.select_ms + fs.stream_ms + fs.submit_ms;
+            if (k > 0) ms[n++] = fs.cpu_ms;
         }
         if (n > 0) {
             bench_record("render.tin.cpu_ms.frame.p50", bench_percentile(ms, n, 50), "ms", n, "median");
@@ -74,7 +76,9 @@ static void tin_frame_cpu(int frames) {
 }
 
 int main(int argc, char **argv) {
-    const int frames = argc > 1 ? atoi(argv[1]) : 120;
+    enum { STRETCHES = 8 };
+    const int per = argc > 1 && atoi(argv[1]) / STRETCHES > 2 ? atoi(argv[1]) / STRETCHES : 30;
+    const int frames = STRETCHES * per;
     const int W = 1920, H = 1080;
     terra_gl_context *ctx;
     if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
@@ -110,12 +114,17 @@ int main(int argc, char **argv) {
            *commands = malloc(sizeof(double) * frames), *llvmpipe = malloc(sizeof(double) * 12),
            *ratio_cut = malloc(sizeof(double) * 12);
     float *z = malloc(sizeof(float) * W * H);
-    int max_calls = 0, nratio = 0, fallback_frames = 0;
-    /* a real-time flight: the streamer settles before the first frame, then runs once a frame */
-    for (int f = 0; f < frames; f++) {
-        terra_camera cam = terra_fly_path_camera(src, frames > 1 ? (double)f / (frames - 1) : 0);
+    int max_calls = 0, nratio = 0, fallback_frames = 0, waited_frames = 0;
+    double(*part)[5] = malloc(sizeof *part * (size_t)frames); /* select, stream, wait, submit; the frame */
+    /* a real-time flight as a game flies it: frames 1/60 s apart, the built-in path flown in a minute
+     * (200 m/s), in STRETCHES stretches spread over the path (low over the ground, climbing, 2.5 km up,
+     * coming down); each stretch's first frame follows a cut and settles (left out of the frame figures) */
+    int nframe = 0;
+    for (int f = 0; f < STRETCHES * per; f++) {
+        const int k = f / per, i = f % per;
+        terra_camera cam = terra_fly_path_camera(src, (double)k / STRETCHES + i / 3600.0);
         terra_gl_frame_stats fs;
-        if (terra_gl_scene_frame(scene, &cam, NULL, f == 0, 60, &fs) != TERRA_OK) {
+        if (terra_gl_scene_frame(scene, &cam, NULL, i == 0, 60, &fs) != TERRA_OK) {
             fprintf(stderr, "bench_gl: %s\n", terra_last_error());
             return 1;
         }
@@ -123,13 +132,19 @@ int main(int argc, char **argv) {
         glFinish();
         ras[f] = (bench_now() - t0) * 1e3;
         sel[f] = fs.select_ms, str[f] = fs.stream_ms, upl[f] = fs.upload_ms, sub[f] = fs.submit_ms;
-        drv[f] = fs.driver_ms, tris[f] = fs.triangles, commands[f] = terra_gl_get_stats(gl)->draw_commands;
-        frame_ms[f] = fs.select_ms + fs.stream_ms + fs.submit_ms;
+        drv[f] = fs.driver_ms, tris[f] = fs.triangles;
+        if (i > 0) {
+            part[nframe][0] = fs.select_ms, part[nframe][1] = fs.stream_ms, part[nframe][2] = fs.wait_ms;
+            part[nframe][3] = fs.submit_ms, part[nframe][4] = f;
+            frame_ms[nframe] = fs.cpu_ms, commands[nframe++] = terra_gl_get_stats(gl)->draw_commands;
+        }
         if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
         fallback_frames += fs.fallbacks > 0;
+        waited_frames += i > 0 && fs.wait_ms > 0;
     }
+    const bool flight_only = argc > 2 && strcmp(argv[2], "--flight") == 0;
     /* triangles against the ideal, on frames with every wanted tile standing */
-    for (int f = 0; f < 12; f++) {
+    for (int f = 0; f < 12 && !flight_only; f++) {
         terra_camera cam = terra_fly_path_camera(src, f / 11.0);
         terra_gl_frame_stats fs;
         terra_gl_scene_frame(scene, &cam, NULL, true, 60, &fs);
@@ -163,10 +178,10 @@ int main(int argc, char **argv) {
     bench_record("render.cpu_ms.stream", median_d(str, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.upload", median_d(upl, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.submit", median_d(sub, frames), "ms", frames, "median");
-    /* the frame: the first (which waits for every tile) left out */
-    bench_record("render.cpu_ms.frame.p50", bench_percentile(frame_ms + 1, frames - 1, 50), "ms", frames - 1, "median");
-    bench_record("render.cpu_ms.frame.p99", bench_percentile(frame_ms + 1, frames - 1, 99), "ms", frames - 1, "p99");
-    bench_record("render.draw_commands.p50", median_d(commands + 1, frames - 1), "cmds", frames - 1, "median");
+    /* the frame (terra_gl_frame_stats.cpu_ms): the stretches' first frames (after a cut) left out */
+    bench_record("render.cpu_ms.frame.p50", bench_percentile(frame_ms, nframe, 50), "ms", nframe, "median");
+    bench_record("render.cpu_ms.frame.p99", bench_percentile(frame_ms, nframe, 99), "ms", nframe, "p99");
+    bench_record("render.draw_commands.p50", median_d(commands, nframe), "cmds", nframe, "median");
     bench_record("render.llvmpipe_ms.draw_call", median_d(drv, frames), "ms", frames, "median");
     bench_record("render.llvmpipe_ms.raster", median_d(ras, frames), "ms", frames, "median");
     bench_record("render.draw_calls_per_frame", max_calls, "calls", frames, "max");
@@ -182,7 +197,16 @@ int main(int argc, char **argv) {
         bench_record("render.triangles_vs_ideal.after_cut", median_d(ratio_cut, nratio), "x", nratio, "median");
         bench_record("render.llvmpipe_ms.frame_culled_vs_unculled", median_d(llvmpipe, nratio), "x", nratio, "median");
     }
-    printf("  (%d of %d frames drew ancestors for tiles still streaming)\n", fallback_frames, frames);
+    printf("  (%d of %d frames drew ancestors for tiles still streaming; %d waited for them)\n", fallback_frames, frames,
+           waited_frames);
+    for (int k = 0; k < 3 && nframe > 0; k++) { /* the slowest frames, taken out one by one */
+        int w = 0;
+        for (int i = 1; i < nframe; i++) w = bench_parts_ms(part[i]) > bench_parts_ms(part[w]) ? i : w;
+        printf("  slowest %d: %.3f ms, frame %.0f (select %.3f, stream %.3f, wait %.3f, submit %.3f)\n", k + 1, bench_parts_ms(part[w]),
+               part[w][4], part[w][0], part[w][1], part[w][2], part[w][3]);
+        part[w][0] = part[w][1] = part[w][2] = part[w][3] = -1;
+    }
+    if (flight_only) return 0;
 
     /* holes over the path, settled, against a flat sky colour, at a size the CPU silhouette
      * affords (the same check as tests/test_gl_holes.c) */
@@ -319,7 +343,7 @@ int main(int argc, char **argv) {
     tin_frame_cpu(frames);
 
     free(sel), free(str), free(upl), free(sub), free(drv), free(ras), free(tris), free(ratio), free(ideal), free(tris_settled), free(z);
-    free(ratio_whole), free(frame_ms), free(commands), free(llvmpipe), free(ratio_cut);
+    free(ratio_whole), free(frame_ms), free(commands), free(llvmpipe), free(ratio_cut), free(part);
     free(rgb), free(top);
     terra_gl_scene_destroy(scene);
     terra_source_destroy(slowed);

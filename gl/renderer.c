@@ -172,16 +172,16 @@ struct terra_gl {
     uint32_t frame; /* frames drawn */
     int acc_uploads, acc_releases; /* since the last frame */
     double acc_upload_ms;
-    double gl_s; /* this frame's time inside GL calls */
+    double gl_s; /* this frame's time inside GL calls (the thread's CPU time) */
     terra_gl_stats stats;
 };
 
 /* Runs a stretch of GL calls, its time counted as the driver's (call_ms), not terra's. */
 #define GL_CALLS(r, ...)                                                                                     \
     do {                                                                                                   \
-        const double gl_t0_ = terra_now_s();                                                               \
+        const double gl_t0_ = terra_thread_cpu_s();                                                        \
         __VA_ARGS__;                                                                                       \
-        (r)->gl_s += terra_now_s() - gl_t0_;                                                               \
+        (r)->gl_s += terra_thread_cpu_s() - gl_t0_;                                                        \
     } while (0)
 
 /* ---- shaders ---------------------------------------------------------------------------------------- */
@@ -1518,7 +1518,7 @@ static void draw_whole(terra_gl *r, int n, const terra_gl_style *style) {
 
 terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_stream_draw *draws, int count,
                            const terra_gl_style *style) {
-    const double t0 = terra_now_s();
+    const double t0 = terra_thread_cpu_s();
     static const terra_gl_style defaults = {0};
     if (!style) style = &defaults;
     terra_gl_stats *s = &r->stats;
@@ -1670,7 +1670,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         err = glGetError();
     });
     s->call_ms = r->gl_s * 1e3;
-    s->submit_ms = (terra_now_s() - t0 - r->gl_s) * 1e3;
+    s->submit_ms = (terra_thread_cpu_s() - t0 - r->gl_s) * 1e3;
     if (err != GL_NO_ERROR) return terra_fail(TERRA_E_UNSUPPORTED, "gl: drawing failed (GL error 0x%x)", (unsigned)err);
     return TERRA_OK;
 }

@@ -173,9 +173,9 @@ typedef struct terra_gl_stats {
     double upload_ms;    /* time spent in uploads since the previous frame */
     double submit_ms;    /* terra's CPU time in the last frame's terra_gl_draw outside GL calls: per-tile
                             records, skirt sides, commands of a whole frame */
-    double call_ms;      /* time inside the frame's GL calls (buffer writes, state, the GPU culling's dispatches,
-                            the draws): the driver's (llvmpipe shades vertices there, on the calling thread and
-                            runs compute passes), not terra's */
+    double call_ms;      /* the calling thread's CPU time inside the frame's GL calls (buffer writes, state, the
+                            GPU culling's dispatches, the draws): the driver's (llvmpipe shades vertices there,
+                            on the calling thread, and runs compute passes), not terra's */
     int skirt_triangles; /* [GPU] of triangles: skirts (grid tiles' runs, mesh tiles' their own) */
     int mesh_tiles;      /* of resident: mesh tiles */
     int occluded_triangles; /* [GPU] ground triangles of the frame's tiles not drawn: out of view or hidden
@@ -241,7 +241,7 @@ typedef struct terra_gl_scene_desc {
                                    cells; at least 64), an archive's at most its tile count */
     size_t capacity_bytes;      /* the streamer's tile memory; 0 = capacity_tiles of its tiles, an
                                    archive's at most 512 MiB (the GPU buffers hold as much again) */
-    double budget_ms;           /* the streamer's per-frame budget; 0 = 4 */
+    double budget_ms;           /* the streamer's per-frame budget (the thread's CPU time); 0 = 4 */
     int threads;                /* workers meshing (or decoding) tiles; 0 = terra_default_threads() */
     int max_in_flight;          /* tile requests at once; 0 = 64 (a frame of a software
                                    renderer is long: many tiles can be meshed meanwhile) */
@@ -254,13 +254,20 @@ typedef struct terra_gl_scene_desc {
     int max_standin_levels;
 } terra_gl_scene_desc;
 
-/* What one frame cost and drew. */
+/* What one frame cost and drew. Times are the calling thread's CPU time (terra_thread_cpu_s: not the
+ * time the pool's workers or a software GL's threads took its core), but for wait_ms, which is wall
+ * time. */
 typedef struct terra_gl_frame_stats {
     double select_ms;   /* the CDLOD selection inside the streamer's (last) update */
-    double stream_ms;   /* the streamer's updates without the uploads and selections they ran */
+    double stream_ms;   /* the streamer's bookkeeping: its (first) update without the selection and the
+                           budgeted work it ran (taking tiles in, uploads) */
+    double wait_ms;     /* a real-time frame's waiting for stand-ins (max_standin_levels): the further
+                           updates and the pauses between them, less their budgeted work */
     double upload_ms;   /* copies of arrived tiles into the vertex buffer */
     double submit_ms;   /* terra's CPU in terra_gl_draw outside GL calls: per-tile records, skirt sides */
     double driver_ms;   /* inside the frame's GL calls (a software driver's vertex and compute work), not terra's */
+    double cpu_ms;      /* terra's CPU for the frame outside the tile work budget_ms governs:
+                           select_ms + stream_ms + wait_ms + submit_ms */
     int updates;        /* streamer updates this frame (more than 1 when settling) */
     int tiles, triangles, draw_calls, fallbacks, per_level[TERRA_TILE_MAX_LEVEL + 1];
     int occluded_triangles; /* ground triangles left out as hidden (terra_gl_stats) */
@@ -287,7 +294,7 @@ typedef struct terra_gl_planet_desc {
     int threads;                      /* meshing workers; 0 = one per core */
     /* 0: every frame whole (the tiles it wants meshed before it is drawn). > 0: real time: meshing
      * goes on across frames (64 tiles at once, coarsest first), a frame uploads what is meshed within
-     * this many milliseconds, and a tile not yet held is drawn as its nearest held ancestor (the faces
+     * this many milliseconds (of its thread's CPU time), and a tile not yet held is drawn as its nearest held ancestor (the faces
      * are held for good), every tile under that ancestor left to it, so the ground is covered exactly
      * once in every frame; fs->fallbacks counts the stand-ins, fs->settled says none was needed. A
      * stand-in is never more than two levels coarser than a wanted tile it covers: in fast motion a
