@@ -241,9 +241,9 @@ static double p99_of(double *v, int n) {
     return v[k < 0 ? 0 : k];
 }
 
-/* terra's CPU per frame (terra_gl_frame_stats.cpu_ms: select + stream bookkeeping + waiting + submit: not uploads, not the time
- * inside GL calls), median and 99th percentile over the frames after the first (which waits for its
- * tiles), printed as the summary's line. */
+/* terra's CPU per frame (terra_gl_frame_stats.cpu_ms: select + stream bookkeeping + waiting + submit:
+ * not uploads, not the time inside GL calls), median and 99th percentile over the frames after the
+ * first (which waits for its tiles), printed as the summary's line. */
 static void print_frame_cpu(double *frame_ms, int n) {
     const int from = n > 1, m = n - from;
     const double p50 = median_of(frame_ms + from, m), p99 = p99_of(frame_ms + from, m);
