@@ -243,12 +243,14 @@ static double p99_of(double *v, int n) {
 
 /* terra's CPU per frame (terra_gl_frame_stats.cpu_ms: select + stream bookkeeping + waiting + submit:
  * not uploads, not the time inside GL calls), median and 99th percentile over the frames after the
- * first (which waits for its tiles), printed as the summary's line. */
-static void print_frame_cpu(double *frame_ms, int n) {
+ * first (which waits for its tiles), printed as the summary's line; whole frames (without
+ * --realtime) wait for all their tiles, which it says. */
+static void print_frame_cpu(double *frame_ms, int n, bool whole) {
     const int from = n > 1, m = n - from;
     const double p50 = median_of(frame_ms + from, m), p99 = p99_of(frame_ms + from, m);
     printf("summary: frame CPU ms (select + stream + wait + submit, not uploads, not inside GL calls; %d frames after the "
-           "first): median %.3f, p99 %.3f\n", m, p50, p99);
+           "first): median %.3f, p99 %.3f%s\n", m, p50, p99,
+           whole ? " (whole frames, each waiting for every tile it wants: --realtime for a game's frame)" : "");
 }
 
 enum { OPT_MAPS = 256, OPT_MAP_SIZE, OPT_SHEET, OPT_NO_FRAMES, OPT_SETTLE, OPT_MAP };
@@ -461,7 +463,7 @@ int cmd_fly(int argc, char **argv) {
            "inside the draw call %.2f, raster + read-back %.2f\n",
            median_of(ms[0], n), median_of(ms[1], n), median_of(ms[2], n), median_of(ms[3], n), terra_gl_renderer_name(),
            median_of(driver, n), median_of(raster, n));
-    print_frame_cpu(frame_ms, n);
+    print_frame_cpu(frame_ms, n, o.settle);
     printf("summary: bytes held max %.1f MB (streamer tiles + GPU buffers)\n", max_held / 1048576.0);
     printf("summary: mean tiles per level:");
     for (int l = 0; l < d->levels; l++) printf(" L%d %.1f", l, (double)level_sum[l] / n);
@@ -588,7 +590,7 @@ static int fly_planet(const fly_opts *o) {
     printf("summary: %d frames; tiles drawn mean %.1f; triangles mean %.0f; draw calls per frame max %d; frames with "
            "ancestors standing in %d (%d frames waited for them)\n", n, sum_tiles / n, sum_tris / n, max_calls, standin_frames,
            waited_frames);
-    print_frame_cpu(frame_ms, n);
+    print_frame_cpu(frame_ms, n, o->settle);
 done:
     free(rgb);
     free(frame_ms);
