@@ -28,6 +28,16 @@ static inline double bench_median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* A frame's CPU from its parts: select, stream, wait, submit (terra_gl_frame_stats.cpu_ms). */
+static inline double bench_parts_ms(const double *part) { return part[0] + part[1] + part[2] + part[3]; }
+
+/* The p-th percentile (0..100, nearest rank) of n values (sorts them in place). */
+static inline double bench_percentile(double *v, int n, double p) {
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+    int k = (int)ceil(p / 100 * n) - 1;
+    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
 /* Records one figure. stat is "median", "max", "value", ... */
 static inline void bench_record(const char *name, double value, const char *unit, int runs, const char *stat) {
     printf("  %-48s %14.3f %-6s (%s of %d)\n", name, value, unit, stat, runs);

@@ -1,11 +1,15 @@
-/* Rendering (gl): CPU ms per frame of the built-in path at 1920x1080, split into select / stream /
- * upload / submit, with the driver's time (llvmpipe shades vertices inside the draw call and
- * rasterises on its threads) reported apart; draw calls per frame; hole pixels over the path;
- * triangles per frame against the error-bounded mesh over the visible ground; and real time with
+/* Rendering (gl): CPU ms per frame of the built-in path flown at 60 Hz at 1920x1080, split into select /
+ * stream / upload / submit, and the frame's (terra_gl_frame_stats.cpu_ms: select + stream + waiting
+ * for stand-ins + submit: terra's own, not uploads, not the time inside GL calls) median and 99th
+ * percentile, with the driver's time (llvmpipe shades vertices inside
+ * GL calls and rasterises on its threads) reported apart; draw calls and commands per frame; hole
+ * pixels over the path; triangles per frame against the error-bounded mesh over the visible ground; the
+ * time llvmpipe takes for the same settled frames culled and whole (--no-occlusion); and real time with
  * tiles arriving late (a slowed source, then a TIN archive of the same world with slowed decodes):
  * hole pixels, collapsed frames, how coarse stand-ins get.
  *
- * Usage: bench_gl [frames]   (default 120) */
+ * Usage: bench_gl [frames [--flight]]   (default 240: 8 stretches of 30 frames at 60 Hz; --flight: the
+ * real-time flights' figures alone, the default world's and St Helens') */
 #include "bench.h"
 #include "gl_ideal.h"
 
@@ -23,8 +27,58 @@ static double ideal_triangles(const terra_camera *cam, int w, int h, const float
     return depth_ideal(cam, w, h, view_z, sd->max_sse_px, k_px, sd->level_error, sd->levels, sd->grid.tile0_size / sd->grid.cells);
 }
 
+/* terra's CPU per frame (cpu_ms) over a cooked St Helens TIN archive (as test_gl_tin
+ * cooks it from ../shared's 10 m DEM), flown in real time at 1920x1080 (test_gl_tin's dive, `frames`
+ * frames, the first settled and left out): median and 99th percentile. Skipped, saying so, without
+ * ../shared or the cook. */
+static void tin_frame_cpu(int frames) {
+    char dem[1024], bin[4096], dir[] = "/tmp/bench_gl_sth_XXXXXX", path[64], cmd[6000];
+    const char *shared = getenv("TERRA_SHARED"); /* as the tests find ../shared */
+    snprintf(dem, sizeof dem, "%s/data/dem/sthelens_10m.png", shared ? shared : "../shared");
+    FILE *f = fopen(dem, "rb");
+    if (!f || !terra_io_sibling_path("terra-cook", bin, sizeof bin) || !mkdtemp(dir)) {
+        printf("  (no %s or no terra-cook: render.tin.cpu_ms.frame not recorded)\n", dem);
+        if (f) fclose(f);
+        return;
+    }
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sth.terra", dir);
+    snprintf(cmd, sizeof cmd, "'%s' cook '%s' --spacing 10 --z-scale 0.1 -e 2 --tile-size 128 -q --no-cache -o '%s'", bin, dem,
+             path);
+    terra_archive_mesh *m = NULL;
+    terra_archive_mesh_info info;
+    terra_gl_scene *scene = NULL;
+    if (system(cmd) != 0 || terra_archive_mesh_open(path, NULL, &m, &info) != TERRA_OK ||
+        terra_gl_scene_create(&(terra_gl_scene_desc){.archive = m, .width = 1920, .height = 1080, .budget_ms = 4}, &scene) !=
+            TERRA_OK) {
+        printf("  (St Helens not cooked or not opened by '%s': render.tin.cpu_ms.frame not recorded)\n", cmd);
+    } else {
+        double *ms = malloc(sizeof(double) * frames);
+        int n = 0;
+        for (int k = 0; k < frames && ms; k++) {
+            terra_camera cam = archive_dive(info.bounds, k, frames);
+            cam.aspect = 1920.0 / 1080;
+            terra_gl_frame_stats fs;
+            if (terra_gl_scene_frame(scene, &cam, NULL, k == 0, 60, &fs) != TERRA_OK) break;
+            glFinish();
+            if (k > 0) ms[n++] = fs.cpu_ms;
+        }
+        if (n > 0) {
+            bench_record("render.tin.cpu_ms.frame.p50", bench_percentile(ms, n, 50), "ms", n, "median");
+            bench_record("render.tin.cpu_ms.frame.p99", bench_percentile(ms, n, 99), "ms", n, "p99");
+        }
+        free(ms);
+    }
+    terra_gl_scene_destroy(scene);
+    terra_archive_mesh_close(m);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv) {
-    const int frames = argc > 1 ? atoi(argv[1]) : 120;
+    enum { STRETCHES = 8 };
+    const int per = argc > 1 && atoi(argv[1]) / STRETCHES > 2 ? atoi(argv[1]) / STRETCHES : 30;
+    const int frames = STRETCHES * per;
     const int W = 1920, H = 1080;
     terra_gl_context *ctx;
     if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
@@ -56,14 +110,21 @@ int main(int argc, char **argv) {
            *drv = malloc(sizeof(double) * frames), *ras = malloc(sizeof(double) * frames),
            *tris = malloc(sizeof(double) * frames), *ratio = malloc(sizeof(double) * 12),
            *ideal = malloc(sizeof(double) * 12), *tris_settled = malloc(sizeof(double) * 12),
-           *ratio_whole = malloc(sizeof(double) * 12), *occ = malloc(sizeof(double) * frames);
+           *ratio_whole = malloc(sizeof(double) * 12), *frame_ms = malloc(sizeof(double) * frames),
+           *commands = malloc(sizeof(double) * frames), *llvmpipe = malloc(sizeof(double) * 12),
+           *ratio_cut = malloc(sizeof(double) * 12);
     float *z = malloc(sizeof(float) * W * H);
-    int max_calls = 0, nratio = 0, fallback_frames = 0;
-    /* a real-time flight: the streamer settles before the first frame, then runs once a frame */
-    for (int f = 0; f < frames; f++) {
-        terra_camera cam = terra_fly_path_camera(src, frames > 1 ? (double)f / (frames - 1) : 0);
+    int max_calls = 0, nratio = 0, fallback_frames = 0, waited_frames = 0;
+    double(*part)[5] = malloc(sizeof *part * (size_t)frames); /* select, stream, wait, submit; the frame */
+    /* a real-time flight as a game flies it: frames 1/60 s apart, the built-in path flown in a minute
+     * (200 m/s), in STRETCHES stretches spread over the path (low over the ground, climbing, 2.5 km up,
+     * coming down); each stretch's first frame follows a cut and settles (left out of the frame figures) */
+    int nframe = 0;
+    for (int f = 0; f < STRETCHES * per; f++) {
+        const int k = f / per, i = f % per;
+        terra_camera cam = terra_fly_path_camera(src, (double)k / STRETCHES + i / 3600.0);
         terra_gl_frame_stats fs;
-        if (terra_gl_scene_frame(scene, &cam, NULL, f == 0, 60, &fs) != TERRA_OK) {
+        if (terra_gl_scene_frame(scene, &cam, NULL, i == 0, 60, &fs) != TERRA_OK) {
             fprintf(stderr, "bench_gl: %s\n", terra_last_error());
             return 1;
         }
@@ -71,33 +132,56 @@ int main(int argc, char **argv) {
         glFinish();
         ras[f] = (bench_now() - t0) * 1e3;
         sel[f] = fs.select_ms, str[f] = fs.stream_ms, upl[f] = fs.upload_ms, sub[f] = fs.submit_ms;
-        drv[f] = fs.driver_ms, tris[f] = fs.triangles, occ[f] = terra_gl_get_stats(gl)->occlusion_ms;
+        drv[f] = fs.driver_ms, tris[f] = fs.triangles;
+        if (i > 0) {
+            part[nframe][0] = fs.select_ms, part[nframe][1] = fs.stream_ms, part[nframe][2] = fs.wait_ms;
+            part[nframe][3] = fs.submit_ms, part[nframe][4] = f;
+            frame_ms[nframe] = fs.cpu_ms, commands[nframe++] = terra_gl_get_stats(gl)->draw_commands;
+        }
         if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
         fallback_frames += fs.fallbacks > 0;
+        waited_frames += i > 0 && fs.wait_ms > 0;
     }
+    const bool flight_only = argc > 2 && strcmp(argv[2], "--flight") == 0;
     /* triangles against the ideal, on frames with every wanted tile standing */
-    for (int f = 0; f < 12; f++) {
+    for (int f = 0; f < 12 && !flight_only; f++) {
         terra_camera cam = terra_fly_path_camera(src, f / 11.0);
         terra_gl_frame_stats fs;
         terra_gl_scene_frame(scene, &cam, NULL, true, 60, &fs);
         cam.aspect = (double)W / H;
-        terra_gl_read_depth(gl, z);
+        terra_gl_read_depth(gl, z); /* the GPU's counts of that frame come with it */
         const double id = ideal_triangles(&cam, W, H, z, sd);
         ideal[nratio] = id;
-        tris_settled[nratio] = fs.triangles;
-        ratio[nratio] = fs.triangles / id;
-        /* the same draws whole: what occlusion culling leaves out */
+        /* that frame followed a cut (the views are a twelfth of the path apart): its prepass, the last
+         * view's list, hid little */
+        tris_settled[nratio] = terra_gl_get_stats(gl)->triangles;
+        ratio[nratio] = ratio_cut[nratio] = tris_settled[nratio] / id;
+        /* the same draws culled (after that frame: its list is the depth prepass, as a flight's next frame
+         * has its last) and whole (what occlusion culling leaves out), each drawn to the end twice,
+         * alternately: llvmpipe's time for each */
         const terra_stream_draw *draws;
         int nd;
         terra_stream_draws(terra_gl_scene_stream(scene), terra_gl_scene_focus(scene), &draws, &nd);
-        terra_gl_draw(gl, &cam, draws, nd, &(terra_gl_style){.no_occlusion = true});
+        double ms[2] = {0, 0};
+        for (int k = 0; k < 4; k++) {
+            const double t0 = bench_now();
+            terra_gl_draw(gl, &cam, draws, nd, &(terra_gl_style){.no_occlusion = k % 2});
+            glFinish();
+            ms[k % 2] += bench_now() - t0;
+            const terra_gl_stats *gs = terra_gl_get_stats(gl);
+            if (k == 0 && gs->counted_frame == gs->frame) tris_settled[nratio] = gs->triangles, ratio[nratio] = gs->triangles / id;
+        }
+        llvmpipe[nratio] = ms[0] / ms[1];
         ratio_whole[nratio++] = terra_gl_get_stats(gl)->triangles / id;
     }
     bench_record("render.cpu_ms.select", median_d(sel, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.stream", median_d(str, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.upload", median_d(upl, frames), "ms", frames, "median");
     bench_record("render.cpu_ms.submit", median_d(sub, frames), "ms", frames, "median");
-    bench_record("render.cpu_ms.occlusion", median_d(occ, frames), "ms", frames, "median");
+    /* the frame (terra_gl_frame_stats.cpu_ms): the stretches' first frames (after a cut) left out */
+    bench_record("render.cpu_ms.frame.p50", bench_percentile(frame_ms, nframe, 50), "ms", nframe, "median");
+    bench_record("render.cpu_ms.frame.p99", bench_percentile(frame_ms, nframe, 99), "ms", nframe, "p99");
+    bench_record("render.draw_commands.p50", median_d(commands, nframe), "cmds", nframe, "median");
     bench_record("render.llvmpipe_ms.draw_call", median_d(drv, frames), "ms", frames, "median");
     bench_record("render.llvmpipe_ms.raster", median_d(ras, frames), "ms", frames, "median");
     bench_record("render.draw_calls_per_frame", max_calls, "calls", frames, "max");
@@ -110,8 +194,22 @@ int main(int argc, char **argv) {
         bench_record("render.triangles_vs_ideal", median_d(ratio, nratio), "x", nratio, "median");
         bench_record("render.triangles_vs_error_bounded_mesh.visible.unculled", median_d(ratio_whole, nratio), "x", nratio,
                      "median");
+        bench_record("render.triangles_vs_ideal.after_cut", median_d(ratio_cut, nratio), "x", nratio, "median");
+        bench_record("render.llvmpipe_ms.frame_culled_vs_unculled", median_d(llvmpipe, nratio), "x", nratio, "median");
     }
-    printf("  (%d of %d frames drew ancestors for tiles still streaming)\n", fallback_frames, frames);
+    printf("  (%d of %d frames drew ancestors for tiles still streaming; %d waited for them)\n", fallback_frames, frames,
+           waited_frames);
+    for (int k = 0; k < 3 && nframe > 0; k++) { /* the slowest frames, taken out one by one */
+        int w = 0;
+        for (int i = 1; i < nframe; i++) w = bench_parts_ms(part[i]) > bench_parts_ms(part[w]) ? i : w;
+        printf("  slowest %d: %.3f ms, frame %.0f (select %.3f, stream %.3f, wait %.3f, submit %.3f)\n", k + 1, bench_parts_ms(part[w]),
+               part[w][4], part[w][0], part[w][1], part[w][2], part[w][3]);
+        part[w][0] = part[w][1] = part[w][2] = part[w][3] = -1;
+    }
+    if (flight_only) {
+        tin_frame_cpu(frames);
+        return 0;
+    }
 
     /* holes over the path, settled, against a flat sky colour, at a size the CPU silhouette
      * affords (the same check as tests/test_gl_holes.c) */
@@ -245,9 +343,10 @@ int main(int argc, char **argv) {
         unlink(tin);
         rmdir(dir);
     }
+    tin_frame_cpu(frames);
 
     free(sel), free(str), free(upl), free(sub), free(drv), free(ras), free(tris), free(ratio), free(ideal), free(tris_settled), free(z);
-    free(ratio_whole), free(occ);
+    free(ratio_whole), free(frame_ms), free(commands), free(llvmpipe), free(ratio_cut), free(part);
     free(rgb), free(top);
     terra_gl_scene_destroy(scene);
     terra_source_destroy(slowed);

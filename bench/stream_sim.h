@@ -12,6 +12,8 @@
 
 #include "terra/stream.h"
 
+#include "../cli/fly_path.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,7 +156,7 @@ static void sim_tick(sim_loader *l) {
 
 /* ---- scenarios ------------------------------------------------------------------------------------ */
 
-typedef enum sim_kind { SIM_FLYOVER, SIM_DESCENT, SIM_TURN, SIM_TELEPORT, SIM_BODIES } sim_kind;
+typedef enum sim_kind { SIM_FLYOVER, SIM_DESCENT, SIM_TURN, SIM_TELEPORT, SIM_BODIES, SIM_PATH } sim_kind;
 
 typedef struct sim_scenario {
     const char *name;
@@ -170,6 +172,10 @@ typedef struct sim_config {
     int capacity_tiles, max_in_flight;
     double load_radius, body_radius; /* the camera's (0: its whole selection) and the bodies' */
     unsigned long long seed;
+    int max_standin_levels; /* the streamer's (0: none) */
+    bool fly_ranges; /* ranges as terra fly derives them at 1080 rows (tau 2 px, 60 degrees, the world's
+                        measured level errors); otherwise the selection's defaults */
+    bool settle;     /* the first frame waits, the camera still, until nothing is waiting (as terra fly's) */
 } sim_config;
 
 /* The loader model: two workers, each meshing 16 tiles a frame (a 32-cell tile of the default
@@ -235,6 +241,9 @@ static void sim_place(const sim_scenario *sc, const terra_source *src, long f, t
         above = 50;
         break;
     }
+    case SIM_PATH: /* terra fly's built-in path, flown over the scenario's seconds */
+        *cam = terra_fly_path_camera(src, t / sc->seconds < 1 ? t / sc->seconds : 1);
+        return;
     case SIM_BODIES:
         x = 20 * t;
         above = 150;
@@ -313,8 +322,22 @@ static bool sim_check_draws(const terra_stream *s, terra_focus cam, int top, sim
     return ok;
 }
 
+/* The selection terra fly derives at 1080 rows: 32-cell tiles of 64 m, 12 levels, tau 2 px, 60 degrees,
+ * ranges from the source's measured level errors. */
+static inline terra_status sim_fly_select(const terra_source *src, terra_select_desc *out) {
+    terra_select_desc d = {.grid = {.cells = 32, .tile0_size = 64}, .levels = 12, .max_sse_px = 2,
+                           .view_height_px = 1080, .view_fov_y_rad = SIM_PI / 3};
+    terra_status st = terra_grid_level_errors(src, &d.grid, d.levels, 0, 0, d.level_error);
+    return st == TERRA_OK ? terra_select_desc_resolve(&d, out) : st;
+}
+
 static int sim_run(const terra_source *src, const sim_scenario *sc, const sim_config *cfg, sim_result *r) {
     memset(r, 0, sizeof *r);
+    terra_select_desc sel = {.grid.cells = 32};
+    if (cfg->fly_ranges && sim_fly_select(src, &sel) != TERRA_OK) {
+        fprintf(stderr, "%s: %s\n", sc->name, terra_last_error());
+        return 1;
+    }
     double clock_s = 0;
     sim_table seen = {calloc(1024, sizeof(sim_entry)), 1023, 0};
     sim_table drawn = {calloc(1024, sizeof(sim_entry)), 1023, 0};
@@ -327,8 +350,9 @@ static int sim_run(const terra_source *src, const sim_scenario *sc, const sim_co
     terra_stream_desc d = {.source = src, .capacity_tiles = cfg->capacity_tiles, .max_in_flight = cfg->max_in_flight,
                            .load_radius = cfg->load_radius, .budget_ms = cfg->budget_ms,
                            .loader = {sim_start, sim_cancel, sim_poll, SIM_TILE_BYTES, &l, sim_drain},
-                           .upload = sim_upload_cost, .upload_user = &up, .clock = sim_clock, .clock_user = &clock_s};
-    d.select.grid.cells = 32;
+                           .upload = sim_upload_cost, .upload_user = &up, .clock = sim_clock, .clock_user = &clock_s,
+                           .max_standin_levels = cfg->max_standin_levels};
+    d.select = sel;
     if (sc->world_half > 0) {
         d.select.bounds[0] = d.select.bounds[1] = -sc->world_half;
         d.select.bounds[2] = d.select.bounds[3] = sc->world_half;
@@ -353,6 +377,12 @@ static int sim_run(const terra_source *src, const sim_scenario *sc, const sim_co
                                    &fb[b]);
     const long frames = (long)(sc->seconds * SIM_HZ);
     double *work = malloc(sizeof(double) * (size_t)frames);
+    long settled = 0; /* the loader's frames spent settling the first view */
+    while (cfg->settle && settled < 100000) {
+        l.frame = settled++;
+        sim_tick(&l);
+        if (terra_stream_update(s) != TERRA_OK || terra_stream_get_stats(s)->waiting == 0) break;
+    }
     long allocs_after_warmup = 0, counted_frames = 0, since_event = 0;
     int full_detail_pending = 1;
     r->first_covered_frame = -1;
@@ -366,7 +396,7 @@ static int sim_run(const terra_source *src, const sim_scenario *sc, const sim_co
         terra_stream_update_focus(s, fcam, &cam);
         for (int b = 0; b < 4; b++)
             if (fb[b]) terra_stream_update_focus(s, fb[b], &(terra_camera){.eye = bodies[b]});
-        l.frame = f;
+        l.frame = settled + f;
         sim_tick(&l);
         sim_counting = f >= 10;
         long before = sim_allocs;
@@ -433,5 +463,15 @@ static const sim_scenario sim_scenarios[] = {
     {"bodies", SIM_BODIES, 30, 30, 0},
 };
 #define SIM_SCENARIOS ((int)(sizeof sim_scenarios / sizeof sim_scenarios[0]))
+
+/* terra fly's built-in path at 1080 rows as the scene streams it: its ranges, its cache (4,608 tiles at
+ * 1080 rows), stand-ins within 2 levels, the first view settled; 12 km in 240 frames (4 s at 60 Hz,
+ * 50 m a frame). */
+static const sim_scenario sim_fly_scenario = {"fly_1080", SIM_PATH, 0, 4, 0};
+static inline sim_config sim_fly_config(void) {
+    sim_config c = sim_default_config;
+    c.capacity_tiles = 4608, c.max_standin_levels = 2, c.fly_ranges = true, c.settle = true;
+    return c;
+}
 
 #endif

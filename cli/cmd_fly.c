@@ -50,10 +50,13 @@ static void fly_usage(FILE *f) {
             "is drawn whole (the tiles it wants meshed first), or with --realtime within 4 ms of uploads\n"
             "a frame, ancestors up to two levels coarser standing in; the rows give latitude,\n"
             "longitude and height over the ground.\n"
-            "Columns: sel/str/upl/sub ms are terra's CPU time (selection, streamer update, uploads of\n"
-            "arrived tiles, building and issuing the one draw); drv ms is spent inside the draw call and\n"
-            "ras ms waiting for the picture (the driver's: llvmpipe shades vertices and pixels on the\n"
-            "CPU); '*' marks frames where ancestors stood in for tiles still streaming.\n\n"
+            "Columns: sel/str/wait/upl/sub ms are terra's CPU time (selection, streamer bookkeeping,\n"
+            "waiting for stand-ins within two levels, uploads of arrived tiles, the frame's per-tile\n"
+            "records outside GL calls: the culling runs on the GPU);\n"
+            "drv ms is spent inside the frame's GL calls and ras ms waiting for the picture (the driver's:\n"
+            "llvmpipe shades vertices and pixels and runs the culling on the CPU); '*' marks frames where\n"
+            "ancestors stood in for tiles still streaming. The summary gives terra's CPU per frame\n"
+            "(select + stream + wait + submit) as a median and 99th percentile.\n\n"
             "Options:\n"
             "  -n, --frames N        frames to fly, from 1 to 1000000 (default 240)\n"
             "  -o, --out DIR         where pictures go (default fly-out; created if missing)\n"
@@ -231,6 +234,25 @@ static double median_of(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The 99th percentile (nearest rank) of n > 0 values, sorted in place. */
+static double p99_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    const int k = (99 * n + 99) / 100 - 1;
+    return v[k < 0 ? 0 : k];
+}
+
+/* terra's CPU per frame (terra_gl_frame_stats.cpu_ms: select + stream bookkeeping + waiting + submit:
+ * not uploads, not the time inside GL calls), median and 99th percentile over the frames after the
+ * first (which waits for its tiles), printed as the summary's line; whole frames (without
+ * --realtime) wait for all their tiles, which it says. */
+static void print_frame_cpu(double *frame_ms, int n, bool whole) {
+    const int from = n > 1, m = n - from;
+    const double p50 = median_of(frame_ms + from, m), p99 = p99_of(frame_ms + from, m);
+    printf("summary: frame CPU ms (select + stream + wait + submit, not uploads, not inside GL calls; %d frames after the "
+           "first): median %.3f, p99 %.3f%s\n", m, p50, p99,
+           whole ? " (whole frames, each waiting for every tile it wants: --realtime for a game's frame)" : "");
+}
+
 enum { OPT_MAPS = 256, OPT_MAP_SIZE, OPT_SHEET, OPT_NO_FRAMES, OPT_SETTLE, OPT_MAP };
 
 static bool fly_opt(void *own, int c, const char *arg) {
@@ -338,10 +360,10 @@ int cmd_fly(int argc, char **argv) {
     terra_gl_scene *scene = NULL;
     double *ms[4] = {malloc(sizeof(double) * n), malloc(sizeof(double) * n), malloc(sizeof(double) * n),
                      malloc(sizeof(double) * n)};
-    double *raster = malloc(sizeof(double) * n), *driver = malloc(sizeof(double) * n);
+    double *raster = malloc(sizeof(double) * n), *driver = malloc(sizeof(double) * n), *frame_ms = malloc(sizeof(double) * n);
     uint8_t *rgb = malloc((size_t)w * h * 3);
     const bool sheet_ok = sheet_init(&cs, o.sheet, w, h);
-    if (!ms[0] || !ms[1] || !ms[2] || !ms[3] || !raster || !driver || !rgb || !sheet_ok) {
+    if (!ms[0] || !ms[1] || !ms[2] || !ms[3] || !raster || !driver || !frame_ms || !rgb || !sheet_ok) {
         rc = cli_error("fly", "out of memory");
         goto done;
     }
@@ -368,8 +390,8 @@ int cmd_fly(int argc, char **argv) {
                    n, w, h, o.scene.script ? "the ground of " : "the default world",
                    o.scene.script ? o.scene.script : "", (unsigned long long)o.scene.seed, terra_gl_renderer_name(), d->grid.cells,
                    d->grid.tile0_size, d->levels, d->range0, d->range_ratio);
-        printf("%6s %9s %7s %9s %5s %9s %5s %7s %7s %7s %7s | %7s %7s %8s  %s\n", "frame", "x", "height", "z", "tiles",
-               "triangles", "calls", "sel ms", "str ms", "upl ms", "sub ms", "drv ms", "ras ms", "held MB",
+        printf("%6s %9s %7s %9s %5s %9s %5s %7s %7s %7s %7s %7s | %7s %7s %8s  %s\n", "frame", "x", "height", "z", "tiles",
+               "triangles", "calls", "sel ms", "str ms", "wait ms", "upl ms", "sub ms", "drv ms", "ras ms", "held MB",
                "tiles per level (0..)");
     }
     long sum_tiles = 0, max_tiles = 0, max_calls = 0, level_sum[TERRA_TILE_MAX_LEVEL + 1] = {0};
@@ -392,7 +414,7 @@ int cmd_fly(int argc, char **argv) {
             goto done;
         }
         ms[0][f] = fs.select_ms, ms[1][f] = fs.stream_ms, ms[2][f] = fs.upload_ms, ms[3][f] = fs.submit_ms;
-        driver[f] = fs.driver_ms;
+        driver[f] = fs.driver_ms, frame_ms[f] = fs.cpu_ms;
         sum_tiles += fs.tiles;
         sum_tris += fs.triangles;
         if (fs.tiles > max_tiles) max_tiles = fs.tiles;
@@ -405,9 +427,9 @@ int cmd_fly(int argc, char **argv) {
         if (!o.quiet) {
             float g;
             terra_source_height(src, cam.eye.x, cam.eye.z, &g);
-            printf("%6d %9.1f %7.1f %9.1f %5d %9d %5d %7.3f %7.3f %7.3f %7.3f | %7.2f %7.2f %8.1f  ", f, cam.eye.x,
+            printf("%6d %9.1f %7.1f %9.1f %5d %9d %5d %7.3f %7.3f %7.3f %7.3f %7.3f | %7.2f %7.2f %8.1f  ", f, cam.eye.x,
                    cam.eye.y - g, cam.eye.z, fs.tiles, fs.triangles, fs.draw_calls, fs.select_ms, fs.stream_ms,
-                   fs.upload_ms, fs.submit_ms, fs.driver_ms, raster[f], fs.bytes_held / 1048576.0);
+                   fs.wait_ms, fs.upload_ms, fs.submit_ms, fs.driver_ms, raster[f], fs.bytes_held / 1048576.0);
             for (int l = 0; l < d->levels; l++) printf("%s%d", l ? " " : "", fs.per_level[l]);
             printf("%s\n", fs.fallbacks ? " *" : "");
         }
@@ -441,6 +463,7 @@ int cmd_fly(int argc, char **argv) {
            "inside the draw call %.2f, raster + read-back %.2f\n",
            median_of(ms[0], n), median_of(ms[1], n), median_of(ms[2], n), median_of(ms[3], n), terra_gl_renderer_name(),
            median_of(driver, n), median_of(raster, n));
+    print_frame_cpu(frame_ms, n, o.settle);
     printf("summary: bytes held max %.1f MB (streamer tiles + GPU buffers)\n", max_held / 1048576.0);
     printf("summary: mean tiles per level:");
     for (int l = 0; l < d->levels; l++) printf(" L%d %.1f", l, (double)level_sum[l] / n);
@@ -450,6 +473,7 @@ done:
     for (int i = 0; i < 4; i++) free(ms[i]);
     free(raster);
     free(driver);
+    free(frame_ms);
     free(rgb);
     free(cs.img);
     terra_gl_scene_destroy(scene);
@@ -502,9 +526,10 @@ static int fly_planet(const fly_opts *o) {
     terra_gl_context *ctx = NULL;
     terra_gl_planet *scene = NULL;
     uint8_t *rgb = malloc((size_t)w * h * 3);
+    double *frame_ms = malloc(sizeof(double) * n);
     contact_sheet cs;
     int rc = EXIT_OK;
-    if (!sheet_init(&cs, o->sheet, w, h) || !rgb) {
+    if (!sheet_init(&cs, o->sheet, w, h) || !rgb || !frame_ms) {
         rc = cli_error("fly", "out of memory");
         goto done;
     }
@@ -520,11 +545,11 @@ static int fly_planet(const fly_opts *o) {
         printf("terra fly --planet: %d frames of %dx%d, a descent from 20,000 km to 2 m and a low flight over a face edge "
                "and the pole (seed %llu) on %s; %d levels of %d-cell tiles\n",
                n, w, h, (unsigned long long)o->scene.seed, terra_gl_renderer_name(), levels, terra_planet_get_desc(planet)->cells);
-        printf("%6s %9s %9s %11s %5s %9s %5s %7s %8s %7s %7s  %s\n", "frame", "lat", "lon", "alt m", "tiles", "triangles",
-               "calls", "sel ms", "mesh ms", "upl ms", "sub ms", "tiles per level (0..)");
+        printf("%6s %9s %9s %11s %5s %9s %5s %7s %8s %7s %7s %7s  %s\n", "frame", "lat", "lon", "alt m", "tiles", "triangles",
+               "calls", "sel ms", "mesh ms", "wait ms", "upl ms", "sub ms", "tiles per level (0..)");
     }
     double sum_tris = 0, sum_tiles = 0;
-    int standin_frames = 0;
+    int standin_frames = 0, max_calls = 0, waited_frames = 0;
     for (int f = 0; f < n; f++) {
         terra_camera cam = terra_planet_path_camera(planet, n > 1 ? (double)f / (n - 1) : 0.0);
         cam.fov_y_rad = o->scene.fov * 3.14159265358979323846 / 180;
@@ -538,16 +563,19 @@ static int fly_planet(const fly_opts *o) {
             goto done;
         }
         sum_tris += fs.triangles, sum_tiles += fs.tiles;
+        frame_ms[f] = fs.cpu_ms;
+        if (fs.draw_calls > max_calls) max_calls = fs.draw_calls;
         if (!o->quiet) {
             double lat, lon;
             terra_planet_dir_latlon(cam.eye, &lat, &lon);
-            printf("%6d %9.4f %9.4f %11.1f %5d %9d %5d %7.3f %8.2f %7.3f %7.3f  ", f, lat, lon,
+            printf("%6d %9.4f %9.4f %11.1f %5d %9d %5d %7.3f %8.3f %7.3f %7.3f %7.3f  ", f, lat, lon,
                    terra_planet_altitude(planet, cam.eye, NULL, NULL), fs.tiles, fs.triangles, fs.draw_calls, fs.select_ms,
-                   fs.stream_ms, fs.upload_ms, fs.submit_ms);
+                   fs.stream_ms, fs.wait_ms, fs.upload_ms, fs.submit_ms);
             for (int l = 0; l < levels; l++) printf("%s%d", l ? " " : "", fs.per_level[l]);
             printf("%s\n", fs.fallbacks ? " *" : "");
         }
         standin_frames += fs.fallbacks > 0;
+        waited_frames += fs.wait_ms > 0;
         if (!o->no_frames) {
             char path[4096];
             snprintf(path, sizeof path, "%s/frame_%04d.png", o->out, f);
@@ -559,10 +587,13 @@ static int fly_planet(const fly_opts *o) {
         sheet_frame(&cs, f, n, rgb, w, h);
     }
     if ((rc = sheet_write(&cs, o->out, o->quiet)) != EXIT_OK) goto done;
-    printf("summary: %d frames; tiles drawn mean %.1f; triangles mean %.0f; one draw call a frame; frames with ancestors "
-           "standing in %d\n", n, sum_tiles / n, sum_tris / n, standin_frames);
+    printf("summary: %d frames; tiles drawn mean %.1f; triangles mean %.0f; draw calls per frame max %d; frames with "
+           "ancestors standing in %d (%d frames waited for them)\n", n, sum_tiles / n, sum_tris / n, max_calls, standin_frames,
+           waited_frames);
+    print_frame_cpu(frame_ms, n, o->settle);
 done:
     free(rgb);
+    free(frame_ms);
     free(cs.img);
     terra_gl_planet_destroy(scene);
     terra_gl_context_destroy(ctx);

@@ -35,6 +35,7 @@ struct terra_gl_planet {
     build_job jobs[JOBS];
     key_map index;    /* key -> held[] */
     key_set standins, drawn; /* this frame's stand-ins, and those drawn */
+    int standin_top;         /* the coarsest stand-in's level: searches for one stop there */
     held *held;
     int nheld;
     terra_stream_draw *draws;
@@ -104,9 +105,9 @@ static terra_status upload(terra_gl_planet *s, build_job *b, bool pinned, double
         return terra_fail(TERRA_E_CAPACITY, "gl planet: the frame wants more tiles than capacity_tiles (%d)", s->d.capacity_tiles);
     }
     b->busy = b->done = false;
-    const double t0 = terra_now_s();
+    const double t0 = terra_thread_cpu_s();
     terra_status st = terra_gl_upload(s->gl, b->key, b->verts, s->tile_bytes);
-    *upload_ms += (terra_now_s() - t0) * 1e3;
+    *upload_ms += (terra_thread_cpu_s() - t0) * 1e3;
     if (st != TERRA_OK) return st;
     s->held[s->nheld] = (held){b->key, s->frame, pinned};
     map_put(&s->index, b->key, s->nheld++);
@@ -125,6 +126,18 @@ static bool in_flight(const terra_gl_planet *s, terra_tile_key key) {
     for (int i = 0; i < JOBS; i++)
         if (s->jobs[i].busy && s->jobs[i].key == key) return true;
     return false;
+}
+
+/* Cancels the jobs not yet started but for tiles keys[0..n), so that waiting for those waits for
+ * them and the jobs running, not for every tile asked for before (they are asked for again). */
+static void give_way(terra_gl_planet *s, const terra_tile_key *keys, int n) {
+    for (int i = 0; i < JOBS; i++) {
+        build_job *b = &s->jobs[i];
+        if (!b->busy || b->done) continue;
+        bool needed = false;
+        for (int k = 0; k < n && !needed; k++) needed = keys[k] == b->key;
+        if (!needed && terra_pool_cancel(s->pool, &b->job)) b->busy = false;
+    }
 }
 
 /* Submits tiles keys[0..n) not held and not in flight, as far as jobs are free; returns how many. */
@@ -216,7 +229,7 @@ static terra_tile_key held_ancestor(const terra_gl_planet *s, terra_tile_key k) 
 static bool under_standin(const terra_gl_planet *s, terra_tile_key k) {
     for (;;) {
         if (set_has(&s->standins, k)) return true;
-        if (terra_tile_key_level(k) >= s->top) return false;
+        if (terra_tile_key_level(k) >= s->standin_top) return false;
         k = terra_tile_key_parent(k);
     }
 }
@@ -266,18 +279,20 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     terra_camera_frustum(&c, &fr);
     const terra_planet_tile *tiles;
     int n;
-    double t0 = terra_now_s();
+    double t0 = terra_thread_cpu_s();
     terra_status st = select_fitting(s, c.eye, &fr, &tiles, &n);
-    f.select_ms = (terra_now_s() - t0) * 1e3;
+    f.select_ms = (terra_thread_cpu_s() - t0) * 1e3;
     if (st != TERRA_OK) return st;
-    t0 = terra_now_s();
+    t0 = terra_thread_cpu_s();
     /* every held tile the frame wants, and every ancestor that may stand in, is stamped first, so that
      * making room never lets go of one */
     const bool realtime = s->d.budget_ms > 0;
     int nmissing = 0, nasked = 0;
     set_clear(&s->standins); /* for now: the tiles asked for, each once */
+    set_clear(&s->drawn);    /* for now: the tiles whose held ancestors are stamped (each walked up once) */
     for (int i = 0; i < n; i++) {
-        for (terra_tile_key a = tiles[i].key;; a = terra_tile_key_parent(a)) { /* it and its held ancestors are kept */
+        for (terra_tile_key a = tiles[i].key; !set_has(&s->drawn, a); a = terra_tile_key_parent(a)) {
+            set_add(&s->drawn, a); /* it and its held ancestors are kept (a full set only walks again) */
             const int32_t at = map_get(&s->index, a);
             if (at >= 0) s->held[at].frame = s->frame;
             if (terra_tile_key_level(a) >= s->top) break;
@@ -297,7 +312,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
         collect(s);
         for (int i = 0; i < JOBS && st == TERRA_OK; i++) {
             if (!s->jobs[i].done) continue;
-            if (realtime && (terra_now_s() - t0) * 1e3 > s->d.budget_ms) break;
+            if (realtime && (terra_thread_cpu_s() - t0) * 1e3 > s->d.budget_ms) break;
             st = upload(s, &s->jobs[i], false, &f.upload_ms);
         }
         if (st != TERRA_OK) return st;
@@ -324,18 +339,24 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
      * where it would be, the children on the way to the missing tiles under it (or a missing tile's
      * ancestor MAX_STANDIN levels up) are meshed before the frame, and the stand-ins chosen again */
     int nd = 0;
+    double wait_t0 = 0, wait_c0 = 0, wait_up0 = 0; /* when the frame began to wait for stand-ins (wall, CPU), the uploads by then */
     for (int round = 0;; round++) {
         set_clear(&s->standins);
+        s->standin_top = 0;
         for (int i = 0; i < nmissing; i++)
-            if (map_get(&s->index, s->missing[i]) < 0) set_add(&s->standins, held_ancestor(s, s->missing[i]));
+            if (map_get(&s->index, s->missing[i]) < 0) {
+                const terra_tile_key a = held_ancestor(s, s->missing[i]);
+                set_add(&s->standins, a);
+                if (terra_tile_key_level(a) > s->standin_top) s->standin_top = terra_tile_key_level(a);
+            }
         int nreq = 0, gap_max = 0;
         set_clear(&s->drawn); /* for now: the stand-ins too coarse for a wanted tile under them */
-        for (int i = 0; i < n; i++) { /* how much coarser each wanted tile is drawn */
+        for (int i = 0; i < n && s->standins.count; i++) { /* how much coarser each wanted tile is drawn */
             terra_tile_key cover = tiles[i].key;
             bool covered = false;
             for (terra_tile_key a = tiles[i].key;; a = terra_tile_key_parent(a)) {
                 if (set_has(&s->standins, a)) cover = a, covered = true;
-                if (terra_tile_key_level(a) >= s->top) break;
+                if (terra_tile_key_level(a) >= s->standin_top) break;
             }
             if (!covered) continue;
             const int gap = terra_tile_key_level(cover) - tiles[i].level;
@@ -350,7 +371,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
             bool covered = false;
             for (terra_tile_key a = t, below = t;; below = a, a = terra_tile_key_parent(a)) {
                 if (set_has(&s->drawn, a)) r = below, covered = true;
-                if (terra_tile_key_level(a) >= s->top) break;
+                if (terra_tile_key_level(a) >= s->standin_top) break;
             }
             if (!covered || map_get(&s->index, r) >= 0) continue;
             bool dup = false;
@@ -359,9 +380,11 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
         }
         f.standin_levels = gap_max;
         if (nreq == 0) break;
+        if (round == 0) wait_t0 = terra_now_s(), wait_c0 = terra_thread_cpu_s(), wait_up0 = f.upload_ms;
         if (round > s->top * 4)
             return terra_fail(TERRA_E_CAPACITY, "gl planet: stand-ins cannot be had (capacity_tiles %d)", s->d.capacity_tiles);
         for (int before = -1;;) { /* meshed and uploaded, every one */
+            give_way(s, s->asked, nreq);
             request(s, s->asked, nreq);
             terra_pool_wait_idle(s->pool);
             collect(s);
@@ -379,7 +402,9 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
             before = held;
         }
     }
-    f.stream_ms = (terra_now_s() - t0) * 1e3 - f.upload_ms;
+    const double c1 = terra_thread_cpu_s();
+    if (wait_t0 > 0) f.wait_ms = (terra_now_s() - wait_t0) * 1e3 - (f.upload_ms - wait_up0);
+    f.stream_ms = ((wait_t0 > 0 ? wait_c0 : c1) - t0) * 1e3 - (wait_t0 > 0 ? wait_up0 : f.upload_ms);
     set_clear(&s->drawn);
     for (int i = 0; i < nmissing; i++) { /* drawn once each; a stand-in under a coarser one is left to it */
         if (map_get(&s->index, s->missing[i]) >= 0) continue;
@@ -390,7 +415,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     }
     f.fallbacks = nd;
     for (int i = 0; i < n; i++) {
-        if (map_get(&s->index, tiles[i].key) < 0 || under_standin(s, tiles[i].key)) continue;
+        if (map_get(&s->index, tiles[i].key) < 0 || (s->standins.count && under_standin(s, tiles[i].key))) continue;
         s->draws[nd++] = (terra_stream_draw){.key = tiles[i].key, .level = tiles[i].level, .morph_start = tiles[i].morph_start,
                                              .morph_end = tiles[i].morph_end};
     }
@@ -399,6 +424,7 @@ terra_status terra_gl_planet_frame(terra_gl_planet *s, const terra_camera *cam, 
     if (st != TERRA_OK) return st;
     const terra_gl_stats *gs = terra_gl_get_stats(s->gl);
     f.submit_ms = gs->submit_ms, f.driver_ms = gs->call_ms;
+    f.cpu_ms = f.select_ms + f.stream_ms + f.wait_ms + f.submit_ms;
     f.updates = 1, f.tiles = gs->tiles, f.triangles = gs->triangles, f.draw_calls = gs->draw_calls;
     memcpy(f.per_level, gs->per_level, sizeof f.per_level);
     f.bytes_held = gs->gpu_bytes;

@@ -41,6 +41,12 @@ void terra_gl_scene_destroy(terra_gl_scene *s) {
     terra_free(s);
 }
 
+/* The streamer's clock: the frame's thread's CPU time (terra_gl_frame_stats). */
+static double thread_cpu(void *user) {
+    (void)user;
+    return terra_thread_cpu_s();
+}
+
 terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_scene **out) {
     *out = NULL;
     if (!desc || (!desc->source && !desc->archive)) return terra_fail(TERRA_E_INVALID, "gl scene: a source or an archive is required");
@@ -89,6 +95,7 @@ terra_status terra_gl_scene_create(const terra_gl_scene_desc *desc, terra_gl_sce
     if (st == TERRA_OK) st = terra_pool_create(&(terra_pool_desc){.threads = desc->threads}, &s->pool);
     if (st == TERRA_OK) {
         sd.pool = s->pool;
+        sd.clock = thread_cpu;
         st = terra_gl_attach(s->gl, &sd);
         if (st == TERRA_OK) st = terra_stream_create(&sd, &s->stream);
     }
@@ -126,24 +133,28 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
     }
     if (st != TERRA_OK) return st;
 
-    double t0;
     const double deadline = terra_now_s() + (max_wait_s > 0 ? max_wait_s : 60.0);
     const double standin_deadline = terra_now_s() + STANDIN_WAIT_S;
-    double stream_ms = 0;
     const terra_stream_stats *ss = terra_stream_get_stats(s->stream);
+    double first_end = 0, budgeted_ms = 0; /* the end of the first update; the later ones' selections and work */
     for (;;) {
-        t0 = terra_now_s();
+        const double c0 = terra_thread_cpu_s();
         st = terra_stream_update(s->stream);
-        stream_ms += (terra_now_s() - t0) * 1e3;
+        const double c1 = terra_thread_cpu_s(), t1 = terra_now_s();
         if (st != TERRA_OK) return st;
         fs->select_ms = ss->select_ms; /* the selection of the last update (each update selects) */
-        stream_ms -= ss->select_ms;
-        fs->updates++;
+        if (fs->updates++ == 0) {
+            fs->stream_ms = (c1 - c0) * 1e3 - ss->select_ms - ss->work_ms;
+            first_end = t1;
+        } else {
+            budgeted_ms += ss->select_ms + ss->work_ms;
+            fs->wait_ms = (t1 - first_end) * 1e3 - budgeted_ms;
+        }
         /* settled: every wanted tile stands or has failed (a failed tile is never asked for again,
          * its ancestor stands in for good: waiting for it would only run out the clock) */
         fs->settled = ss->waiting == 0;
-        const bool too_deep = s->max_standin > 0 && ss->standin_levels > s->max_standin && terra_now_s() < standin_deadline;
-        if ((!settle && !too_deep) || fs->settled || terra_now_s() > deadline) break;
+        const bool too_deep = s->max_standin > 0 && ss->standin_levels > s->max_standin && t1 < standin_deadline;
+        if ((!settle && !too_deep) || fs->settled || t1 > deadline) break;
         if (ss->in_flight == 0 && ss->ready == 0 && ss->arrived == 0 && ss->requested == 0) break; /* stuck: cache full */
         if (ss->pieces[TERRA_WORK_UPLOAD] == 0 && ss->arrived == 0) nap_ms(0.5); /* workers still meshing */
     }
@@ -154,8 +165,8 @@ terra_status terra_gl_scene_frame(terra_gl_scene *s, const terra_camera *cam_in,
     if (st != TERRA_OK) return st;
     const terra_gl_stats *gs = terra_gl_get_stats(s->gl);
     fs->upload_ms = gs->upload_ms;
-    fs->stream_ms = stream_ms - gs->upload_ms;
     fs->submit_ms = gs->submit_ms;
+    fs->cpu_ms = fs->select_ms + fs->stream_ms + fs->wait_ms + fs->submit_ms;
     fs->driver_ms = gs->call_ms;
     fs->tiles = gs->tiles;
     fs->triangles = gs->triangles;

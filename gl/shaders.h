@@ -2,14 +2,17 @@
 #ifndef TERRA_GL_SHADERS_H
 #define TERRA_GL_SHADERS_H
 
-/* Per-draw record, std430: 48 bytes (must match gl_draw_record in renderer.c): tile origin
- * relative to the eye and level; morph start and end, a grid tile's skirt depth; the tile's first
- * vertex; 1 for a mesh tile.
- * The kind is a per-draw flag, not an attribute, so grid tiles keep their bytes as grid.c makes
+/* A frame tile's record as the vertex stage reads it, std430, 48 bytes (gl_draw in renderer.c), in a
+ * storage buffer indexed by the resident tile's id (every vertex carries its tile's id: a second
+ * vertex stream, renderer.c), written each frame by the `scatter` compute pass: tile origin relative
+ * to the eye and level; morph start and end, a grid tile's skirt depth; its first vertex, 1 for a mesh
+ * tile, the frame it was written for, and whether its vertices may be drawn into the depth prepass
+ * (gl.h: its pieces in the last culled frame's list are its own, unmoved).
+ * The kind is a per-tile flag, not an attribute, so grid tiles keep their bytes as grid.c makes
  * them: a grid tile's colours follow from gl_VertexID - base_vertex, a mesh tile's are its
  * vertices' colour attribute (terra_grid_vertex.colour, set by terra_tile_mesh_expand). */
-#define TERRA_GL_GLSL_COMMON                                                                       \
-    "#version 450 core\n"                                                                          \
+#define TERRA_GL_GLSL_COMMON "#version 450 core\n" TERRA_GL_GLSL_DECLS
+#define TERRA_GL_GLSL_DECLS                                                                        \
     "struct DrawRecord { vec4 origin_level; vec4 morph_skirt; ivec4 info; };\n"                   \
     "uniform mat4 u_view_proj;\n"                                                                  \
     "uniform vec3 u_sun;\n"                                                                        \
@@ -21,8 +24,8 @@
     "uniform vec3 u_centre;\n"                                                                     \
     "uniform vec3 u_up;\n"
 
-/* Vertex stage: the tile origin relative to the camera comes from the draw's record (reached
- * through the instanced draw index, which the indirect command's base instance selects); the
+/* Vertex stage: the tile origin relative to the camera comes from its tile's record (reached through
+ * the vertex's tile id); the
  * CDLOD morph moves each vertex toward its target on the parent grid by its distance from the
  * eye, exactly as terra_morph_factor does on the CPU, and its normal with it toward the parent's
  * normal at the target.
@@ -44,7 +47,9 @@
  * holds the barycentric weight of each corner and ids / bary recovers each corner's surface id
  * exactly, so the fragment stage has the triangle's three surfaces and their weights. */
 static const char *const terra_gl_vs =
-    TERRA_GL_GLSL_COMMON
+    "#version 450 core\n"
+    "#extension GL_ARB_shader_draw_parameters : require\n"
+    TERRA_GL_GLSL_DECLS
     "layout(std430, binding = 0) readonly buffer Draws { DrawRecord draws[]; };\n"
     "uniform int u_cells;\n"
     "uniform vec3 u_eye_frac;\n"
@@ -52,9 +57,12 @@ static const char *const terra_gl_vs =
     "layout(location = 1) in vec3 a_target;\n"
     "layout(location = 2) in vec2 a_oct;\n"
     "layout(location = 3) in uint a_surface;\n"
-    "layout(location = 4) in uint a_draw;\n"
+    "layout(location = 4) in uint a_tile;\n"
+    "uniform int u_frame;\n"
+    "uniform int u_prepass; /* the depth prepass: only tiles whose record allows it */\n"
     "layout(location = 5) in vec2 a_morph_oct;\n"
     "layout(location = 6) in uint a_colour;\n"
+    "invariant gl_Position;\n"
     "out vec3 v_rel;\n"
     "out vec3 v_normal;\n"
     "out vec3 v_bary;\n"
@@ -67,7 +75,15 @@ static const char *const terra_gl_vs =
     "    return vec3(v.x, v.z, v.y); /* +y is the octahedron's pole */\n"
     "}\n"
     "void main() {\n"
-    "    DrawRecord d = draws[a_draw];\n"
+    "    DrawRecord d = draws[a_tile];\n"
+    "    /* the prepass: a vertex of a tile this frame draws, resident and unmoved since the list was written;\n"
+    "     * a mesh tile's command (base instance: its tile id + 1) only over its own vertices, so its indices\n"
+    "     * are the ones it was written with */\n"
+    "    if (u_prepass != 0 && (d.info.z != u_frame || d.info.w == 0 ||\n"
+    "                           (gl_BaseInstanceARB != 0 && uint(gl_BaseInstanceARB) != a_tile + 1u))) {\n"
+    "        gl_Position = vec4(2.0, 2.0, 2.0, 1.0); /* outside the view: its triangles are dropped whole */\n"
+    "        return;\n"
+    "    }\n"
     "    /* origin (tile origin minus the eye's whole metres) + position is exact, so a point two\n"
     "     * tiles share comes out bit for bit the same in both, and so does a fully morphed vertex\n"
     "     * and the coarser tile's vertex it lands on: no T-junction can drop a pixel */\n"
@@ -184,6 +200,297 @@ static const char *const terra_gl_fs_main =
     "        c = mix(c, sky(dot(v_rel, u_up) / dist) * 0.97, fog);\n"
     "    }\n"
     "    o_colour = vec4(pow(clamp(c, 0.0, 1.0), vec3(1.0 / 1.6)), 1.0);\n"
+    "}\n";
+
+/* ---- culling on the GPU (renderer.c says how a frame runs them) -------------------------------------
+ * Compute passes, each compiled with "#version 450 core" and the layout's constants before it:
+ * NB (blocks along a grid tile's side), PIECES (NB * NB ground blocks in Morton order, then 4 NB skirt
+ * runs around the ring), WORDS (32-bit words of a tile's piece mask), BLOCK_INDICES and RUN_INDICES
+ * (indices of a block's ground and of a run's skirt), GRID_INDICES (where the skirt's shared indices
+ * start). */
+
+/* The frame's tiles as the CPU writes them, std430, 64 bytes (gl_frame_tile in renderer.c): a: first
+ * vertex, tile id, flags (1: mesh tile, 2: prepass allowed, bit 8 + s: skirt side s needed), a mesh
+ * tile's first index; b: a mesh tile's ground and skirt index counts. */
+#define TERRA_GL_CS_TILES                                                                          \
+    "struct DrawRecord { vec4 origin_level; vec4 morph_skirt; ivec4 info; };\n"                   \
+    "struct Tile { vec4 origin_level; vec4 morph_skirt; uvec4 a; uvec4 b; };\n"                   \
+    "layout(std430, binding = 2) readonly buffer Tiles { Tile tiles[]; };\n"                      \
+    "uniform uint u_tiles;\n"
+
+/* Each frame tile's record, to its tile id's place, for the vertex stage. */
+static const char *const terra_gl_cs_scatter =
+    TERRA_GL_CS_TILES
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 0) writeonly buffer Draws { DrawRecord draws[]; };\n"
+    "uniform int u_frame;\n"
+    "void main() {\n"
+    "    uint k = gl_GlobalInvocationID.x;\n"
+    "    if (k >= u_tiles) return;\n"
+    "    Tile t = tiles[k];\n"
+    "    draws[t.a.y] = DrawRecord(t.origin_level, t.morph_skirt,\n"
+    "                              ivec4(int(t.a.x), int(t.a.z & 1u), u_frame, int((t.a.z >> 1) & 1u)));\n"
+    "}\n";
+
+/* One level of the depth pyramid: each texel the farthest (least, reverse-Z) depth of the 2 x 2 it
+ * covers one level down (the depth buffer under level 0), clamped at the valid edge, so a texel of
+ * level l holds the farthest depth of every pixel (x, y) with (x, y) >> (l + 1) its place. */
+static const char *const terra_gl_cs_hiz =
+    "layout(local_size_x = 8, local_size_y = 8) in;\n"
+    "uniform sampler2D u_depth;\n"
+    "layout(r32f, binding = 0) readonly uniform image2D u_src;\n"
+    "layout(r32f, binding = 1) writeonly uniform image2D u_dst;\n"
+    "uniform int u_from_depth;\n"
+    "uniform ivec2 u_src_size, u_dst_size;\n"
+    "float at(ivec2 p) { return u_from_depth != 0 ? texelFetch(u_depth, p, 0).r : imageLoad(u_src, p).r; }\n"
+    "void main() {\n"
+    "    ivec2 p = ivec2(gl_GlobalInvocationID.xy);\n"
+    "    if (p.x >= u_dst_size.x || p.y >= u_dst_size.y) return;\n"
+    "    ivec2 a = 2 * p, b = min(a + 1, u_src_size - 1);\n"
+    "    float m = min(min(at(a), at(ivec2(b.x, a.y))), min(at(ivec2(a.x, b.y)), at(b)));\n"
+    "    imageStore(u_dst, p, vec4(m));\n"
+    "}\n";
+
+/* Which pieces of each frame tile may show. A piece is left out when its box (in its tile's axes, from
+ * its tile's bounds, 10 bits a coordinate, rounded outward) lies wholly outside one side of the view or
+ * behind the near plane, or when the box is wholly in front of the near plane and its nearest point is
+ * strictly farther than the farthest depth the prepass left over every pixel whose centre its
+ * projection can cover (read from the depth buffer itself for at most 8 x 8 pixels, else from the
+ * pyramid level where they span at most 8 x 8 texels). The prepass drew real fragments of this frame
+ * only, so each pixel's final depth is at least the pyramid's: a piece left out has no fragment as near
+ * as the final depth anywhere, and cannot change the picture (renderer.c). Boxes are widened by 2^-16
+ * of their distance and extent and a millimetre for the rounding of drawn positions and of the axes,
+ * and by a hundredth of a step of their 10 bits; the rectangle by the rasterizer's subpixel step (a
+ * vertex snapped to it moves by less); the nearest depth by 1/256 of itself: a rasterizer interpolates
+ * depth by a plane fitted to the corners in floats, which on a thin triangle strays past its corners'
+ * depths (llvmpipe: by 2.7e-5 of it at a far ridge, test_gl_occlusion's cells64_path01 with no slack).
+ * Two passes, an invocation each (no barriers: a software GL runs a workgroup's invocations in turn):
+ * cs_cull_tiles per tile (its box; a mesh tile's mask whole, a grid tile's cleared), cs_cull per grid
+ * piece of a tile in view (a bit of its tile's mask, vis). */
+#define TERRA_GL_CS_SHOWS                                                                          \
+    "layout(std430, binding = 3) readonly buffer Bounds { vec4 bounds[]; };\n"                      \
+    "layout(std430, binding = 5) buffer Vis { uint vis[]; };\n"                                     \
+    "uniform mat4 u_view_proj;\n"                                                                  \
+    "uniform vec3 u_eye_frac;\n"                                                                   \
+    "uniform vec2 u_size;\n"                                                                       \
+    "uniform float u_near;\n"                                                                      \
+    "uniform int u_hiz_levels; /* 0: no prepass, the view's sides alone */\n"                      \
+    "uniform sampler2D u_hiz, u_depth;\n"                                                          \
+    "uniform float u_snap; /* how far (pixels) the rasterizer may move a vertex: its subpixel step */\n"
+static const char *const terra_gl_cs_shows =
+    "bool shows(vec3 o, vec3 ax, vec3 ay, vec3 lo, vec3 hi) {\n"
+    "    vec3 az = cross(ax, ay);\n"
+    "    float pad = (length(o + ax * lo.x + ay * lo.y + az * lo.z) + length(hi - lo)) * (1.0 / 65536.0) + 1e-3;\n"
+    "    lo -= pad;\n"
+    "    hi += pad;\n"
+    "    vec3 e = hi - lo;\n"
+    "    vec4 c0 = u_view_proj * vec4(o + ax * lo.x + ay * lo.y + az * lo.z, 1.0);\n"
+    "    vec4 ex = u_view_proj * vec4(ax * e.x, 0.0), ey = u_view_proj * vec4(ay * e.y, 0.0), ez = u_view_proj * vec4(az * e.z, 0.0);\n"
+    "    float xl = 1e30, xr = -1e30, yl = 1e30, yr = -1e30, wmin = 1e30, wmax = -1e30;\n"
+    "    vec2 mn = vec2(1e30), mx = vec2(-1e30);\n"
+    "    for (int i = 0; i < 8; i++) {\n"
+    "        vec4 c = c0 + ((i & 1) != 0 ? ex : vec4(0.0)) + ((i & 2) != 0 ? ey : vec4(0.0)) + ((i & 4) != 0 ? ez : vec4(0.0));\n"
+    "        xl = min(xl, c.x - c.w), xr = max(xr, c.x + c.w), yl = min(yl, c.y - c.w), yr = max(yr, c.y + c.w);\n"
+    "        wmin = min(wmin, c.w), wmax = max(wmax, c.w);\n"
+    "        if (c.w >= u_near) mn = min(mn, c.xy / c.w), mx = max(mx, c.xy / c.w);\n"
+    "    }\n"
+    "    if (xl > 0.0 || xr < 0.0 || yl > 0.0 || yr < 0.0 || wmax < u_near) return false; /* off a side, or behind */\n"
+    "    if (wmin < u_near || u_hiz_levels == 0) return true;\n"
+    "    /* the pixels whose centre the piece can cover: within its rectangle, widened by the snapping */\n"
+    "    ivec2 i0 = max(ivec2(ceil((mn * 0.5 + 0.5) * u_size - 0.5 - u_snap)), ivec2(0));\n"
+    "    ivec2 i1 = min(ivec2(floor((mx * 0.5 + 0.5) * u_size - 0.5 + u_snap)), ivec2(u_size) - 1);\n"
+    "    if (i0.x > i1.x || i0.y > i1.y) return false;\n"
+    "    float far = 1e30;\n"
+    "    if (i1.x - i0.x < 8 && i1.y - i0.y < 8) { /* at most 8 x 8 pixels: the depth buffer itself */\n"
+    "        for (int y = i0.y; y <= i1.y; y++)\n"
+    "            for (int x = i0.x; x <= i1.x; x++) far = min(far, texelFetch(u_depth, ivec2(x, y), 0).r);\n"
+    "    } else { /* the pyramid's level where the rectangle spans at most 8 x 8 texels */\n"
+    "        int l = 0;\n"
+    "        ivec2 t0 = i0 >> 1, t1 = i1 >> 1;\n"
+    "        while (l + 1 < u_hiz_levels && (t1.x - t0.x > 7 || t1.y - t0.y > 7)) l++, t0 >>= 1, t1 >>= 1;\n"
+    "        for (int y = t0.y; y <= t1.y; y++)\n"
+    "            for (int x = t0.x; x <= t1.x; x++) far = min(far, texelFetch(u_hiz, ivec2(x, y), l).r);\n"
+    "    }\n"
+    "    return u_near / wmin * (1.0 + 1.0 / 256.0) >= far; /* the rasterizer's depth slack */\n"
+    "}\n";
+
+static const char *const terra_gl_cs_cull_tiles =
+    TERRA_GL_CS_TILES
+    TERRA_GL_CS_SHOWS
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 6) writeonly buffer Shown { uint shown[]; };\n"
+    "uniform int u_no_skirts;\n";
+static const char *const terra_gl_cs_cull_tiles_main =
+    "void main() {\n"
+    "    uint k = gl_GlobalInvocationID.x;\n"
+    "    if (k >= u_tiles) return;\n"
+    "    Tile t = tiles[k];\n"
+    "    uint id = t.a.y;\n"
+    "    vec3 o = t.origin_level.xyz - u_eye_frac;\n"
+    "    bool in_view = shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, bounds[4u * id].xyz, bounds[4u * id + 1u].xyz);\n"
+    "    shown[k] = uint(in_view);\n"
+    "    for (uint w = 0u; w < uint(WORDS); w++) vis[k * uint(WORDS) + w] = 0u;\n"
+    "    if (in_view && (t.a.z & 1u) != 0u) vis[k * uint(WORDS)] = 1u | (u_no_skirts == 0 && t.b.y > 0u ? 2u : 0u);\n"
+    "}\n";
+
+static const char *const terra_gl_cs_cull =
+    TERRA_GL_CS_TILES
+    TERRA_GL_CS_SHOWS
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 4) readonly buffer Boxes { uvec2 boxes[]; };\n"
+    "layout(std430, binding = 6) readonly buffer Shown { uint shown[]; };\n"
+    "uniform int u_no_skirts;\n";
+static const char *const terra_gl_cs_cull_main =
+    "void main() {\n"
+    "    uint g = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;\n"
+    "    uint k = g / uint(PIECES), j = g % uint(PIECES);\n"
+    "    if (k >= u_tiles || shown[k] == 0u) return;\n"
+    "    Tile t = tiles[k];\n"
+    "    uint id = t.a.y, flags = t.a.z;\n"
+    "    if ((flags & 1u) != 0u) return;\n"
+    "    if (j >= uint(NB * NB) && (u_no_skirts != 0 || (flags >> (8u + (j - uint(NB * NB)) / uint(NB)) & 1u) == 0u)) return;\n"
+    "    vec3 o = t.origin_level.xyz - u_eye_frac, tlo = bounds[4u * id].xyz, step = (bounds[4u * id + 1u].xyz - tlo) * (1.0 / 1023.0);\n"
+    "    uvec2 q = boxes[id * uint(PIECES) + j];\n"
+    "    vec3 lo = tlo + (vec3(uvec3(q.x, q.x >> 10, q.x >> 20) & 1023u) - 0.01) * step;\n"
+    "    vec3 hi = tlo + (vec3(uvec3(q.y, q.y >> 10, q.y >> 20) & 1023u) + 0.01) * step;\n"
+    "    if (shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, lo, hi)) atomicOr(vis[k * uint(WORDS) + (j >> 5)], 1u << (j & 31u));\n"
+    "}\n";
+
+/* How many pieces before piece j of frame tile k are drawn (set in its mask). */
+#define TERRA_GL_CS_BITS                                                                           \
+    "uint bits_below(uint k, uint j) {\n"                                                            \
+    "    uint n = 0u, at = k * uint(WORDS);\n"                                                       \
+    "    for (uint w = 0u; w < (j >> 5); w++) n += uint(bitCount(vis[at + w]));\n"                  \
+    "    if ((j & 31u) != 0u) n += uint(bitCount(vis[at + (j >> 5)] & ((1u << (j & 31u)) - 1u)));\n" \
+    "    return n;\n"                                                                                \
+    "}\n"
+
+/* Where each tile's pieces go, in the frame's canonical order: an exclusive sum over the tiles (one
+ * workgroup, each invocation a run of them), grid tiles' skirts first, then their ground, in the list;
+ * a mesh tile's skirt and ground each a command of its own, numbered the same way. Writes the offsets
+ * (list offsets: skirt, ground; a mesh tile's: its command numbers) and the frame's block of commands:
+ * the list's skirts and ground (uints 0-9), the numbers of mesh skirt and ground commands (10, 11: the
+ * counts of the multi-draws), the ground indices it draws (12: what the next frame's prepass draws); and
+ * the totals read back for the figures: skirt and ground indices drawn, tiles with a piece drawn,
+ * indices the prepass drew, mesh tiles' commands in the picture and the prepass, tiles drawn per level
+ * (8 on). */
+static const char *const terra_gl_cs_scan =
+    TERRA_GL_CS_TILES
+    "layout(local_size_x = 256) in;\n"
+    "layout(std430, binding = 5) readonly buffer Vis { uint vis[]; };\n"
+    "layout(std430, binding = 6) writeonly buffer Offsets { uvec2 offsets[]; };\n"
+    "layout(std430, binding = 7) buffer Commands { uint cmds[]; };\n"
+    "layout(std430, binding = 8) buffer Totals { uint totals[]; };\n"
+    "uniform uint u_cmd;     /* this frame's block of commands (uints) */\n"
+    "uniform uint u_prepass; /* the block the prepass drew from, or ~0u */\n"
+    "shared uvec4 s_sum[256];\n"
+    TERRA_GL_CS_BITS
+    "uvec2 count(uint k) { /* skirt and ground indices; a mesh tile's as they are */\n"
+    "    Tile t = tiles[k];\n"
+    "    uint m = vis[k * uint(WORDS)];\n"
+    "    if ((t.a.z & 1u) != 0u) return uvec2((m & 2u) != 0u ? t.b.y : 0u, (m & 1u) != 0u ? t.b.x : 0u);\n"
+    "    uint g = bits_below(k, uint(NB * NB));\n"
+    "    return uvec2((bits_below(k, uint(PIECES)) - g) * uint(RUN_INDICES), g * uint(BLOCK_INDICES));\n"
+    "}\n"
+    "void main() {\n"
+    "    uint lid = gl_LocalInvocationID.x, per = (u_tiles + 255u) / 256u;\n"
+    "    uint k0 = min(lid * per, u_tiles), k1 = min(k0 + per, u_tiles);\n"
+    "    if (lid < 40u) totals[lid] = 0u;\n"
+    "    uvec4 sum = uvec4(0u); /* grid skirt and ground indices, mesh skirt and ground commands */\n"
+    "    for (uint k = k0; k < k1; k++) {\n"
+    "        uvec2 c = count(k);\n"
+    "        if ((tiles[k].a.z & 1u) != 0u) sum.zw += uvec2(c.x != 0u, c.y != 0u);\n"
+    "        else sum.xy += c;\n"
+    "    }\n"
+    "    s_sum[lid] = sum;\n"
+    "    memoryBarrierBuffer();\n"
+    "    barrier();\n"
+    "    for (uint d = 1u; d < 256u; d <<= 1) {\n"
+    "        uvec4 v = lid >= d ? s_sum[lid - d] : uvec4(0u);\n"
+    "        barrier();\n"
+    "        s_sum[lid] += v;\n"
+    "        barrier();\n"
+    "    }\n"
+    "    uint S = s_sum[255].x, G = s_sum[255].y;\n"
+    "    uvec4 p = s_sum[lid] - sum;\n"
+    "    for (uint k = k0; k < k1; k++) {\n"
+    "        uvec2 c = count(k);\n"
+    "        if ((tiles[k].a.z & 1u) != 0u) {\n"
+    "            offsets[k] = p.zw;\n"
+    "            p.zw += uvec2(c.x != 0u, c.y != 0u);\n"
+    "            atomicAdd(totals[0], c.x), atomicAdd(totals[1], c.y);\n"
+    "        } else {\n"
+    "            offsets[k] = uvec2(p.x, S + p.y);\n"
+    "            p.xy += c;\n"
+    "        }\n"
+    "        if (c.x + c.y != 0u) atomicAdd(totals[2], 1u), atomicAdd(totals[8u + uint(tiles[k].origin_level.w)], 1u);\n"
+    "    }\n"
+    "    memoryBarrierBuffer();\n"
+    "    barrier();\n"
+    "    if (lid == 0u) {\n"
+    "        uint c = u_cmd;\n"
+    "        cmds[c + 0u] = S, cmds[c + 1u] = 1u, cmds[c + 2u] = 0u, cmds[c + 3u] = 0u, cmds[c + 4u] = 0u;\n"
+    "        cmds[c + 5u] = G, cmds[c + 6u] = 1u, cmds[c + 7u] = S, cmds[c + 8u] = 0u, cmds[c + 9u] = 0u;\n"
+    "        cmds[c + 10u] = s_sum[255].z, cmds[c + 11u] = s_sum[255].w;\n"
+    "        cmds[c + 12u] = G + atomicAdd(totals[1], G); /* the ground this block draws: the next prepass */\n"
+    "        atomicAdd(totals[0], S);\n"
+    "        totals[3] = u_prepass != 0xffffffffu ? cmds[u_prepass + 12u] : 0u;\n"
+    "        totals[4] = s_sum[255].z + s_sum[255].w;\n"
+    "        totals[5] = u_prepass != 0xffffffffu ? cmds[u_prepass + 11u] : 0u;\n"
+    "    }\n"
+    "}\n";
+
+/* The frame's list, an invocation per piece: each grid tile's pieces drawn, their shared indices (the
+ * ground block by block, the skirt run by run) plus the tile's first vertex, at the offsets the scan
+ * gave, in piece order; a mesh tile's commands for its skirt and its ground where drawn (its piece 0). */
+static const char *const terra_gl_cs_write =
+    TERRA_GL_CS_TILES
+    "layout(local_size_x = 64) in;\n"
+    "layout(std430, binding = 5) readonly buffer Vis { uint vis[]; };\n"
+    "layout(std430, binding = 6) readonly buffer Offsets { uvec2 offsets[]; };\n"
+    "layout(std430, binding = 7) buffer Commands { uint cmds[]; };\n"
+    "layout(std430, binding = 9) readonly buffer Shared { uint shared_indices[]; };\n"
+    "layout(std430, binding = 10) writeonly buffer List { uint list[]; };\n"
+    "uniform uint u_mesh_skirts, u_mesh_ground; /* uints: this frame's mesh commands */\n"
+    TERRA_GL_CS_BITS
+    "void command(uint at, uint count, uint first, uint base, uint id) {\n"
+    "    cmds[at] = count, cmds[at + 1u] = 1u, cmds[at + 2u] = first, cmds[at + 3u] = base, cmds[at + 4u] = id + 1u;\n"
+    "}\n"
+    "void main() {\n"
+    "    uint g = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;\n"
+    "    uint k = g / uint(PIECES), j = g % uint(PIECES);\n"
+    "    if (k >= u_tiles || (vis[k * uint(WORDS) + (j >> 5)] & (1u << (j & 31u))) == 0u) return;\n"
+    "    Tile t = tiles[k];\n"
+    "    uint vb = t.a.x;\n"
+    "    uvec2 off = offsets[k];\n"
+    "    if ((t.a.z & 1u) != 0u) {\n"
+    "        if (j == 1u) command(u_mesh_skirts + 5u * off.x, t.b.y, t.a.w + t.b.x, vb, t.a.y);\n"
+    "        if (j == 0u) command(u_mesh_ground + 5u * off.y, t.b.x, t.a.w, vb, t.a.y);\n"
+    "        return;\n"
+    "    }\n"
+    "    uint r = bits_below(k, j), n, src, dst;\n"
+    "    if (j < uint(NB * NB)) n = uint(BLOCK_INDICES), src = j * n, dst = off.y + r * n;\n"
+    "    else n = uint(RUN_INDICES), src = uint(GRID_INDICES) + (j - uint(NB * NB)) * n, dst = off.x + (r - bits_below(k, uint(NB * NB))) * n;\n"
+    "    for (uint i = 0u; i < n; i++) list[dst + i] = shared_indices[src + i] + vb;\n"
+    "}\n";
+
+/* The sky: row y's colour (row 0 at the bottom) for the direction of the centre column's ray through it,
+ * by its elevation over the local horizon, faded into space above 20 km (renderer.c, sky_gradient). */
+static const char *const terra_gl_cs_sky =
+    "layout(local_size_x = 64) in;\n"
+    "layout(rgba8, binding = 0) writeonly uniform image2D u_sky;\n"
+    "uniform int u_rows;\n"
+    "uniform vec3 u_forward, u_cam_up, u_local_up;\n"
+    "uniform float u_tan, u_space;\n"
+    "void main() {\n"
+    "    int y = int(gl_GlobalInvocationID.x);\n"
+    "    if (y >= u_rows) return;\n"
+    "    float v = ((float(y) + 0.5) / float(u_rows) * 2.0 - 1.0) * u_tan;\n"
+    "    vec3 d = u_forward + v * u_cam_up;\n"
+    "    float e = clamp(dot(d, u_local_up) / length(d), 0.0, 1.0);\n"
+    "    vec3 horizon = vec3(0.80, 0.86, 0.93), zenith = vec3(0.26, 0.47, 0.80);\n"
+    "    vec3 c = pow(horizon + (zenith - horizon) * pow(e, 0.45), vec3(1.0 / 1.6));\n"
+    "    imageStore(u_sky, ivec2(0, y), vec4(mix(c, vec3(0.02, 0.025, 0.05), u_space), 1.0));\n"
     "}\n";
 
 #endif

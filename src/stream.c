@@ -16,17 +16,17 @@ typedef struct slot {
     terra_tile_key key;
     uint8_t state;
     uint8_t level;
-    bool drawn_ever;
     bool stale;          /* made from a source since replaced: drawn until its replacement arrives */
     bool outdated;       /* loading from ground changed since it started: dropped when it arrives */
     bool newgen;         /* while replacing: made of the changed ground, not drawn before the switch */
     int32_t replacement; /* the slot loading its replacement, or -1 */
     int32_t replaces;    /* for a replacement: the stale slot it replaces, or -1 */
     uint32_t generation; /* bumped each time the slot is reused: tickets name (slot, generation) */
+    int32_t at;          /* loading and ready slots: the index in their state's array */
     uint64_t last_wanted, last_drawn;
     size_t bytes;        /* bytes of data the loader wrote */
     void *data;          /* tile_bytes, allocated at creation */
-} slot;
+} slot;                  /* (64 bytes) */
 
 /* ---- the default loader: tiles made on a pool (grid tiles meshed from the source, or `make`) ---- */
 
@@ -178,6 +178,12 @@ static terra_status mesh_loader_create(const terra_stream_desc *d, const terra_g
 
 /* ---- the streamer ------------------------------------------------------------------------------ */
 
+/* A slot's place in the list of slots in use (not free) by last_wanted, oldest first; -1 ends it.
+ * Apart from the slots, so that moving one to the end touches little memory. */
+typedef struct slot_link {
+    int32_t older, newer;
+} slot_link;
+
 typedef struct focus {
     terra_focus handle; /* 0: unused */
     terra_focus_kind kind;
@@ -186,18 +192,29 @@ typedef struct focus {
     terra_vec3 velocity;
     double load_radius, unload_radius; /* 0: unlimited */
     int camera_index; /* cameras: which draw list; -1 otherwise */
+    double turn_deg;  /* cameras: how far the last move turned it (yaw or pitch, the larger) */
 } focus;
 
 typedef struct wanted_tile {
     terra_tile_key key;
-    int level;
-    double dist; /* to the nearest focus, in sides of the tile (metres over its side) */
-    bool top;    /* of the coarsest level */
-    bool urgent; /* a stand-in within max_standin_levels of a tile still coming (request order) */
+    float dist;    /* to the nearest focus, in sides of the tile (metres over its side): set for missing tiles */
+    int32_t slot;  /* the slot that held it when it was wanted, or was given it this frame (see find_slot) */
+    int32_t at;    /* its place in the wanted list (for a missing tile, to note the slot it is given) */
+    uint8_t level;
+    bool top;      /* of the coarsest level */
+    bool urgent;   /* a stand-in within max_standin_levels of a tile still coming (request order) */
 } wanted_tile;
+
+/* The tiles of a set at each level: which levels have any, and the box of their coordinates, so most
+ * keys are known to have no ancestor in the set without looking one up. */
+typedef struct level_boxes {
+    uint32_t levels; /* bit l: some tile of level l */
+    int32_t box[TERRA_TILE_MAX_LEVEL + 1][4]; /* x0, y0, x1, y1 */
+} level_boxes;
 
 typedef struct camera_lists {
     terra_selected_tile *wanted;
+    int32_t *slot; /* of each wanted tile: the slot that held it when it was wanted (see slot_index) */
     int nwanted;
     terra_stream_draw *draws;
     int ndraws;
@@ -219,14 +236,35 @@ struct terra_stream {
     key_map index; /* key -> slot */
 
     focus *foci;
+    terra_vec3 *eyes; /* this frame's foci's places */
+    int neyes;
     uint32_t next_handle;
     camera_lists *cams;
 
-    key_set wanted_set; /* this frame's wanted keys */
-    wanted_tile *wanted, *missing; /* this frame's wanted tiles; scratch for those not held */
-    int nwanted, max_wanted;
+    /* Slots by state, kept as they change, so a frame never walks the whole cache: the ones in use
+     * (not free) in a list by last_wanted, oldest first (eviction and unloading take from its head);
+     * the loading and the ready ones in arrays; a count of the standing ones. */
+    slot_link *links;
+    int32_t oldest, newest;
+    int *loading, nloading;
+    int *ready, nready;
+    int nstanding;
+
+    /* This frame's wanted keys that no slot held, or holds since (a held tile is wanted when its
+     * slot's last_wanted is this frame): a small set while they are few (a steady view), a large one
+     * for the rest (after a jump, as many as can be wanted). */
+    key_set unheld_few, unheld_many;
+#define UNHELD_FEW 2048
+    /* This frame's wanted tiles, and last frame's: the two lists run alike (the same selections in
+     * the same order), so most tiles find the slot that holds them in last frame's list, at or just
+     * after the place the tile before found its own (prev_at), without a look-up. */
+    wanted_tile *wanted, *prev, *missing; /* missing: the best of those not held (as many as may start) */
+    int nwanted, nprev, prev_at, max_wanted;
     key_set fallback_set; /* ancestors drawn this frame (per camera) */
+    terra_tile_key *fallbacks; /* the same, in the order found */
+    level_boxes fallback_boxes;
     key_set urgent_set;   /* stand-ins asked for first this frame (max_standin_levels) */
+    terra_tile_key *chain; /* scratch: two generations of the reserve (this one and the next) */
     int *order;           /* scratch: slot indices */
 
     /* Tiles whose load failed, not asked for again until the source is replaced: a ring of at most
@@ -308,16 +346,25 @@ void terra_stream_destroy(terra_stream *s) {
     if (s->cams)
         for (int c = 0; c < s->d.max_cameras; c++) {
             terra_free(s->cams[c].wanted);
+            terra_free(s->cams[c].slot);
             terra_free(s->cams[c].draws);
         }
     terra_free(s->cams);
     terra_free(s->foci);
-    set_free(&s->wanted_set);
+    terra_free(s->eyes);
+    set_free(&s->unheld_few);
+    set_free(&s->unheld_many);
     set_free(&s->fallback_set);
     set_free(&s->urgent_set);
+    terra_free(s->fallbacks);
+    terra_free(s->chain);
+    terra_free(s->loading);
+    terra_free(s->links);
+    terra_free(s->ready);
     map_free(&s->failed_index);
     terra_free(s->failed_ring);
     terra_free(s->wanted);
+    terra_free(s->prev);
     terra_free(s->missing);
     terra_free(s->order);
     terra_select_destroy(s->sel);
@@ -399,17 +446,26 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     ok = ok && (s->free_slots = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
     ok = ok && map_init(&s->index, s->nslots);
     ok = ok && (s->foci = terra_calloc((size_t)d.max_foci, sizeof *s->foci)) != NULL;
+    ok = ok && (s->eyes = terra_alloc(sizeof *s->eyes * (size_t)d.max_foci)) != NULL;
     ok = ok && (s->cams = terra_calloc((size_t)d.max_cameras, sizeof *s->cams)) != NULL;
     for (int c = 0; ok && c < d.max_cameras; c++) {
         ok = (s->cams[c].wanted = terra_alloc(sizeof(terra_selected_tile) * (size_t)max_tiles)) != NULL;
+        ok = ok && (s->cams[c].slot = terra_alloc(sizeof(int32_t) * (size_t)max_tiles)) != NULL;
         ok = ok && (s->cams[c].draws = terra_alloc(sizeof(terra_stream_draw) * (size_t)max_tiles)) != NULL;
     }
-    ok = ok && set_init(&s->wanted_set, s->max_wanted);
+    ok = ok && set_init(&s->unheld_few, s->max_wanted < UNHELD_FEW ? s->max_wanted : UNHELD_FEW);
+    ok = ok && set_init(&s->unheld_many, s->max_wanted);
     ok = ok && set_init(&s->fallback_set, max_tiles);
+    ok = ok && (s->fallbacks = terra_alloc(sizeof *s->fallbacks * (size_t)max_tiles)) != NULL;
     if (d.max_standin_levels > 0) ok = ok && set_init(&s->urgent_set, d.max_cameras * max_tiles); /* one a wanted tile */
+    ok = ok && (s->chain = terra_alloc(sizeof *s->chain * 2 * (size_t)d.max_cameras * (size_t)max_tiles)) != NULL;
     ok = ok && (s->wanted = terra_alloc(sizeof *s->wanted * (size_t)s->max_wanted)) != NULL;
-    ok = ok && (s->missing = terra_alloc(sizeof *s->missing * (size_t)s->max_wanted)) != NULL;
+    ok = ok && (s->prev = terra_alloc(sizeof *s->prev * (size_t)s->max_wanted)) != NULL;
+    ok = ok && (s->missing = terra_alloc(sizeof *s->missing * (size_t)d.max_in_flight)) != NULL;
     ok = ok && (s->order = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
+    ok = ok && (s->loading = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
+    ok = ok && (s->links = terra_alloc(sizeof *s->links * (size_t)s->nslots)) != NULL;
+    ok = ok && (s->ready = terra_alloc(sizeof(int) * (size_t)s->nslots)) != NULL;
     /* the failure record holds what the cache holds, and at least every tile one focus can want in
      * a frame: a view over ground that fails everywhere asks for each tile once */
     s->max_failed = s->nslots > max_tiles + pinned ? s->nslots : max_tiles + pinned;
@@ -424,7 +480,9 @@ terra_status terra_stream_create(const terra_stream_desc *desc, terra_stream **o
     for (int i = 0; i < s->nslots; i++) {
         s->free_slots[s->nfree++] = s->nslots - 1 - i;
         s->slots[i].replacement = s->slots[i].replaces = -1;
+        s->links[i].older = s->links[i].newer = -1;
     }
+    s->oldest = s->newest = -1;
     s->next_handle = 1;
     s->stats.bytes_cap = s->d.capacity_bytes;
     *out = s;
@@ -474,7 +532,7 @@ terra_status terra_stream_add_focus(terra_stream *s, const terra_focus_desc *des
         f->unload_radius = s->d.unload_radius;
     }
     if (s->next_handle == 0) s->next_handle = 1;
-    if (cam >= 0) s->cams[cam] = (camera_lists){s->cams[cam].wanted, 0, s->cams[cam].draws, 0, f->handle};
+    if (cam >= 0) s->cams[cam].nwanted = s->cams[cam].ndraws = 0, s->cams[cam].handle = f->handle;
     *out = f->handle;
     return TERRA_OK;
 }
@@ -483,6 +541,10 @@ terra_status terra_stream_update_focus(terra_stream *s, terra_focus h, const ter
     focus *f = find_focus(s, h);
     if (!f) return terra_fail(TERRA_E_NOT_FOUND, "stream: no focus %u", h);
     if (!camera_ok(camera)) return terra_fail(TERRA_E_INVALID, "stream: focus %u moved to a non-finite place", h);
+    const double pi = 3.14159265358979323846;
+    const double yaw = fabs(remainder(camera->yaw_rad - f->camera.yaw_rad, 2 * pi));
+    const double pitch = fabs(camera->pitch_rad - f->camera.pitch_rad);
+    f->turn_deg = (yaw > pitch ? yaw : pitch) * 180 / pi;
     f->camera = *camera;
     return TERRA_OK;
 }
@@ -516,28 +578,104 @@ int terra_stream_foci(const terra_stream *s, terra_focus_info *out, int max) {
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
+/* The square of the horizontal distance from a point to a rectangle of side `side` at x0, z0. */
+static double rect_distance2(double x0, double z0, double side, terra_vec3 p) {
+    const double dx = p.x < x0 ? x0 - p.x : (p.x > x0 + side ? p.x - x0 - side : 0);
+    const double dz = p.z < z0 ? z0 - p.z : (p.z > z0 + side ? p.z - z0 - side : 0);
+    return dx * dx + dz * dz;
+}
+
 /* Horizontal distance from a point to a tile's rectangle. */
 static double rect_distance(const terra_stream *s, terra_tile_key k, terra_vec3 p) {
     const double side = terra_select_tile_side(s->sel, terra_tile_key_level(k));
-    const double x0 = terra_tile_key_x(k) * side, z0 = terra_tile_key_y(k) * side;
-    const double dx = p.x < x0 ? x0 - p.x : (p.x > x0 + side ? p.x - x0 - side : 0);
-    const double dz = p.z < z0 ? z0 - p.z : (p.z > z0 + side ? p.z - z0 - side : 0);
-    return sqrt(dx * dx + dz * dz);
+    return sqrt(rect_distance2(terra_tile_key_x(k) * side, terra_tile_key_y(k) * side, side, p));
 }
 
-static double nearest_focus_distance(const terra_stream *s, terra_tile_key k) {
+/* The nearest focus's distance to a tile, in sides of the tile (the foci this frame: s->eyes). */
+static double nearest_focus_sides(const terra_stream *s, terra_tile_key k) {
+    const double side = terra_select_tile_side(s->sel, terra_tile_key_level(k));
+    const double x0 = terra_tile_key_x(k) * side, z0 = terra_tile_key_y(k) * side;
     double best = INFINITY;
-    for (int i = 0; i < s->d.max_foci; i++)
-        if (s->foci[i].handle) {
-            double d = rect_distance(s, k, s->foci[i].camera.eye);
-            if (d < best) best = d;
-        }
-    return best;
+    for (int i = 0; i < s->neyes; i++) {
+        const double d2 = rect_distance2(x0, z0, side, s->eyes[i]);
+        if (d2 < best) best = d2;
+    }
+    return sqrt(best) / side;
 }
 
 static slot *slot_of(const terra_stream *s, terra_tile_key k) {
     int32_t i = map_get(&s->index, k);
     return i < 0 ? NULL : &s->slots[i];
+}
+
+/* The ancestor `up` levels above k (k itself for 0). */
+static inline terra_tile_key ancestor(terra_tile_key k, int up) {
+    return terra_tile_key_make(terra_tile_key_face(k), terra_tile_key_level(k) + up, terra_tile_key_x(k) >> up,
+                               terra_tile_key_y(k) >> up); /* >>: floor division of the signed coordinates */
+}
+
+/* ---- slots by state ----------------------------------------------------------------------------- */
+
+static void unlink_slot(terra_stream *s, int i) {
+    slot_link *l = s->links;
+    if (l[i].older >= 0) l[l[i].older].newer = l[i].newer;
+    else s->oldest = l[i].newer;
+    if (l[i].newer >= 0) l[l[i].newer].older = l[i].older;
+    else s->newest = l[i].older;
+    l[i].older = l[i].newer = -1;
+}
+
+/* Puts slot i last in the list of slots in use (wanted this frame: the list stays by last_wanted). */
+static void link_newest(terra_stream *s, int i) {
+    s->links[i].older = s->newest, s->links[i].newer = -1;
+    if (s->newest >= 0) s->links[s->newest].newer = i;
+    else s->oldest = i;
+    s->newest = i;
+}
+
+/* Slot i is wanted this frame. */
+static void touch(terra_stream *s, int i) {
+    slot *sl = &s->slots[i];
+    if (sl->last_wanted == s->frame) return;
+    sl->last_wanted = s->frame;
+    if (s->newest != i) {
+        unlink_slot(s, i);
+        link_newest(s, i);
+    }
+}
+
+static void array_remove(terra_stream *s, int *a, int *n, int i) {
+    const int at = s->slots[i].at, last = a[--*n];
+    a[at] = last;
+    s->slots[last].at = at;
+}
+
+/* Every change of a slot's state goes through here: the arrays, the count and the list follow it. */
+static void set_state(terra_stream *s, int i, uint8_t to) {
+    slot *sl = &s->slots[i];
+    switch (sl->state) {
+    case SLOT_LOADING: array_remove(s, s->loading, &s->nloading, i); break;
+    case SLOT_READY: array_remove(s, s->ready, &s->nready, i); break;
+    case SLOT_STANDING: s->nstanding--; break;
+    default: link_newest(s, i); break; /* a free slot comes into use, wanted this frame */
+    }
+    switch (to) {
+    case SLOT_LOADING: sl->at = s->nloading, s->loading[s->nloading++] = i; break;
+    case SLOT_READY: sl->at = s->nready, s->ready[s->nready++] = i; break;
+    case SLOT_STANDING: s->nstanding++; break;
+    default: unlink_slot(s, i); break;
+    }
+    sl->state = to;
+}
+
+static bool has_unheld(const terra_stream *s, terra_tile_key k) {
+    return set_has(&s->unheld_few, k) || (s->unheld_many.count && set_has(&s->unheld_many, k));
+}
+
+/* Adds k to the wanted keys not held; false if it is there already. */
+static bool add_unheld(terra_stream *s, terra_tile_key k) {
+    if (s->unheld_few.count < s->unheld_few.capacity) return set_add(&s->unheld_few, k);
+    return !set_has(&s->unheld_few, k) && set_add(&s->unheld_many, k);
 }
 
 /* Frees slot i; `tell`: a standing tile's client hears that it is let go of (not one whose key a
@@ -546,10 +684,11 @@ static void release_slot(terra_stream *s, int i, bool tell) {
     slot *sl = &s->slots[i];
     if (tell && sl->state == SLOT_STANDING && s->d.upload && s->d.release) s->d.release(s->d.upload_user, sl->key);
     if (map_get(&s->index, sl->key) == i) map_del(&s->index, sl->key); /* a replacement is not mapped yet */
+    if (sl->last_wanted == s->frame) add_unheld(s, sl->key); /* still wanted this frame */
     if (sl->replacement >= 0) s->slots[sl->replacement].replaces = -1;
     if (sl->replaces >= 0) s->slots[sl->replaces].replacement = -1;
     sl->replacement = sl->replaces = -1;
-    sl->state = SLOT_FREE;
+    set_state(s, i, SLOT_FREE);
     sl->generation++;
     s->free_slots[s->nfree++] = i;
 }
@@ -557,14 +696,14 @@ static void release_slot(terra_stream *s, int i, bool tell) {
 /* A tile stands: if it replaces a stale one, that one goes and this one takes its key. */
 static void now_standing(terra_stream *s, int i) {
     slot *sl = &s->slots[i];
-    sl->state = SLOT_STANDING;
+    set_state(s, i, SLOT_STANDING);
     if (sl->replaces >= 0) release_slot(s, sl->replaces, false);
     map_put(&s->index, sl->key, i);
 }
 
 /* ---- failed tiles ------------------------------------------------------------------------------- */
 
-static bool is_failed(const terra_stream *s, terra_tile_key k) { return s->nfailed && map_get(&s->failed_index, k) >= 0; }
+static inline bool is_failed(const terra_stream *s, terra_tile_key k) { return s->nfailed && map_get(&s->failed_index, k) >= 0; }
 
 /* Remembers a failed tile; when the record is full the oldest is forgotten. */
 static void record_failed(terra_stream *s, terra_tile_key k) {
@@ -590,15 +729,65 @@ static uint64_t ticket_of(const terra_stream *s, int i) {
     return ((uint64_t)s->slots[i].generation << 32) | (uint32_t)i;
 }
 
-static void add_wanted(terra_stream *s, terra_tile_key k, int level) {
-    if (s->nwanted >= s->max_wanted || !set_add(&s->wanted_set, k)) return;
-    s->wanted[s->nwanted++] = (wanted_tile){k, level, nearest_focus_distance(s, k) / terra_select_tile_side(s->sel, level),
-                                            level == s->sd->levels - 1, false};
-    slot *sl = slot_of(s, k);
-    if (sl) {
-        sl->last_wanted = s->frame;
-        if (sl->replacement >= 0) s->slots[sl->replacement].last_wanted = s->frame;
+/* The slot holding key k, from `hint`: the one that held it when it was wanted this frame (-1: none;
+ * NO_HINT: not known). Between the wanting and the requests nothing maps a key anew (take_in and a
+ * replacement's end only let slots go or move a key from a slot let go of to its new version), so a
+ * hint still holding k is its slot, one let go of since is looked up again, and none stays none. */
+#define NO_HINT (-2)
+static bool holds(const terra_stream *s, int32_t i, terra_tile_key k) {
+    /* (a slot in use and not a replacement is the one the index maps its key to) */
+    return s->slots[i].state != SLOT_FREE && s->slots[i].key == k && s->slots[i].replaces < 0;
+}
+
+static int32_t slot_index(const terra_stream *s, terra_tile_key k, int32_t hint) {
+    if (hint == -1) return -1;
+    if (hint >= 0 && holds(s, hint, k)) return hint;
+    return map_get(&s->index, k);
+}
+
+/* Slot i's lines asked for ahead (i < 0: none): wanting tiles touches their slots in no order
+ * memory likes, so the slot of the tile AHEAD places on is asked for while this one is handled
+ * (a third less time for the bookkeeping of a 1080p flight). */
+#define AHEAD 8
+static inline void prefetch_slot(const terra_stream *s, int32_t i) {
+#if defined(__GNUC__)
+    if (i >= 0) __builtin_prefetch(&s->slots[i], 1), __builtin_prefetch(&s->links[i], 1);
+#else
+    (void)s, (void)i;
+#endif
+}
+
+/* The slot holding k, found by way of last frame's wanted list when it has k at prev_at or a few
+ * places after (tiles that came or went in between are passed over). Its entry names the slot that
+ * held the tile when it was wanted, or was given it later that frame (request_missing), or -1 for
+ * none: only requests give a key a slot of its own, so -1 is still true, and a slot let go of since
+ * no longer holds the key (looked up again). Most tiles not held are known so without a look-up. */
+static int32_t find_slot(terra_stream *s, terra_tile_key k) {
+    const int end = s->prev_at + 8 < s->nprev ? s->prev_at + 8 : s->nprev;
+    for (int j = s->prev_at; j < end; j++)
+        if (s->prev[j].key == k) {
+            s->prev_at = j + 1;
+            if (j + AHEAD < s->nprev) prefetch_slot(s, s->prev[j + AHEAD].slot);
+            const int32_t i = s->prev[j].slot;
+            if (i < 0 || holds(s, i, k)) return i;
+            break;
+        }
+    return map_get(&s->index, k);
+}
+
+/* Wants tile k this frame; returns its slot (-1: none), NO_HINT if it was wanted already. (A held
+ * tile is marked in its slot, so only tiles not held go to a set: the few, in a steady view.) */
+static int32_t add_wanted(terra_stream *s, terra_tile_key k, int level) {
+    if (s->nwanted >= s->max_wanted) return NO_HINT;
+    const int32_t i = find_slot(s, k);
+    if (i >= 0 ? s->slots[i].last_wanted == s->frame : !add_unheld(s, k)) return NO_HINT;
+    s->wanted[s->nwanted] = (wanted_tile){k, 0, i, s->nwanted, (uint8_t)level, level == s->sd->levels - 1, false};
+    s->nwanted++;
+    if (i >= 0) {
+        touch(s, i);
+        if (s->slots[i].replacement >= 0) touch(s, s->slots[i].replacement);
     }
+    return i;
 }
 
 /* A wanted tile that failed has its parent wanted in its place (and so on up while they fail): the
@@ -676,8 +865,8 @@ static void take_in(terra_stream *s) {
     /* tiles that came in earlier and wait for their upload, coarsest first */
     if (s->d.upload) {
         int n = 0;
-        for (int i = 0; i < s->nslots; i++)
-            if (s->slots[i].state == SLOT_READY && !held_back(s, &s->slots[i])) s->order[n++] = i;
+        for (int k = 0; k < s->nready; k++)
+            if (!held_back(s, &s->slots[s->ready[k]])) s->order[n++] = s->ready[k];
         sort_slots_by_level(s, s->order, n);
         for (int k = 0; k < n && may_start(s, TERRA_WORK_UPLOAD); k++) upload(s, s->order[k]);
     }
@@ -704,7 +893,7 @@ static void take_in(terra_stream *s) {
                                         : "larger than its buffer");
         } else {
             sl->bytes = bytes;
-            if (s->d.upload || held_back(s, sl)) sl->state = SLOT_READY;
+            if (s->d.upload || held_back(s, sl)) set_state(s, i, SLOT_READY);
             else now_standing(s, i);
             s->stats.arrived++;
             s->stats.total_arrived++;
@@ -716,28 +905,88 @@ static void take_in(terra_stream *s) {
 
 /* ---- selection of what is wanted ---------------------------------------------------------------- */
 
+/* A camera's frustum with its sides, top and bottom turned out by `deg` degrees. */
+static void camera_frustum_widened(const terra_camera *cam, double deg, terra_frustum *out) {
+    const double pi = 3.14159265358979323846, d = deg * pi / 180, most = 85 * pi / 180;
+    terra_camera w = *cam;
+    const double half_y = 0.5 * (cam->fov_y_rad > 0 ? cam->fov_y_rad : pi / 3);
+    const double half_x = atan(tan(half_y) * (cam->aspect > 0 ? cam->aspect : 16.0 / 9.0));
+    const double y = fmin(half_y + d, most), x = fmin(half_x + d, most);
+    w.fov_y_rad = 2 * y;
+    w.aspect = tan(x) / tan(y);
+    terra_camera_frustum(&w, out);
+}
+
+/* Whether a box lies wholly outside one of a frustum's side planes (planes 0 to 3: what a widened
+ * frustum widens; its near and far planes are the camera's own). */
+static inline bool beside(const terra_frustum *fr, const terra_box3 *b) {
+    for (int i = 0; i < 4; i++) {
+        const terra_plane *p = &fr->planes[i];
+        const double x = p->a >= 0 ? b->max.x : b->min.x, y = p->b >= 0 ? b->max.y : b->min.y,
+                     z = p->c >= 0 ? b->max.z : b->min.z; /* the corner furthest inward */
+        if (p->a * x + p->b * y + p->c * z + p->d < 0) return true;
+    }
+    return false;
+}
+
+/* A turning camera's margin: twice its last turn, at most this many degrees. */
+#define MAX_MARGIN_DEG 30.0
+
+/* A tile just outside a turning camera's view: its stand-in (the ancestor max_standin_levels - 1
+ * up) is wanted and asked for first, so if the turn goes on it is there when the tile comes into view. */
+static void want_ahead(terra_stream *s, terra_tile_key k, int level) {
+    const int top = s->sd->levels - 1;
+    const int up = s->d.max_standin_levels - 1 < top - level ? s->d.max_standin_levels - 1 : top - level;
+    const terra_tile_key a = ancestor(k, up);
+    const int32_t i = add_wanted(s, a, level + up);
+    if (i == NO_HINT || is_failed(s, a)) return; /* wanted already, or never coming */
+    if (i < 0 || s->slots[i].state != SLOT_STANDING) set_add(&s->urgent_set, a);
+}
+
 static terra_status gather_wanted(terra_stream *s) {
-    set_clear(&s->wanted_set);
-    s->nwanted = 0;
+    set_clear(&s->unheld_few);
+    set_clear(&s->unheld_many);
+    wanted_tile *t = s->prev;
+    s->prev = s->wanted, s->nprev = s->nwanted, s->prev_at = 0;
+    s->wanted = t, s->nwanted = 0;
+    s->neyes = 0;
+    for (int i = 0; i < s->d.max_foci; i++)
+        if (s->foci[i].handle) s->eyes[s->neyes++] = s->foci[i].camera.eye;
     const int top = s->sd->levels - 1;
     const double top_side = terra_select_tile_side(s->sel, top);
+    terra_tile_key *gen = s->chain; /* the reserve's first generation: what the cameras select */
+    int ngen = 0;
+    if (s->urgent_set.keys) set_clear(&s->urgent_set);
     for (int i = 0; i < s->d.max_foci; i++) {
         focus *f = &s->foci[i];
         if (!f->handle) continue;
-        terra_frustum fr;
-        if (f->kind == TERRA_FOCUS_CAMERA) terra_camera_frustum(&f->camera, &fr);
+        const bool camera = f->kind == TERRA_FOCUS_CAMERA;
+        /* a camera turning (with max_standin_levels) selects over a margin around its view too: the
+         * ground a turn like its last brings into view next frame */
+        const double margin = camera && s->d.max_standin_levels > 0 ? fmin(2 * f->turn_deg, MAX_MARGIN_DEG) : 0;
+        terra_frustum fr, wide;
+        if (camera) terra_camera_frustum(&f->camera, &fr);
+        if (margin >= 0.5) camera_frustum_widened(&f->camera, margin, &wide);
         const terra_selected_tile *tiles;
         int n;
         const double t0 = clock_ms(s);
-        terra_status st = terra_select_run(s->sel, f->camera.eye, f->kind == TERRA_FOCUS_CAMERA ? &fr : NULL, &tiles, &n);
+        terra_status st = terra_select_run(s->sel, f->camera.eye, margin >= 0.5 ? &wide : camera ? &fr : NULL, &tiles, &n);
+        const bool ahead = margin >= 0.5 && st == TERRA_OK;
+        if (margin >= 0.5 && st == TERRA_E_CAPACITY) /* no room for the margin in the selection's output */
+            st = terra_select_run(s->sel, f->camera.eye, &fr, &tiles, &n);
         s->stats.select_ms += clock_ms(s) - t0;
         if (st != TERRA_OK) return st;
         camera_lists *cl = f->camera_index >= 0 ? &s->cams[f->camera_index] : NULL;
         if (cl) cl->nwanted = 0;
         for (int k = 0; k < n; k++) {
             if (f->load_radius > 0 && rect_distance(s, tiles[k].key, f->camera.eye) > f->load_radius) continue;
-            if (cl) cl->wanted[cl->nwanted++] = tiles[k];
-            add_wanted(s, tiles[k].key, tiles[k].level);
+            if (ahead && beside(&fr, &tiles[k].box)) {
+                want_ahead(s, tiles[k].key, tiles[k].level);
+                continue;
+            }
+            const int32_t i = add_wanted(s, tiles[k].key, tiles[k].level);
+            if (camera) gen[ngen++] = tiles[k].key;
+            if (cl) cl->slot[cl->nwanted] = i, cl->wanted[cl->nwanted++] = tiles[k];
             if (s->nfailed) want_stand_in(s, tiles[k].key, tiles[k].level);
         }
         /* The coarsest tiles within the focus's reach plus one tile more, always: every wanted tile
@@ -766,20 +1015,27 @@ static terra_status gather_wanted(terra_stream *s) {
      * (and what may be in flight). Requested coarsest first, a tile still coming then falls back one
      * or two levels, and ground just come into view soon has the whole chain above it, not only the
      * coarsest tile (the chains are shared: about a third as many tiles as are wanted). */
+    /* (One generation at a time: the parents of the one before, in the order they first appear, the
+     * cameras' wanted tiles the first. The selection lists tiles depth first, so siblings come
+     * together and a parent is kept once unless it comes again apart: a generation is about a
+     * quarter of the one before.) */
     int room = s->nslots - s->nwanted - s->d.max_in_flight;
-    for (int up = 1; up < top && room > 0; up++)
-        for (int c = 0; c < s->d.max_cameras && room > 0; c++) {
-            const camera_lists *cl = &s->cams[c];
-            if (!cl->handle) continue;
-            for (int k = 0; k < cl->nwanted && room > 0; k++) {
-                if (cl->wanted[k].level + up >= top) continue;
-                terra_tile_key a = cl->wanted[k].key;
-                for (int u = 0; u < up; u++) a = terra_tile_key_parent(a);
-                const int before = s->nwanted;
-                add_wanted(s, a, cl->wanted[k].level + up);
-                room -= s->nwanted - before;
-            }
+    terra_tile_key *next = s->chain + (size_t)s->d.max_cameras * (size_t)s->sd->max_tiles;
+    while (room > 0 && ngen > 0) {
+        int nnext = 0;
+        for (int k = 0; k < ngen && room > 0; k++) {
+            const int level = terra_tile_key_level(gen[k]) + 1;
+            if (level >= top) continue;
+            const terra_tile_key a = ancestor(gen[k], 1);
+            if (nnext > 0 && next[nnext - 1] == a) continue;
+            next[nnext++] = a;
+            const int before = s->nwanted;
+            add_wanted(s, a, level);
+            room -= s->nwanted - before;
         }
+        terra_tile_key *t = gen;
+        gen = next, next = t, ngen = nnext;
+    }
     return TERRA_OK;
 }
 
@@ -793,12 +1049,36 @@ static terra_tile_key stand_in_of(const terra_stream *s, terra_tile_key k, int l
     return k;
 }
 
-static bool has_ancestor_in(const key_set *set, terra_tile_key k, int top) {
-    for (int l = terra_tile_key_level(k); l < top; l++) {
-        k = terra_tile_key_parent(k);
-        if (set_has(set, k)) return true;
+static void boxes_clear(level_boxes *b) { b->levels = 0; }
+
+static void boxes_add(level_boxes *b, terra_tile_key k) {
+    const int l = terra_tile_key_level(k);
+    const int32_t x = terra_tile_key_x(k), y = terra_tile_key_y(k);
+    int32_t *r = b->box[l];
+    if (!(b->levels >> l & 1)) {
+        b->levels |= 1u << l;
+        r[0] = r[2] = x, r[1] = r[3] = y;
+        return;
     }
-    return false;
+    if (x < r[0]) r[0] = x;
+    if (y < r[1]) r[1] = y;
+    if (x > r[2]) r[2] = x;
+    if (y > r[3]) r[3] = y;
+}
+
+/* The level of the coarsest strict ancestor of k in `set` (whose levels and boxes are `b`), -1 when
+ * none is: only the levels the set has, and only where k's ancestor falls in their box, are looked up. */
+static int outermost_in(const key_set *set, const level_boxes *b, terra_tile_key k, int top) {
+    const int level = terra_tile_key_level(k);
+    const int32_t x = terra_tile_key_x(k), y = terra_tile_key_y(k);
+    for (int l = top; l > level; l--) {
+        if (!(b->levels >> l & 1)) continue;
+        const int32_t ax = x >> (l - level), ay = y >> (l - level); /* floor division */
+        const int32_t *r = b->box[l];
+        if (ax < r[0] || ax > r[2] || ay < r[1] || ay > r[3]) continue;
+        if (set_has(set, ancestor(k, l - level))) return l;
+    }
+    return -1;
 }
 
 static void push_draw(terra_stream *s, camera_lists *cl, slot *sl, bool fallback) {
@@ -806,7 +1086,6 @@ static void push_draw(terra_stream *s, camera_lists *cl, slot *sl, bool fallback
     terra_select_morph(s->sel, sl->level, &ms, &me);
     cl->draws[cl->ndraws++] = (terra_stream_draw){sl->key, sl->level, ms, me, sl->data, sl->bytes, fallback};
     sl->last_drawn = s->frame;
-    sl->drawn_ever = true;
 }
 
 /* Replaces each wanted tile not standing by its nearest standing ancestor, dropping whatever an
@@ -853,9 +1132,8 @@ static void end_replacing(terra_stream *s) {
     s->either = NULL;
     s->old_src = NULL;
     /* the new versions that waited stand now, whatever the budget: the view must not mix */
-    for (int i = 0; i < s->nslots; i++) {
-        slot *sl = &s->slots[i];
-        if (sl->state != SLOT_READY) continue;
+    while (s->nready > 0) {
+        const int i = s->ready[s->nready - 1];
         if (s->d.upload) upload(s, i);
         else now_standing(s, i);
     }
@@ -891,34 +1169,34 @@ static void check_replaced(terra_stream *s) {
     end_replacing(s);
 }
 
-/* The level of the coarsest ancestor of k in `set` (the one drawn over it), -1 when none is. */
-static int outermost_in(const key_set *set, terra_tile_key k, int top) {
-    int found = -1;
-    for (int l = terra_tile_key_level(k); l < top; l++) {
-        k = terra_tile_key_parent(k);
-        if (set_has(set, k)) found = l + 1;
-    }
-    return found;
-}
-
 static void resolve_draws(terra_stream *s, camera_lists *cl) {
     const int top = s->sd->levels - 1;
     key_set *anc = &s->fallback_set;
+    level_boxes *boxes = &s->fallback_boxes;
+    int nanc = 0;
     set_clear(anc);
+    boxes_clear(boxes);
     cl->ndraws = 0;
+    /* (The selection lists tiles depth first, so siblings come together: what is found above one
+     * is remembered for the next with the same parent.) */
+    terra_tile_key urgent_last = ~(terra_tile_key)0, above_last = ~(terra_tile_key)0; /* no key */
+    bool above_found = false;
     for (int k = 0; k < cl->nwanted; k++) {
-        slot *sl = slot_of(s, cl->wanted[k].key);
-        if (drawable(s, sl)) continue;
-        if (s->d.max_standin_levels > 0 && !is_failed(s, cl->wanted[k].key)) { /* its stand-in within reach, asked for first */
-            terra_tile_key a = cl->wanted[k].key;
-            int l = cl->wanted[k].level;
-            for (int up = 1; up < s->d.max_standin_levels && l < top; up++) a = terra_tile_key_parent(a), l++;
-            if (!drawable(s, slot_of(s, a)) && !is_failed(s, a)) {
+        const int32_t i = cl->slot[k] = slot_index(s, cl->wanted[k].key, cl->slot[k]);
+        if (i >= 0 && drawable(s, &s->slots[i])) continue;
+        const bool failed_k = is_failed(s, cl->wanted[k].key);
+        if (s->d.max_standin_levels > 0 && !failed_k) { /* its stand-in within reach, asked for first */
+            const int up = s->d.max_standin_levels - 1 < top - cl->wanted[k].level ? s->d.max_standin_levels - 1
+                                                                                   : top - cl->wanted[k].level;
+            const terra_tile_key a = ancestor(cl->wanted[k].key, up);
+            const int l = cl->wanted[k].level + up;
+            if ((up == 0 || a != urgent_last) && !drawable(s, slot_of(s, a)) && !is_failed(s, a)) {
                 set_add(&s->urgent_set, a);
                 add_wanted(s, a, l);
             }
+            urgent_last = a;
         }
-        if (is_failed(s, cl->wanted[k].key)) {
+        if (failed_k) {
             /* for good: the view settles once the tile asked for in its place stands */
             s->stats.failed_wanted++;
             const terra_tile_key a = stand_in_of(s, cl->wanted[k].key, cl->wanted[k].level);
@@ -926,28 +1204,35 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
         } else {
             s->stats.waiting++;
         }
-        terra_tile_key a = cl->wanted[k].key;
-        bool found = false;
-        for (int l = cl->wanted[k].level; l < top && !found; l++) {
-            a = terra_tile_key_parent(a);
-            found = drawable(s, slot_of(s, a));
+        /* the nearest drawable ancestor */
+        const terra_tile_key parent = ancestor(cl->wanted[k].key, 1);
+        if (parent != above_last) {
+            terra_tile_key a = cl->wanted[k].key;
+            bool found = false;
+            for (int l = cl->wanted[k].level; l < top && !found; l++) {
+                a = ancestor(a, 1);
+                found = drawable(s, slot_of(s, a));
+            }
+            above_last = parent, above_found = found;
+            if (found && set_add(anc, a)) s->fallbacks[nanc++] = a, boxes_add(boxes, a);
         }
-        if (found) set_add(anc, a);
-        else s->stats.uncovered++;
+        if (!above_found) s->stats.uncovered++;
     }
     /* standing wanted tiles not under a fallback ancestor; how deep the stand-ins are */
+    int over = -1;
+    above_last = ~(terra_tile_key)0;
     for (int k = 0; k < cl->nwanted; k++) {
-        const int over = anc->count ? outermost_in(anc, cl->wanted[k].key, top) : -1;
+        const terra_tile_key parent = ancestor(cl->wanted[k].key, 1);
+        if (nanc && parent != above_last) over = outermost_in(anc, boxes, cl->wanted[k].key, top), above_last = parent;
         if (over >= 0 && over - cl->wanted[k].level > s->stats.standin_levels) s->stats.standin_levels = over - cl->wanted[k].level;
-        slot *sl = slot_of(s, cl->wanted[k].key);
-        if (!drawable(s, sl) || over >= 0) continue;
-        push_draw(s, cl, sl, false);
+        const int32_t i = cl->slot[k];
+        if (over >= 0 || i < 0 || !drawable(s, &s->slots[i])) continue;
+        push_draw(s, cl, &s->slots[i], false);
     }
     /* fallback ancestors not under another */
-    for (uint32_t i = 0; anc->count && i <= anc->mask; i++) {
-        if (anc->stamps[i] != anc->stamp) continue;
-        if (has_ancestor_in(anc, anc->keys[i], top)) continue;
-        push_draw(s, cl, slot_of(s, anc->keys[i]), true);
+    for (int k = 0; k < nanc; k++) {
+        if (outermost_in(anc, boxes, s->fallbacks[k], top) >= 0) continue;
+        push_draw(s, cl, slot_of(s, s->fallbacks[k]), true);
         s->stats.fallbacks++;
     }
 }
@@ -956,15 +1241,11 @@ static void resolve_draws(terra_stream *s, camera_lists *cl) {
 
 /* The held tile wanted longest ago that is neither wanted nor drawn this frame; -1 if none. */
 static int eviction_victim(const terra_stream *s) {
-    int best = -1;
-    for (int i = 0; i < s->nslots; i++) {
+    for (int i = s->oldest; i >= 0 && s->slots[i].last_wanted != s->frame; i = s->links[i].newer) {
         const slot *sl = &s->slots[i];
-        if ((sl->state != SLOT_STANDING && sl->state != SLOT_READY) || sl->last_wanted == s->frame ||
-            sl->last_drawn == s->frame)
-            continue;
-        if (best < 0 || sl->last_wanted < s->slots[best].last_wanted) best = i;
+        if ((sl->state == SLOT_STANDING || sl->state == SLOT_READY) && sl->last_drawn != s->frame) return i;
     }
-    return best;
+    return -1;
 }
 
 /* The coarsest level first (every wanted tile then soon has a stand-in), then nearest the eye in
@@ -981,30 +1262,57 @@ static int cmp_request(const void *a, const void *b) {
     return x->key < y->key ? -1 : (x->key > y->key); /* deterministic */
 }
 
-static int in_flight(const terra_stream *s) {
-    int n = 0;
-    for (int i = 0; i < s->nslots; i++) n += s->slots[i].state == SLOT_LOADING;
-    return n;
+/* The missing tiles a frame may ask for (as many as may start) are the best by cmp_request: kept in a
+ * heap of the best so far, its worst on top, so a frame with thousands missing sorts only those. */
+static void sift_down(wanted_tile *h, int n, int i) {
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n) return;
+        if (c + 1 < n && cmp_request(&h[c + 1], &h[c]) > 0) c++;
+        if (cmp_request(&h[c], &h[i]) <= 0) return;
+        const wanted_tile t = h[i];
+        h[i] = h[c], h[c] = t;
+        i = c;
+    }
+}
+
+static void keep_best(wanted_tile *h, int *n, int best, const wanted_tile *w) {
+    if (*n < best) {
+        int i = (*n)++;
+        h[i] = *w;
+        while (i > 0 && cmp_request(&h[(i - 1) / 2], &h[i]) < 0) { /* sift up */
+            const wanted_tile t = h[i];
+            h[i] = h[(i - 1) / 2], h[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+    } else if (cmp_request(w, &h[0]) < 0) {
+        h[0] = *w;
+        sift_down(h, *n, 0);
+    }
 }
 
 static void request_missing(terra_stream *s) {
-    /* cancel requests nobody wants any more, if they have not started */
-    for (int i = 0; i < s->nslots; i++) {
-        slot *sl = &s->slots[i];
-        if (sl->state == SLOT_LOADING && sl->last_wanted < s->frame && s->loader.cancel(s->loader.user, ticket_of(s, i))) {
+    /* cancel requests nobody wants any more, if they have not started (from the end: a release
+     * moves the last one into the place it leaves) */
+    for (int k = s->nloading - 1; k >= 0; k--) {
+        const int i = s->loading[k];
+        if (s->slots[i].last_wanted < s->frame && s->loader.cancel(s->loader.user, ticket_of(s, i))) {
             release_slot(s, i, true);
             s->stats.cancelled++;
         }
     }
-    int flying = in_flight(s);
+    int flying = s->nloading;
     if (flying >= s->d.max_in_flight) return;
     int n = 0;
     for (int k = 0; k < s->nwanted; k++) {
-        const slot *have = slot_of(s, s->wanted[k].key);
-        if ((have && !(have->stale && have->replacement < 0 && have->state != SLOT_LOADING)) || is_failed(s, s->wanted[k].key))
+        wanted_tile w = s->wanted[k];
+        const int32_t i = slot_index(s, w.key, w.slot);
+        const slot *have = i >= 0 ? &s->slots[i] : NULL;
+        if ((have && !(have->stale && have->replacement < 0 && have->state != SLOT_LOADING)) || is_failed(s, w.key))
             continue;
-        s->missing[n] = s->wanted[k];
-        s->missing[n++].urgent = s->urgent_set.count && set_has(&s->urgent_set, s->wanted[k].key);
+        w.dist = (float)nearest_focus_sides(s, w.key);
+        w.urgent = s->urgent_set.count && set_has(&s->urgent_set, w.key);
+        keep_best(s->missing, &n, s->d.max_in_flight - flying, &w);
     }
     qsort(s->missing, (size_t)n, sizeof *s->missing, cmp_request);
     for (int k = 0; k < n && flying < s->d.max_in_flight; k++) {
@@ -1024,20 +1332,18 @@ static void request_missing(terra_stream *s) {
         sl->newgen = s->replacing && (old || meets(s, w->key, s->region));
         sl->key = w->key;
         sl->level = (uint8_t)w->level;
-        sl->state = SLOT_LOADING;
         sl->last_wanted = s->frame;
         sl->last_drawn = 0;
-        sl->drawn_ever = false;
         sl->bytes = 0;
         if (!s->loader.start(s->loader.user, ticket_of(s, i), w->key, sl->data, s->tile_bytes)) {
-            sl->state = SLOT_FREE;
             sl->replaces = -1;
             sl->generation++;
             s->free_slots[s->nfree++] = i;
             break; /* the loader is busy: try again next frame */
         }
+        set_state(s, i, SLOT_LOADING);
         if (old) old->replacement = i;
-        else map_put(&s->index, w->key, i);
+        else map_put(&s->index, w->key, i), s->wanted[w->at].slot = i; /* for next frame's find_slot */
         flying++;
         s->stats.requested++;
         s->stats.total_requested++;
@@ -1054,11 +1360,14 @@ static bool beyond_every_focus(const terra_stream *s, terra_tile_key k) {
     return true;
 }
 
-/* Lets go of held tiles past the unload radius of every focus. */
+/* Lets go of held tiles past the unload radius of every focus (none while a focus keeps all). */
 static void unload_far(terra_stream *s) {
-    for (int i = 0; i < s->nslots; i++) {
+    for (int i = 0; i < s->d.max_foci; i++)
+        if (s->foci[i].handle && !(s->foci[i].unload_radius > 0)) return;
+    for (int i = s->oldest, next; i >= 0 && s->slots[i].last_wanted != s->frame; i = next) {
         slot *sl = &s->slots[i];
-        if ((sl->state != SLOT_STANDING && sl->state != SLOT_READY) || sl->last_wanted == s->frame) continue;
+        next = s->links[i].newer;
+        if (sl->state != SLOT_STANDING && sl->state != SLOT_READY) continue;
         if (beyond_every_focus(s, sl->key)) {
             release_slot(s, i, true);
             s->stats.unloaded++;
@@ -1087,7 +1396,6 @@ terra_status terra_stream_update(terra_stream *s) {
     if (status != TERRA_OK) return status;
     take_in(s);
     check_replaced(s);
-    if (s->urgent_set.keys) set_clear(&s->urgent_set);
     for (int c = 0; c < s->d.max_cameras; c++)
         if (s->cams[c].handle) resolve_draws(s, &s->cams[c]);
     request_missing(s);
@@ -1098,17 +1406,10 @@ terra_status terra_stream_update(terra_stream *s) {
         st->cost_ms[k] = s->cost_n[k] ? s->cost_sum[k] / (double)s->cost_n[k] : 0;
         st->pieces[k] = s->ran[k];
     }
-    int used = 0;
-    for (int i = 0; i < s->nslots; i++) {
-        const slot *sl = &s->slots[i];
-        used += sl->state != SLOT_FREE;
-        st->standing += sl->state == SLOT_STANDING;
-        st->ready += sl->state == SLOT_READY;
-        st->in_flight += sl->state == SLOT_LOADING;
-        st->in_flight_stale += sl->state == SLOT_LOADING && sl->stale;
-    }
+    st->standing = s->nstanding, st->ready = s->nready, st->in_flight = s->nloading;
+    for (int k = 0; k < s->nloading; k++) st->in_flight_stale += s->slots[s->loading[k]].stale;
     st->replacing = s->replacing;
-    st->bytes_held = (size_t)used * s->tile_bytes;
+    st->bytes_held = (size_t)(s->nstanding + s->nready + s->nloading) * s->tile_bytes;
     if (st->bytes_held > st->peak_bytes) st->peak_bytes = st->bytes_held;
     st->wanted = s->nwanted;
     st->failed_known = s->nfailed;
@@ -1159,7 +1460,10 @@ bool terra_stream_is_standing(const terra_stream *s, terra_tile_key key) {
     return sl && sl->state == SLOT_STANDING;
 }
 
-bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key) { return set_has(&s->wanted_set, key); }
+bool terra_stream_is_wanted(const terra_stream *s, terra_tile_key key) {
+    const slot *sl = slot_of(s, key);
+    return (sl && sl->last_wanted == s->frame) || has_unheld(s, key);
+}
 
 int terra_stream_failed(const terra_stream *s, terra_tile_key *keys, int max) {
     for (int i = 0; i < s->nfailed && i < max; i++) keys[i] = s->failed_ring[(s->failed_head + i) % s->max_failed];
@@ -1172,7 +1476,7 @@ bool terra_stream_is_failed(const terra_stream *s, terra_tile_key key) { return 
 static void note_replacing(terra_stream *s) {
     s->stats.replacing = s->replacing;
     s->stats.in_flight_stale = 0;
-    for (int i = 0; i < s->nslots; i++) s->stats.in_flight_stale += s->slots[i].state == SLOT_LOADING && s->slots[i].stale;
+    for (int k = 0; k < s->nloading; k++) s->stats.in_flight_stale += s->slots[s->loading[k]].stale;
 }
 
 /* Drops what was made of the changed ground before it changed and was never drawn: a new version
@@ -1200,8 +1504,7 @@ static terra_status either_grid(void *user, const terra_grid_request *r, float *
 terra_status terra_stream_set_source(terra_stream *s, const terra_source *src) {
     if (!src) return terra_fail(TERRA_E_INVALID, "stream: no source given");
     terra_source *either = NULL;
-    bool held = false;
-    for (int i = 0; i < s->nslots && !held; i++) held = s->slots[i].state != SLOT_FREE;
+    const bool held = s->oldest >= 0;
     if (held && !s->either) { /* a second new source while one replaces keeps the first's old one */
         terra_status st = terra_source_create(&(terra_source_desc){.sample_grid = either_grid, .height_range = either_range,
                                                                  .user = s, .name = terra_source_name(src)},

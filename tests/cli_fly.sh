@@ -14,6 +14,11 @@ log=$("$terra" fly --frames 12 --maps 2 --map-size 96 --out "$out/maps" 2>&1); r
 [ $rc -eq 0 ] && ok "fly exits 0" || bad "fly exits 0 (rc $rc): $log"
 [ "$(echo "$log" | grep -cE '^ +[0-9]+ ')" -eq 12 ] && ok "one row per frame" || bad "one row per frame"
 echo "$log" | grep -q "^summary: 12 frames; tiles drawn mean" && ok "summary" || bad "summary"
+echo "$log" | grep -qE "^summary: frame CPU ms .*11 frames after the first\): median [0-9.]+, p99 [0-9.]+ \(whole frames, each waiting for every tile it wants: --realtime for a game's frame\)$" \
+  && ok "summary: frame CPU median and p99 (whole frames say so)" || bad "summary: frame CPU median and p99: $log"
+log=$("$terra" fly --realtime --frames 6 --size 160x90 --no-frames --sheet 0 --out "$out/rt" 2>&1); rc=$?
+[ $rc -eq 0 ] && echo "$log" | grep -qE "^summary: frame CPU ms .*5 frames after the first\): median [0-9.]+, p99 [0-9.]+$" \
+  && ok "--realtime: frame CPU median and p99" || bad "--realtime: frame CPU median and p99 (rc $rc): $log"
 [ -s "$out/maps/map_0000.png" ] && [ -s "$out/maps/map_0011.png" ] && ok "maps written" || bad "maps written"
 # a PNG signature, not a leftover temporary file
 head -c 8 "$out/maps/map_0000.png" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" && ok "maps are PNG" || bad "maps are PNG"

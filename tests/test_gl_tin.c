@@ -3,8 +3,8 @@
  * settled or real-time with tiles arriving late (a slowed decoder) over a dive, a low pass and
  * teleports — while every settled tile above level 0 projects its index error within tau, a
  * stand-in is at most two levels coarser than what it stands for after the first frames, and no
- * frame's drawn tiles fall below half the previous frame's (but a teleport's first). One draw call
- * a frame. A negative
+ * frame's drawn tiles fall below half the previous frame's (but a teleport's first). A fixed number
+ * of draw calls a frame, whatever the tiles (the depth prepass's two and the picture's four). A negative
  * control drops a drawn tile and sees the hole. */
 #include "check.h"
 #include "test_gl_util.h"
@@ -59,7 +59,7 @@ static void tin_archive_is_whole_on_every_frame(void) {
         CHECK(r.collapsed == 0, "%s: %d frames drew less than half the tiles of the frame before", archive_flights[i].name,
               r.collapsed);
         CHECK(r.standin_max <= 2, "%s: a stand-in %d levels coarser", archive_flights[i].name, r.standin_max);
-        CHECK(r.calls_max == 1, "%s: %d draw calls in a frame", archive_flights[i].name, r.calls_max);
+        CHECK(r.calls_max <= 6, "%s: %d draw calls in a frame", archive_flights[i].name, r.calls_max);
         if (i == 0) CHECK(r.fallback_frames > 0, "the decoder is slowed, yet no frame drew a stand-in");
     }
     terra_archive_mesh_close(m);

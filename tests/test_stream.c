@@ -152,6 +152,133 @@ static void never_evicts_wanted_or_drawn_and_caps_hold(void) {
     terra_source_destroy(src);
 }
 
+/* Completes each outstanding request with probability 1/2 (the order of arrival shuffled too). */
+static void man_finish_some(manual *m, unsigned *rng) {
+    for (int i = 0; i < m->n;) {
+        *rng = *rng * 1103515245u + 12345u;
+        if ((*rng >> 16) & 1) {
+            m->done[m->ndone++] = m->tickets[i];
+            m->tickets[i] = m->tickets[--m->n], m->keys[i] = m->keys[m->n], m->started[i] = m->started[m->n];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* The streamer keeps its slots by state as they change (counts, the list by last wanted, arrays of
+ * the loading and the ready): over random flights with jumps, a second focus coming and going,
+ * requests finishing in any order and a cache too small for the view, what it reports agrees with
+ * the cache itself every frame: the standing tiles listed and counted alike, in flight exactly the
+ * requests the loader holds, the caps kept, every wanted tile known as wanted, a wanted tile that
+ * stood still standing, each wanted tile under exactly one drawn tile (or counted uncovered). */
+static void bookkeeping_agrees_with_the_cache(void) {
+    terra_source *src = world();
+    static terra_tile_key keys[1024], before[1024];
+    for (unsigned seed = 1; seed <= 6; seed++) {
+        manual m = {0};
+        const int cap = 60 + 40 * (int)(seed % 3), flying = 4 + 4 * (int)(seed % 2);
+        terra_stream *s = make(src, &m, cap, flying, seed % 2 ? 0 : 2000);
+        terra_focus f, body = 0;
+        terra_camera cam = {.eye = {0, 300, 0}, .pitch_rad = -0.3};
+        terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = cam}, &f);
+        unsigned rng = seed;
+        int nbefore = 0, bad = 0;
+        for (int frame = 0; frame < 300 && !bad; frame++) {
+            rng = rng * 1103515245u + 12345u;
+            const unsigned r = rng >> 16;
+            if (r % 37 == 0) cam.eye.x += 3000, cam.eye.z -= 1500; /* a jump */
+            cam.eye.x += 30.0 * (r % 5), cam.eye.y = 50 + (r % 400);
+            cam.yaw_rad += 0.02 * ((int)(r % 11) - 5);
+            terra_stream_update_focus(s, f, &cam);
+            if (r % 23 == 0) {
+                if (body) terra_stream_remove_focus(s, body), body = 0;
+                else terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_ENTITY, .camera.eye = cam.eye,
+                                                                    .load_radius = 300}, &body);
+            }
+            man_finish_some(&m, &rng);
+            CHECK(terra_stream_update(s) == TERRA_OK, "%s", terra_last_error());
+            const terra_stream_stats *st = terra_stream_get_stats(s);
+            const int n = terra_stream_standing(s, keys, 1024);
+            bad += !(n == st->standing && n <= 1024);
+            for (int i = 0; i < n && i < 1024; i++) bad += !terra_stream_is_standing(s, keys[i]);
+            bad += !(st->in_flight == m.n + m.ndone && st->in_flight <= flying);
+            bad += !(st->standing + st->ready + st->in_flight <= cap && st->bytes_held <= st->bytes_cap);
+            bad += st->bytes_held != (size_t)(st->standing + st->ready + st->in_flight) * terra_stream_tile_bytes(s);
+            const terra_selected_tile *w;
+            const terra_stream_draw *d;
+            int nw, nd, uncovered = 0;
+            terra_stream_wanted(s, f, &w, &nw);
+            terra_stream_draws(s, f, &d, &nd);
+            for (int i = 0; i < nw; i++) {
+                bad += !terra_stream_is_wanted(s, w[i].key);
+                for (int j = 0; j < nbefore; j++)
+                    if (before[j] == w[i].key) bad += !terra_stream_is_standing(s, w[i].key);
+                int over = 0;
+                for (int j = 0; j < nd; j++) {
+                    terra_tile_key a = w[i].key;
+                    while (terra_tile_key_level(a) < d[j].level) a = terra_tile_key_parent(a);
+                    over += a == d[j].key;
+                }
+                bad += over > 1;
+                uncovered += over == 0;
+            }
+            bad += uncovered != st->uncovered;
+            for (int j = 0; j < nd; j++) bad += !terra_stream_is_standing(s, d[j].key);
+            CHECK(bad == 0, "seed %u frame %d: the streamer's reports disagree with its cache (standing %d listed %d, "
+                  "in flight %d of %d requests, uncovered %d counted %d)", seed, frame, st->standing, n, st->in_flight,
+                  m.n + m.ndone, uncovered, st->uncovered);
+            nbefore = n < 1024 ? n : 1024;
+            memcpy(before, keys, sizeof *keys * (size_t)nbefore);
+        }
+        terra_stream_destroy(s);
+    }
+    terra_source_destroy(src);
+}
+
+/* A turning camera has the stand-ins of the ground its turn brings into view asked for a frame ahead
+ * (max_standin_levels): turning steadily with every request answered by the next frame, no frame
+ * after the turn's first draws a stand-in more than 2 levels coarser than a tile it covers. The control turns alike but
+ * tells the streamer of each frame's camera twice (the second time, no turn): without the margin
+ * the ground coming into view at the sides needs deeper stand-ins. */
+static int turning_standin_levels(bool tell_twice) {
+    terra_source *src = world();
+    manual m = {0};
+    terra_stream_desc d = {.source = src, .capacity_tiles = 3000, .max_in_flight = 256, .max_standin_levels = 2,
+                           .loader = {man_start, man_cancel, man_poll, 1024, &m, NULL}};
+    d.select.grid.cells = 16;
+    d.select.levels = 9;
+    terra_stream *s = NULL;
+    CHECK(terra_stream_create(&d, &s) == TERRA_OK, "%s", terra_last_error());
+    terra_focus f;
+    terra_camera cam = {.eye = {0, 60, 0}, .pitch_rad = -0.2, .fov_y_rad = 1.0, .aspect = 16.0 / 9};
+    terra_stream_add_focus(s, &(terra_focus_desc){.kind = TERRA_FOCUS_CAMERA, .camera = cam}, &f);
+    for (int i = 0; i < 100 && (i == 0 || terra_stream_get_stats(s)->waiting > 0); i++) { /* settled */
+        man_finish_all(&m);
+        CHECK(terra_stream_update(s) == TERRA_OK);
+    }
+    int most = 0;
+    for (int frame = 0; frame < 40; frame++) {
+        cam.yaw_rad += 6 * 3.14159265358979323846 / 180;
+        cam.eye.x += 10;
+        terra_stream_update_focus(s, f, &cam);
+        if (tell_twice) terra_stream_update_focus(s, f, &cam);
+        man_finish_all(&m);
+        CHECK(terra_stream_update(s) == TERRA_OK);
+        const int lv = terra_stream_get_stats(s)->standin_levels;
+        if (frame > 0 && lv > most) most = lv; /* (the first frame of the turn comes unannounced) */
+    }
+    terra_stream_destroy(s);
+    terra_source_destroy(src);
+    return most;
+}
+
+static void turning_cameras_have_their_standins_ahead(void) {
+    const int with = turning_standin_levels(false), without = turning_standin_levels(true);
+    printf("  turning 6 degrees a frame: stand-ins up to %d levels coarser (%d without the margin)\n", with, without);
+    CHECK(with <= 2, "a turning camera drew a stand-in %d levels coarser", with);
+    CHECK(without > 2, "without the margin the turn needs no deeper stand-ins (%d): the test proves nothing", without);
+}
+
 /* Late arrivals go first: tiles asked for, then abandoned while already running, arrive late;
  * when room is needed they are evicted before any tile in view. */
 static void late_arrivals_evicted_before_tiles_in_view(void) {
@@ -768,6 +895,8 @@ int main(void) {
     RUN(requests_coarsest_then_nearest_and_limited);
     RUN(never_evicts_wanted_or_drawn_and_caps_hold);
     RUN(late_arrivals_evicted_before_tiles_in_view);
+    RUN(bookkeeping_agrees_with_the_cache);
+    RUN(turning_cameras_have_their_standins_ahead);
     RUN(cancels_requests_no_longer_wanted);
     RUN(unload_radius_has_hysteresis);
     RUN(budget_lets_oversized_work_land);

@@ -178,6 +178,9 @@ TERRA_API void terra_oct_decode(const int8_t in[2], float n[3]);
 
 /* Monotonic clock in seconds. */
 TERRA_API double terra_now_s(void);
+/* The calling thread's CPU time in seconds: what it ran, not the time other threads (a pool's
+ * workers, a software GL's) took its core from it. What frame timings are measured in. */
+TERRA_API double terra_thread_cpu_s(void);
 
 /* What a `threads` of 0 means everywhere (pools, streamers, bakes, cooks, tiled meshing): one
  * worker per online core, 1 to 64. */

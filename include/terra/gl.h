@@ -37,26 +37,26 @@
  *    its 2 cells^2, drawn only along sides that can have a gap (below).
  *  - Tiles arrive through the streamer's `upload` callback, inside its per-frame budget
  *    (terra_gl_attach), and leave when the streamer lets go of them (its `release` callback).
- *  - A frame is ONE glMultiDrawElementsIndirect over the tiles drawn, grid and mesh alike (one
- *    program, one vertex array), nearest first: commands with a tile's first vertex as the base
- *    vertex, an index range of its (the shared grid one, or its own) and its index in the frame as
- *    the base instance, which reaches the per-draw record (tile origin relative to the camera,
- *    level, morph range, skirt depth, first vertex, kind) in a shader storage buffer; then the
- *    skirts' commands, after every tile's ground, so that where a skirt is exactly as near as the
- *    ground beside it (along the edge it hangs from) the ground keeps the pixel. Draw calls are
- *    counted (terra_gl_stats.draw_calls); the sky is a blit, not a draw.
- *  - Ground hidden behind nearer hills is not drawn (style.no_occlusion draws it): the tiles are
- *    visited front to back and each grid tile in blocks (16 x 16 of them at most, 2 cells a side at
- *    least; the shared grid indices lie block by block, so the blocks in view are a command per run
- *    of them), a block left out when a horizon around the eye, raised by the ground already drawn
- *    along its grid lines, lies above all of it (gl/occlusion.h says why that hides only what nothing
- *    shows; test_gl_occlusion and test_gl_planet compare pictures culled and whole on random views
- *    and real-time frames). On a planet (tiles of up to 32 cells) a block is left out too where it
- *    lies wholly outside the view's sides; on a sphere the horizon lies in the half-planes through
- *    the eye and the centre, and a block in the shadow of a ball under every drawn tile is left out. A grid tile hangs its skirt only along blocks drawn and sides
- *    whose neighbour is not a grid tile of its level and morph range in the same frame (such a
- *    neighbour shares every sample of the side and morphs it alike: there is no gap).
- *    terra_gl_stats counts what was left out (occluded_triangles, hidden_tiles) and its CPU time.
+ *  - A frame is culled and drawn on the GPU in a fixed number of draw calls whatever the tiles (one
+ *    program, one vertex array; renderer.c says how): the CPU writes one record per tile (origin
+ *    relative to the camera, level, morph range, skirt depth, first vertex, which skirt sides it
+ *    needs) in one buffer write; a depth-only prepass replays the ground the last culled frame drew
+ *    (its list, with this frame's records: only tiles resident and unmoved since); compute passes build
+ *    a depth pyramid over it and test every piece of every tile (a grid tile's blocks of cells, 16 x
+ *    16 at most, and its skirt in runs of a block along the ring; a mesh tile whole) against the view's
+ *    sides and the pyramid, then write the pieces kept, in the frame's own order, into one index list
+ *    (grid tiles) and commands (mesh tiles); the picture draws them: the skirts, then the ground, with
+ *    GL_GEQUAL, so that where a skirt is exactly as near as the ground it hangs from the ground keeps
+ *    the pixel. style.no_occlusion draws every piece (commands built on the CPU, the same order): the
+ *    reference. Pictures and depth buffers culled and whole are equal bit for bit (test_gl_occlusion,
+ *    test_gl_planet, test_gl's mesh and grid tiles): the prepass holds real fragments of the frame
+ *    only, and a piece is left out only where its box lies wholly outside the view or strictly behind
+ *    the prepass's farthest depth over every pixel it can cover (shaders.h). Grid tiles take 2 calls
+ *    (the prepass, the picture), with mesh tiles up to 6; a frame drawn whole (no_occlusion, a fresh
+ *    renderer, after a compaction) 1. The sky is a blit, not a draw. A grid tile hangs its skirt only
+ *    along sides whose neighbour is not a grid tile of its level and morph range in the same frame
+ *    (such a neighbour shares every sample of the side and morphs it alike: there is no gap).
+ *    terra_gl_stats counts what was left out (occluded_triangles, hidden_tiles), as the GPU counts it.
  *  - Positions are camera-relative: each tile's origin minus the eye is computed in double on the
  *    CPU and handed over as a float, so nothing trembles far from the world origin.
  *  - The vertex stage applies the CDLOD morph by distance from the eye (the same rule as
@@ -152,29 +152,38 @@ typedef struct terra_gl_style {
 } terra_gl_style;
 
 typedef struct terra_gl_stats {
-    int draw_calls;      /* GL draw calls in the last frame (glDraw*, glMultiDraw*) */
-    int tiles, triangles; /* drawn in the last frame; a mesh tile's triangles are its own and its skirts' */
-    int per_level[TERRA_TILE_MAX_LEVEL + 1];
+    int draw_calls;      /* GL draw calls in the last frame (glDraw*, glMultiDraw*): the depth prepass's and the
+                            picture's (2 culled over grid tiles, up to 6 with mesh tiles; 1 whole) */
+    int draw_commands;   /* the commands those calls drew: the list's (the GPU writes the pieces drawn into one
+                            list, 2 commands for the picture, 1 for the prepass) and mesh tiles' (the GPU counts
+                            these: counted_frame's); a whole frame's, a command per tile and skirt run */
+    /* Figures the GPU counts on a culled frame (marked [GPU]): they are counted_frame's, read back without
+     * waiting when terra_gl_draw returns if the GPU is done with the culling by then (llvmpipe always
+     * is), else at a later draw; terra_gl_read_rgb and terra_gl_read_depth wait for them. */
+    uint32_t frame;      /* frames drawn */
+    uint32_t counted_frame; /* the frame the [GPU] figures are of */
+    int tiles, triangles; /* [GPU] tiles with a piece drawn, triangles drawn (in the picture); a mesh tile's
+                             triangles are its own and its skirts' */
+    int per_level[TERRA_TILE_MAX_LEVEL + 1]; /* [GPU] tiles drawn per level */
     int not_resident;    /* draws skipped because their tile was never uploaded (0 when the
                             streamer and the renderer are attached) */
     int resident, capacity; /* tiles in the buffers (grid and mesh); grid tiles the vertex buffer holds */
     int uploads, releases; /* since the previous frame */
-    size_t gpu_bytes;    /* vertex + index + per-frame buffers */
+    size_t gpu_bytes;    /* vertex + index + per-frame and culling buffers */
     double upload_ms;    /* time spent in uploads since the previous frame */
-    double submit_ms;    /* terra's CPU time in the last frame's draw: per-draw records, buffer
-                            updates, state, issuing the call */
-    double call_ms;      /* time spent inside the draw call itself: the driver's (llvmpipe shades
-                            vertices there, on the calling thread), not terra's */
-    int skirt_triangles; /* of triangles: skirts (grid tiles' 8 cells each, mesh tiles' their own) */
+    double submit_ms;    /* terra's CPU time in the last frame's terra_gl_draw outside GL calls: per-tile
+                            records, skirt sides, commands of a whole frame */
+    double call_ms;      /* the calling thread's CPU time inside the frame's GL calls (buffer writes, state, the
+                            GPU culling's dispatches, the draws): the driver's (llvmpipe shades vertices there,
+                            on the calling thread, and runs compute passes), not terra's */
+    int skirt_triangles; /* [GPU] of triangles: skirts (grid tiles' runs, mesh tiles' their own) */
     int mesh_tiles;      /* of resident: mesh tiles */
-    int occluded_triangles; /* ground triangles of the last frame's tiles not drawn: hidden behind nearer
-                               ground (occlusion culling; on a planet out of view too) */
-    int hidden_tiles;    /* tiles of the draw list wholly hidden (not in `tiles`) */
-    bool occlusion;      /* the last frame was culled (not with style.no_occlusion, on a planet of tiles
-                            over 32 cells, or on the plane where the eye was not above the drawn
-                            ground; on an ellipsoid, or where the eye is not above the drawn ground
-                            of a planet, only blocks out of view are left out) */
-    double occlusion_ms; /* CPU time ordering the tiles front to back and culling them */
+    int occluded_triangles; /* [GPU] ground triangles of the frame's tiles not drawn: out of view or hidden
+                               behind nearer ground */
+    int hidden_tiles;    /* [GPU] tiles of the draw list wholly left out (not in `tiles`) */
+    int prepass_triangles; /* [GPU] triangles the depth prepass drew (the last culled frame's ground) */
+    bool occlusion;      /* the last frame was culled (not with style.no_occlusion, nor a frame whose list of
+                            pieces would not fit one GL storage buffer) */
     size_t vertex_bytes_used, vertex_bytes; /* the vertex buffer: held by tiles, in all */
     size_t index_bytes_used, index_bytes;   /* mesh tiles' indices: held, room (the grid's apart) */
     int compactions;     /* since creation: times a buffer was compacted to place a tile */
@@ -232,7 +241,7 @@ typedef struct terra_gl_scene_desc {
                                    cells; at least 64), an archive's at most its tile count */
     size_t capacity_bytes;      /* the streamer's tile memory; 0 = capacity_tiles of its tiles, an
                                    archive's at most 512 MiB (the GPU buffers hold as much again) */
-    double budget_ms;           /* the streamer's per-frame budget; 0 = 4 */
+    double budget_ms;           /* the streamer's per-frame budget (the thread's CPU time); 0 = 4 */
     int threads;                /* workers meshing (or decoding) tiles; 0 = terra_default_threads() */
     int max_in_flight;          /* tile requests at once; 0 = 64 (a frame of a software
                                    renderer is long: many tiles can be meshed meanwhile) */
@@ -245,13 +254,20 @@ typedef struct terra_gl_scene_desc {
     int max_standin_levels;
 } terra_gl_scene_desc;
 
-/* What one frame cost and drew. */
+/* What one frame cost and drew. Times are the calling thread's CPU time (terra_thread_cpu_s: not the
+ * time the pool's workers or a software GL's threads took its core), but for wait_ms, which is wall
+ * time. */
 typedef struct terra_gl_frame_stats {
     double select_ms;   /* the CDLOD selection inside the streamer's (last) update */
-    double stream_ms;   /* the streamer's updates without the uploads and selections they ran */
+    double stream_ms;   /* the streamer's bookkeeping: its (first) update without the selection and the
+                           budgeted work it ran (taking tiles in, uploads) */
+    double wait_ms;     /* a real-time frame's waiting for stand-ins (max_standin_levels): the further
+                           updates and the pauses between them, less their budgeted work */
     double upload_ms;   /* copies of arrived tiles into the vertex buffer */
-    double submit_ms;   /* per-draw records, buffers, state and issuing the one draw call */
-    double driver_ms;   /* inside the draw call (a software driver's vertex work), not terra's */
+    double submit_ms;   /* terra's CPU in terra_gl_draw outside GL calls: per-tile records, skirt sides */
+    double driver_ms;   /* inside the frame's GL calls (a software driver's vertex and compute work), not terra's */
+    double cpu_ms;      /* terra's CPU for the frame outside the tile work budget_ms governs:
+                           select_ms + stream_ms + wait_ms + submit_ms */
     int updates;        /* streamer updates this frame (more than 1 when settling) */
     int tiles, triangles, draw_calls, fallbacks, per_level[TERRA_TILE_MAX_LEVEL + 1];
     int occluded_triangles; /* ground triangles left out as hidden (terra_gl_stats) */
@@ -278,7 +294,7 @@ typedef struct terra_gl_planet_desc {
     int threads;                      /* meshing workers; 0 = one per core */
     /* 0: every frame whole (the tiles it wants meshed before it is drawn). > 0: real time: meshing
      * goes on across frames (64 tiles at once, coarsest first), a frame uploads what is meshed within
-     * this many milliseconds, and a tile not yet held is drawn as its nearest held ancestor (the faces
+     * this many milliseconds (of its thread's CPU time), and a tile not yet held is drawn as its nearest held ancestor (the faces
      * are held for good), every tile under that ancestor left to it, so the ground is covered exactly
      * once in every frame; fs->fallbacks counts the stand-ins, fs->settled says none was needed. A
      * stand-in is never more than two levels coarser than a wanted tile it covers: in fast motion a

@@ -111,8 +111,11 @@ typedef struct terra_stream_desc {
      * is wanted and asked for before everything but the coarsest tiles, so a stand-in at most about
      * N levels coarser than the tiles it covers soon stands (stats.standin_levels says how deep this
      * frame's are; a caller that must not draw deeper updates again until it is within N, as
-     * terra_gl_scene does). 0: tiles are asked for coarsest, then nearest first, and a stand-in is
-     * whatever nearest ancestor stands. */
+     * terra_gl_scene does). A camera turning also selects over a margin around its view, as many
+     * degrees as twice its last turn (at most 30): the tiles there are not drawn, but their
+     * ancestors N - 1 levels up are wanted and asked for first likewise, so as the turn goes on
+     * the ground coming into view has its stand-ins already. 0: tiles are asked for coarsest, then
+     * nearest first, and a stand-in is whatever nearest ancestor stands. */
     int max_standin_levels;
 } terra_stream_desc;
 
