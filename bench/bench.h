@@ -31,6 +31,18 @@ static inline double bench_median(double *v, int n) {
 /* A frame's CPU from its parts: select, stream, wait, submit (terra_gl_frame_stats.cpu_ms). */
 static inline double bench_parts_ms(const double *part) { return part[0] + part[1] + part[2] + part[3]; }
 
+/* Prints the 3 slowest of n frames by their parts (part[i][4]: where, printed after `where`, e.g.
+ * "frame" or "m up"), taking each out as it goes (its parts become -1). */
+static inline void bench_print_slowest(double (*part)[5], int n, const char *where) {
+    for (int k = 0; k < 3 && n > 0; k++) {
+        int w = 0;
+        for (int i = 1; i < n; i++) w = bench_parts_ms(part[i]) > bench_parts_ms(part[w]) ? i : w;
+        printf("  slowest %d: %.3f ms, %s %.0f (select %.3f, stream %.3f, wait %.3f, submit %.3f)\n", k + 1,
+               bench_parts_ms(part[w]), where, part[w][4], part[w][0], part[w][1], part[w][2], part[w][3]);
+        part[w][0] = part[w][1] = part[w][2] = part[w][3] = -1;
+    }
+}
+
 /* The p-th percentile (0..100, nearest rank) of n values (sorts them in place). */
 static inline double bench_percentile(double *v, int n, double p) {
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);

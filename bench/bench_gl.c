@@ -199,13 +199,7 @@ int main(int argc, char **argv) {
     }
     printf("  (%d of %d frames drew ancestors for tiles still streaming; %d waited for them)\n", fallback_frames, frames,
            waited_frames);
-    for (int k = 0; k < 3 && nframe > 0; k++) { /* the slowest frames, taken out one by one */
-        int w = 0;
-        for (int i = 1; i < nframe; i++) w = bench_parts_ms(part[i]) > bench_parts_ms(part[w]) ? i : w;
-        printf("  slowest %d: %.3f ms, frame %.0f (select %.3f, stream %.3f, wait %.3f, submit %.3f)\n", k + 1, bench_parts_ms(part[w]),
-               part[w][4], part[w][0], part[w][1], part[w][2], part[w][3]);
-        part[w][0] = part[w][1] = part[w][2] = part[w][3] = -1;
-    }
+    bench_print_slowest(part, nframe, "frame");
     if (flight_only) {
         tin_frame_cpu(frames);
         return 0;

@@ -127,13 +127,7 @@ int main(int argc, char **argv) {
     bench_record("planet.cpu_ms.frame.p50", bench_percentile(frame_ms, nf, 50), "ms", nf, "median");
     bench_record("planet.cpu_ms.frame.p99", bench_percentile(frame_ms, nf, 99), "ms", nf, "p99");
     printf("  (%d of %d real-time frames waited for stand-ins, %.1f ms in all)\n", waited, nf, waited_ms);
-    for (int k = 0; k < 3 && nf > 0; k++) { /* the slowest frames, taken out one by one */
-        int w = 0;
-        for (int i = 1; i < nf; i++) w = bench_parts_ms(part[i]) > bench_parts_ms(part[w]) ? i : w;
-        printf("  slowest %d: %.3f ms at %.0f m (select %.3f, stream %.3f, wait %.3f, submit %.3f)\n", k + 1, bench_parts_ms(part[w]), part[w][4],
-               part[w][0], part[w][1], part[w][2], part[w][3]);
-        part[w][0] = part[w][1] = part[w][2] = part[w][3] = -1;
-    }
+    bench_print_slowest(part, nf, "metres up");
     terra_gl_planet_destroy(scene);
     terra_planet_destroy(p);
     terra_gl_context_destroy(ctx);
