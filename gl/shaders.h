@@ -251,15 +251,16 @@ static const char *const terra_gl_cs_hiz =
     "    imageStore(u_dst, p, vec4(m));\n"
     "}\n";
 
-/* Which pieces of each frame tile may show. A piece is left out when its box (in its tile's axes, from
- * its tile's bounds, 10 bits a coordinate, rounded outward) lies wholly outside one side of the view or
+/* Which pieces of each frame tile may show. A piece is left out when its box (in its tile's axes, on a
+ * planet its own; 10 bits a coordinate within its tile's piece bounds, rounded outward) lies wholly outside one side of the view or
  * behind the near plane, or when the box is wholly in front of the near plane and its nearest point is
  * strictly farther than the farthest depth the prepass left over every pixel whose centre its
  * projection can cover (read from the depth buffer itself for at most 8 x 8 pixels, else from the
  * pyramid level where they span at most 8 x 8 texels). The prepass drew real fragments of this frame
  * only, so each pixel's final depth is at least the pyramid's: a piece left out has no fragment as near
  * as the final depth anywhere, and cannot change the picture (renderer.c). Boxes are widened by 2^-16
- * of their distance and extent and a millimetre for the rounding of drawn positions and of the axes,
+ * of their distance, extent and coordinates and a millimetre for the rounding of drawn positions and of
+ * the axes (a planet piece's own axes decoded here and in C alike),
  * and by a hundredth of a step of their 10 bits; the rectangle by the rasterizer's subpixel step (a
  * vertex snapped to it moves by less); the nearest depth by 1/256 of itself: a rasterizer interpolates
  * depth by a plane fitted to the corners in floats, which on a thin triangle strays past its corners'
@@ -274,13 +275,18 @@ static const char *const terra_gl_cs_hiz =
     "uniform vec3 u_eye_frac;\n"                                                                   \
     "uniform vec2 u_size;\n"                                                                       \
     "uniform float u_near;\n"                                                                      \
-    "uniform int u_hiz_levels; /* 0: no prepass, the view's sides alone */\n"                      \
+    "uniform int u_hiz_levels; /* 0: no prepass, the view's sides (and the ball) alone */\n"                      \
     "uniform sampler2D u_hiz, u_depth;\n"                                                          \
-    "uniform float u_snap; /* how far (pixels) the rasterizer may move a vertex: its subpixel step */\n"
+    "uniform float u_snap; /* how far (pixels) the rasterizer may move a vertex: its subpixel step */\n"    \
+    "uniform vec4 u_ball; /* a planet's centre from the eye and a radius under all its ground drawn; w 0: none */\n"
 static const char *const terra_gl_cs_shows =
+    "bool shadowed(vec3 p) { /* the segment from the eye to p meets the ball */\n"
+    "    vec3 d = u_ball.xyz - clamp(dot(u_ball.xyz, p) / dot(p, p), 0.0, 1.0) * p;\n"
+    "    return dot(d, d) < u_ball.w * u_ball.w;\n"
+    "}\n"
     "bool shows(vec3 o, vec3 ax, vec3 ay, vec3 lo, vec3 hi) {\n"
     "    vec3 az = cross(ax, ay);\n"
-    "    float pad = (length(o + ax * lo.x + ay * lo.y + az * lo.z) + length(hi - lo)) * (1.0 / 65536.0) + 1e-3;\n"
+    "    float pad = (length(o + ax * lo.x + ay * lo.y + az * lo.z) + length(hi - lo) + length(max(abs(lo), abs(hi)))) * (1.0 / 65536.0) + 1e-3;\n"
     "    lo -= pad;\n"
     "    hi += pad;\n"
     "    vec3 e = hi - lo;\n"
@@ -295,6 +301,13 @@ static const char *const terra_gl_cs_shows =
     "        if (c.w >= u_near) mn = min(mn, c.xy / c.w), mx = max(mx, c.xy / c.w);\n"
     "    }\n"
     "    if (xl > 0.0 || xr < 0.0 || yl > 0.0 || yr < 0.0 || wmax < u_near) return false; /* off a side, or behind */\n"
+    "    if (u_ball.w > 0.0) { /* behind the ball: its shadow is convex, so the box's corners tell */\n"
+    "        vec3 p0 = o + ax * lo.x + ay * lo.y + az * lo.z;\n"
+    "        bool hid = true;\n"
+    "        for (int i = 0; i < 8 && hid; i++)\n"
+    "            hid = shadowed(p0 + ((i & 1) != 0 ? ax * e.x : vec3(0.0)) + ((i & 2) != 0 ? ay * e.y : vec3(0.0)) + ((i & 4) != 0 ? az * e.z : vec3(0.0)));\n"
+    "        if (hid) return false;\n"
+    "    }\n"
     "    if (wmin < u_near || u_hiz_levels == 0) return true;\n"
     "    /* the pixels whose centre the piece can cover: within its rectangle, widened by the snapping */\n"
     "    ivec2 i0 = max(ivec2(ceil((mn * 0.5 + 0.5) * u_size - 0.5 - u_snap)), ivec2(0));\n"
@@ -327,7 +340,7 @@ static const char *const terra_gl_cs_cull_tiles_main =
     "    Tile t = tiles[k];\n"
     "    uint id = t.a.y;\n"
     "    vec3 o = t.origin_level.xyz - u_eye_frac;\n"
-    "    bool in_view = shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, bounds[4u * id].xyz, bounds[4u * id + 1u].xyz);\n"
+    "    bool in_view = shows(o, bounds[6u * id + 2u].xyz, bounds[6u * id + 3u].xyz, bounds[6u * id].xyz, bounds[6u * id + 1u].xyz);\n"
     "    shown[k] = uint(in_view);\n"
     "    for (uint w = 0u; w < uint(WORDS); w++) vis[k * uint(WORDS) + w] = 0u;\n"
     "    if (in_view && (t.a.z & 1u) != 0u) vis[k * uint(WORDS)] = 1u | (u_no_skirts == 0 && t.b.y > 0u ? 2u : 0u);\n"
@@ -337,10 +350,16 @@ static const char *const terra_gl_cs_cull =
     TERRA_GL_CS_TILES
     TERRA_GL_CS_SHOWS
     "layout(local_size_x = 64) in;\n"
-    "layout(std430, binding = 4) readonly buffer Boxes { uvec2 boxes[]; };\n"
+    "layout(std430, binding = 4) readonly buffer Boxes { uint boxes[]; };\n"
     "layout(std430, binding = 6) readonly buffer Shown { uint shown[]; };\n"
     "uniform int u_no_skirts;\n";
 static const char *const terra_gl_cs_cull_main =
+    "vec3 oct_decode(uint w) {\n"
+    "    vec2 f = vec2(uvec2(w & 0xffffu, w >> 16)) / 65535.0 * 2.0 - 1.0;\n"
+    "    float z = 1.0 - abs(f.x) - abs(f.y);\n"
+    "    if (z < 0.0) f = (1.0 - abs(f.yx)) * vec2(f.x >= 0.0 ? 1.0 : -1.0, f.y >= 0.0 ? 1.0 : -1.0);\n"
+    "    return normalize(vec3(f, z));\n"
+    "}\n"
     "void main() {\n"
     "    uint g = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;\n"
     "    uint k = g / uint(PIECES), j = g % uint(PIECES);\n"
@@ -349,11 +368,17 @@ static const char *const terra_gl_cs_cull_main =
     "    uint id = t.a.y, flags = t.a.z;\n"
     "    if ((flags & 1u) != 0u) return;\n"
     "    if (j >= uint(NB * NB) && (u_no_skirts != 0 || (flags >> (8u + (j - uint(NB * NB)) / uint(NB)) & 1u) == 0u)) return;\n"
-    "    vec3 o = t.origin_level.xyz - u_eye_frac, tlo = bounds[4u * id].xyz, step = (bounds[4u * id + 1u].xyz - tlo) * (1.0 / 1023.0);\n"
-    "    uvec2 q = boxes[id * uint(PIECES) + j];\n"
+    "    vec3 o = t.origin_level.xyz - u_eye_frac, tlo = bounds[6u * id + 4u].xyz, step = (bounds[6u * id + 5u].xyz - tlo) * (1.0 / 1023.0);\n"
+    "    uint at = (id * uint(PIECES) + j) * uint(BOX_WORDS);\n"
+    "    uvec2 q = uvec2(boxes[at], boxes[at + 1u]);\n"
     "    vec3 lo = tlo + (vec3(uvec3(q.x, q.x >> 10, q.x >> 20) & 1023u) - 0.01) * step;\n"
     "    vec3 hi = tlo + (vec3(uvec3(q.y, q.y >> 10, q.y >> 20) & 1023u) + 0.01) * step;\n"
-    "    if (shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, lo, hi)) atomicOr(vis[k * uint(WORDS) + (j >> 5)], 1u << (j & 31u));\n"
+    "    vec3 ax = bounds[6u * id + 2u].xyz, ay = bounds[6u * id + 3u].xyz;\n"
+    "#if BOX_WORDS == 3 /* a planet piece's own axes (renderer.c, piece_axes) */\n"
+    "    ay = oct_decode(boxes[at + 2u]);\n"
+    "    ax = normalize(ax - dot(ax, ay) * ay);\n"
+    "#endif\n"
+    "    if (shows(o, ax, ay, lo, hi)) atomicOr(vis[k * uint(WORDS) + (j >> 5)], 1u << (j & 31u));\n"
     "}\n";
 
 /* How many pieces before piece j of frame tile k are drawn (set in its mask). */
