@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "shaders.h"
@@ -119,7 +120,8 @@ struct terra_gl {
     uint32_t *box_scratch;             /* packed (box_words each) */
     GLuint program, vao, vbo, ibo, tile_ids, commands, stage;
     GLint u_view_proj, u_cells, u_eye_frac, u_sun, u_flat, u_no_morph, u_level_tint, u_fog_distance;
-    GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up, u_radii, u_ramp, u_frame, u_prepass;
+    GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up, u_radii, u_ramp, u_frame, u_prepass, u_eye;
+    char *material; /* the source the ground program shades with (terra_gl_style.material), or NULL */
     /* culling on the GPU (shaders.h): its programs; per tile id the records (draws), bounds (two vec4)
      * and piece boxes; per frame tile its record, piece mask, counts then offsets; the commands it
      * writes (two blocks), its totals and their read-back ring; the list, two of them (list_cap
@@ -232,13 +234,99 @@ static terra_status compute_program(const terra_gl *r, const char *const body[3]
     return st;
 }
 
-static terra_status build_programs(terra_gl *r) {
+/* The compiler's log with the material's lines (numbered from MATERIAL_LINE0 + 1: compilers differ in
+ * how they show a source string's number, not in the line) as `name`:LINE. */
+#define MATERIAL_LINE0 100000
+static void name_log_lines(const char *log, const char *name, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = 0;
+    for (const char *line = log; *line && n + 1 < cap;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        long number = 0;
+        const char *at = line, *after = line;
+        for (; at < line + len; at++) { /* the line's first number that is one of the material's lines */
+            if (!isdigit((unsigned char)*at) || (at > line && isdigit((unsigned char)at[-1]))) continue;
+            number = strtol(at, (char **)&after, 10);
+            if (number > MATERIAL_LINE0 && number <= 2 * MATERIAL_LINE0) break;
+        }
+        int w;
+        if (at < line + len) {
+            if (at > line && at[-1] == '(' && *after == ')') after++;
+            w = snprintf(out + n, cap - n, "%s:%ld%.*s", name, number - MATERIAL_LINE0, (int)(line + len - after), after);
+        } else {
+            w = snprintf(out + n, cap - n, "%.*s", (int)len, line);
+        }
+        if (w < 0) break;
+        n += (size_t)w < cap - n ? (size_t)w : cap - n - 1;
+        line += len;
+    }
+}
+
+/* The ground's program: the vertex stage and the fragment stage, with `material` (NULL: terra's own
+ * shading; gl.h) between its declarations and its main. */
+static terra_status ground_program(const char *material, const char *material_name, GLuint *out) {
     GLuint sh[2] = {0, 0};
     terra_status st = compile(GL_VERTEX_SHADER, (const char *const[]){terra_gl_vs}, 1, "vertex", &sh[0]);
-    if (st == TERRA_OK) st = compile(GL_FRAGMENT_SHADER, (const char *const[]){terra_gl_fs, terra_gl_fs_main}, 2, "fragment", &sh[1]);
-    if (st == TERRA_OK) st = link(&r->program, sh, 2, "ground");
+    if (st == TERRA_OK && !material) {
+        st = compile(GL_FRAGMENT_SHADER, (const char *const[]){terra_gl_fs, terra_gl_fs_main}, 2, "fragment", &sh[1]);
+    } else if (st == TERRA_OK) {
+        const char *const srcs[] = {terra_gl_fs, terra_gl_material_head, material, terra_gl_material_tail, terra_gl_fs_main};
+        sh[1] = glCreateShader(GL_FRAGMENT_SHADER);
+        glShaderSource(sh[1], 5, srcs, NULL);
+        glCompileShader(sh[1]);
+        GLint ok = 0;
+        glGetShaderiv(sh[1], GL_COMPILE_STATUS, &ok);
+        if (!ok) {
+            char log[2048], named[3072];
+            glGetShaderInfoLog(sh[1], sizeof log, NULL, log);
+            name_log_lines(log, material_name, named, sizeof named);
+            st = terra_fail(TERRA_E_INVALID, "gl: the material %s does not compile:\n%s", material_name, named);
+        }
+    }
+    if (st == TERRA_OK) st = link(out, sh, 2, material ? material_name : "ground");
     for (int i = 0; i < 2; i++)
         if (sh[i]) glDeleteShader(sh[i]);
+    return st;
+}
+
+/* The ground program's uniforms, looked up again whenever it is rebuilt. */
+static void ground_uniforms(terra_gl *r) {
+    static const char *const names[] = {"u_view_proj", "u_sun",   "u_flat",   "u_no_morph", "u_level_tint", "u_fog_distance",
+                                        "u_eye_y",     "u_eye_mod", "u_planet", "u_centre", "u_radii",      "u_ramp",
+                                        "u_up",        "u_textures", "u_cells", "u_eye_frac", "u_frame",     "u_prepass",
+                                        "u_eye"};
+    GLint *const at[] = {&r->u_view_proj, &r->u_sun,      &r->u_flat,   &r->u_no_morph, &r->u_level_tint, &r->u_fog_distance,
+                         &r->u_eye_y,     &r->u_eye_mod,  &r->u_planet, &r->u_centre,   &r->u_radii,      &r->u_ramp,
+                         &r->u_up,        &r->u_textures, &r->u_cells,  &r->u_eye_frac, &r->u_frame,      &r->u_prepass,
+                         &r->u_eye};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) *at[i] = glGetUniformLocation(r->program, names[i]);
+}
+
+/* Makes the ground program shade with `material` (NULL: terra's own), rebuilding it where that
+ * changed; a material that does not compile leaves the program as it was. */
+static terra_status use_material(terra_gl *r, const char *material, const char *name) {
+    if (material == r->material || (material && r->material && strcmp(material, r->material) == 0)) return TERRA_OK;
+    char *copy = NULL;
+    if (material && !(copy = terra_alloc(strlen(material) + 1))) return terra_fail(TERRA_E_NOMEM, "gl: out of memory");
+    GLuint program = 0;
+    terra_status st = ground_program(material, name ? name : "(material)", &program);
+    if (st != TERRA_OK) {
+        terra_free(copy);
+        if (program) glDeleteProgram(program);
+        return st;
+    }
+    if (copy) strcpy(copy, material);
+    glDeleteProgram(r->program);
+    r->program = program;
+    terra_free(r->material);
+    r->material = copy;
+    ground_uniforms(r);
+    return TERRA_OK;
+}
+
+static terra_status build_programs(terra_gl *r) {
+    terra_status st = ground_program(NULL, NULL, &r->program);
     const struct {
         const char *body[3], *name;
         GLuint *out;
@@ -251,13 +339,7 @@ static terra_status build_programs(terra_gl *r) {
               {{terra_gl_cs_sky, "", ""}, "sky", &r->cs_sky}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0] && st == TERRA_OK; i++) st = compute_program(r, cs[i].body, cs[i].name, cs[i].out);
     if (st != TERRA_OK) return st;
-    static const char *const names[] = {"u_view_proj", "u_sun",   "u_flat",   "u_no_morph", "u_level_tint", "u_fog_distance",
-                                        "u_eye_y",     "u_eye_mod", "u_planet", "u_centre", "u_radii",      "u_ramp",
-                                        "u_up",        "u_textures", "u_cells", "u_eye_frac", "u_frame",     "u_prepass"};
-    GLint *const at[] = {&r->u_view_proj, &r->u_sun,      &r->u_flat,   &r->u_no_morph, &r->u_level_tint, &r->u_fog_distance,
-                         &r->u_eye_y,     &r->u_eye_mod,  &r->u_planet, &r->u_centre,   &r->u_radii,      &r->u_ramp,
-                         &r->u_up,        &r->u_textures, &r->u_cells,  &r->u_eye_frac, &r->u_frame,      &r->u_prepass};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) *at[i] = glGetUniformLocation(r->program, names[i]);
+    ground_uniforms(r);
     const struct {
         GLuint program;
         const char *name;
@@ -387,6 +469,7 @@ void terra_gl_destroy(terra_gl *r) {
     terra_free(r->ring);
     terra_free(r->skirt_scratch);
     terra_free(r->box_scratch);
+    terra_free(r->material);
     terra_free(r->piece_boxes);
     terra_free(r->mesh_v);
     terra_free(r->mesh_i);
@@ -1604,6 +1687,8 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     r->acc_uploads = r->acc_releases = 0, r->acc_upload_ms = 0;
     if (count > r->d.max_draws)
         return terra_fail(TERRA_E_CAPACITY, "gl: %d draws is more than max_draws (%d)", count, r->d.max_draws);
+    terra_status mst = use_material(r, style->material, style->material_name);
+    if (mst != TERRA_OK) return mst;
 
     /* the frame's tiles, stamped with the frame and their morph range (skirt_sides reads them) */
     s->frame = ++r->frame;
@@ -1721,6 +1806,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
             glBindTextureUnit(0, r->textures);
             glUniform1i(r->u_textures, 0);
             glUniform1f(r->u_eye_y, (float)cam->eye.y);
+            glUniform3f(r->u_eye, (float)cam->eye.x, (float)cam->eye.y, (float)cam->eye.z);
             glUniform2f(r->u_eye_mod, (float)fmod(cam->eye.x, 65536.0), (float)fmod(cam->eye.z, 65536.0));
             glUniform1f(r->u_fog_distance, fog);
             glUniform1i(r->u_planet, r->d.planet != NULL);

@@ -68,6 +68,7 @@ static const char *const terra_gl_vs =
     "out vec3 v_bary;\n"
     "out vec3 v_ids;\n"
     "flat out uint v_level;\n"
+    "out float v_morph;\n"
     "vec3 oct_decode(vec2 e) {\n"
     "    vec3 v = vec3(e, 1.0 - abs(e.x) - abs(e.y));\n"
     "    if (v.z < 0.0) v.xy = (1.0 - abs(v.yx)) * vec2(v.x >= 0.0 ? 1.0 : -1.0, v.y >= 0.0 ? 1.0 : -1.0);\n"
@@ -108,6 +109,7 @@ static const char *const terra_gl_vs =
     "    v_bary = vec3(colour == 0, colour == 1, colour == 2);\n"
     "    v_ids = v_bary * float(a_surface);\n"
     "    v_level = uint(d.origin_level.w);\n"
+    "    v_morph = k;\n"
     "    gl_Position = u_view_proj * vec4(p, 1.0);\n"
     "}\n";
 
@@ -120,7 +122,9 @@ static const char *const terra_gl_fs =
     "in vec3 v_bary;\n"
     "in vec3 v_ids;\n"
     "flat in uint v_level;\n"
+    "in float v_morph;\n"
     "out vec4 o_colour;\n"
+    "uniform vec3 u_eye; /* the eye in world metres (floats: a material's position) */\n"
     "struct Surface { vec4 tint_tiling; ivec4 layers; };\n"
     "layout(std430, binding = 1) readonly buffer Surfaces { Surface surfaces[256]; };\n"
     "uniform sampler2DArray u_textures;\n"
@@ -170,21 +174,23 @@ static const char *const terra_gl_fs_main =
     "        vec3 q = up / u_radii.xyx;\n"
     "        h = length(v_rel - u_centre) - inversesqrt(dot(q, q));\n"
     "    }\n"
+    "#ifndef TERRA_MATERIAL\n"
     "    if (u_ramp.y > u_ramp.x) {\n"
     "        o_colour = vec4(vec3(clamp((h - u_ramp.x) / (u_ramp.y - u_ramp.x), 0.0, 1.0)), 1.0);\n"
     "        return;\n"
     "    }\n"
+    "#endif\n"
     "    float cn = dot(n0, up), slope = sqrt(max(1.0 - cn * cn, 0.0)) / max(cn, 1e-3);\n"
     "    uvec3 st = uvec3(styled(ids.x, h, slope), styled(ids.y, h, slope), styled(ids.z, h, slope));\n"
     "    Surface s0 = surfaces[st.x];\n"
-    "    vec3 albedo;\n"
+    "    vec3 albedo, w = vec3(1.0, 0.0, 0.0);\n"
     "    vec2 b;\n"
     "    if (st.x == st.y && st.y == st.z) { /* one surface (most triangles): no blend to weigh */\n"
     "        albedo = tint(s0);\n"
     "        b = bump(s0);\n"
     "    } else {\n"
     "        Surface s1 = surfaces[st.y], s2 = surfaces[st.z];\n"
-    "        vec3 w = v_bary * vec3(mask(s0), mask(s1), mask(s2));\n"
+    "        w = v_bary * vec3(mask(s0), mask(s1), mask(s2));\n"
     "        w = w.x + w.y + w.z > 1e-4 ? w / (w.x + w.y + w.z) : v_bary;\n"
     "        albedo = w.x * tint(s0) + w.y * tint(s1) + w.z * tint(s2);\n"
     "        b = w.x * bump(s0) + w.y * bump(s1) + w.z * bump(s2);\n"
@@ -194,6 +200,11 @@ static const char *const terra_gl_fs_main =
     "    float sun = max(dot(n, u_sun), 0.0);\n"
     "    vec3 ambient = mix(vec3(0.12, 0.11, 0.10), vec3(0.30, 0.36, 0.46), dot(n, up) * 0.5 + 0.5);\n"
     "    vec3 c = albedo * (vec3(1.25, 1.16, 1.02) * sun + ambient);\n"
+    "#ifdef TERRA_MATERIAL\n"
+    "    o_colour = vec4(terra_material(terra_ground(u_eye + v_rel, n, up, h, slope, st, w, int(v_level), v_morph,\n"
+    "                                                u_sun, sun, 1.0, pow(clamp(c, 0.0, 1.0), vec3(1.0 / 1.6)))), 1.0);\n"
+    "    return;\n"
+    "#endif\n"
     "    if (u_flat == 0 && u_fog_distance > 0.0) {\n"
     "        float dist = length(v_rel);\n"
     "        float fog = 1.0 - exp2(-dist / u_fog_distance);\n"
@@ -201,6 +212,20 @@ static const char *const terra_gl_fs_main =
     "    }\n"
     "    o_colour = vec4(pow(clamp(c, 0.0, 1.0), vec3(1.0 / 1.6)), 1.0);\n"
     "}\n";
+
+/* A user's material (terra_gl_style.material, gl.h says what each member holds): between the fragment
+ * stage's declarations and its main, this, the user's source (its lines numbered from 100,001, so
+ * renderer.c finds them in the compiler's log), then main with TERRA_MATERIAL defined. */
+static const char *const terra_gl_material_head =
+    "#define TERRA_MATERIAL 1\n"
+    "struct terra_ground {\n"
+    "    vec3 position; vec3 normal; vec3 up; float height; float slope;\n"
+    "    uvec3 surfaces; vec3 weights; int level; float morph;\n"
+    "    vec3 sun; float sun_light; float shadow; vec3 colour;\n"
+    "};\n"
+    "vec3 terra_material(terra_ground g);\n"
+    "#line 100001\n";
+static const char *const terra_gl_material_tail = "\n#line 200001\n";
 
 /* ---- culling on the GPU (renderer.c says how a frame runs them) -------------------------------------
  * Compute passes, each compiled with "#version 450 core" and the layout's constants before it:
