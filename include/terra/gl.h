@@ -143,7 +143,9 @@ typedef struct terra_gl_style {
      * metre): pictures to compare with another renderer's elevation ramp */
     float ramp[2];
     /* What each surface looks like: its tint times its albedo texture, a normal texture tilting the
-     * light, a mask texture scaling its weight where surfaces blend, all repeating every tiling_m
+     * light, a mask texture scaling its weight where surfaces meet (on grid tiles a surface's edge
+     * steps midway between samples, the nearer sample's surface winning, its pull scaled by the
+     * mask; on mesh tiles a triangle's three blend), all repeating every tiling_m
      * metres (textures are read once per table version, resampled to 128², mipmapped; one that
      * cannot be read is logged and the surface drawn without it). NULL: the built-in tints. Where a
      * sample names no surface, the built-in height-and-slope style draws it (sand by the water,
