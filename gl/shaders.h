@@ -305,8 +305,9 @@ static const char *const terra_gl_cs_hiz =
     "}\n";
 
 /* Which pieces of each frame tile may show. A piece is left out when its box (in its tile's axes, on a
- * planet its own; 10 bits a coordinate within its tile's piece bounds, rounded outward) lies wholly outside one side of the view or
- * behind the near plane, or when the box is wholly in front of the near plane and its nearest point is
+ * planet its own; 10 bits a coordinate within its tile's piece bounds, rounded outward) lies wholly
+ * outside one side of the view, behind the near plane or (on a planet) in the shadow of the frame's
+ * ball (renderer.c), or when the box is wholly in front of the near plane and its nearest point is
  * strictly farther than the farthest depth the prepass left over every pixel whose centre its
  * projection can cover (read from the depth buffer itself for at most 8 x 8 pixels, else from the
  * pyramid level where they span at most 8 x 8 texels). The prepass drew real fragments of this frame
@@ -328,7 +329,7 @@ static const char *const terra_gl_cs_hiz =
     "uniform vec3 u_eye_frac;\n"                                                                   \
     "uniform vec2 u_size;\n"                                                                       \
     "uniform float u_near;\n"                                                                      \
-    "uniform int u_hiz_levels; /* 0: no prepass, the view's sides (and the ball) alone */\n"                      \
+    "uniform int u_hiz_levels; /* 0: no prepass, the view's sides (and the ball) alone */\n"      \
     "uniform sampler2D u_hiz, u_depth;\n"                                                          \
     "uniform float u_snap; /* how far (pixels) the rasterizer may move a vertex: its subpixel step */\n"    \
     "uniform vec4 u_ball; /* a planet's centre from the eye and a radius under all its ground drawn; w 0: none */\n"
