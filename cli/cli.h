@@ -124,6 +124,8 @@ typedef struct cli_scene {
     bool have_lat, have_lon;
     double ramp[2];            /* --ramp LO,HI: the ground gray by height */
     bool have_ramp;
+    const char *material_path; /* --material FILE.glsl, */
+    const char *material;      /* its text (read by cli_scene_parse) */
 } cli_scene;
 /* A command's own option (getopt_long's value, below CLI_SCENE_OPT, and its argument): false once
  * it has said why the value is refused (the cli_opt_* parsers do). */

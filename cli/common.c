@@ -273,6 +273,9 @@ static const scene_opt scene_opts[] = {
     {"ramp", "LO,HI", CLI_STYLE, K_PAIR, -12000, 100000, "LO,HI in metres", AT(ramp), AT(have_ramp),
      "the ground gray by its height alone, unlit: black at LO metres, white\nat HI (to compare with another "
      "renderer's elevation ramp), each %R"},
+    {"material", "FILE", CLI_STYLE, K_TEXT, 0, 0, NULL, AT(material_path), 0,
+     "shade every tile with your GLSL function vec3 terra_material(terra_ground\ng) in FILE (terra_gl_style.material "
+     "in gl.h says what g holds)"},
     {"planet", NULL, CLI_PLANET, K_FLAG, 0, 0, NULL, AT(planet), 0,
      "a whole planet (planet.h: six face quadtrees on a sphere of 6,371 km,\ncontinents, ranges and seas of --seed) "
      "instead of the plane; the\ncamera by --lat, --lon, --alt, --heading and --pitch; with --archive A\n"
@@ -414,6 +417,20 @@ int cli_scene_parse(const char *cmd, int argc, char **argv, unsigned groups, con
     if (!s->archive && !s->planet && terra_select_desc_resolve(&s->sel, &r) != TERRA_OK)
         return cli_usage_error(cmd, "%s", terra_last_error());
     if (!s->have_eye) s->have_above = true; /* default: above the ground at the origin (or an archive's middle) */
+    if (s->material_path) { /* read now: a material that cannot be had stops the command before any frame */
+        static char text[1 << 16];
+        FILE *f = fopen(s->material_path, "rb");
+        if (!f) return cli_error(cmd, "--material %s: cannot read: %s", s->material_path, strerror(errno));
+        const size_t n = fread(text, 1, sizeof text, f);
+        const bool bad = ferror(f), long_ = n == sizeof text;
+        fclose(f);
+        if (bad) return cli_error(cmd, "--material %s: cannot read: %s", s->material_path, strerror(errno));
+        if (long_) return cli_error(cmd, "--material %s: longer than %zu bytes", s->material_path, sizeof text - 1);
+        if (memchr(text, 0, n)) return cli_error(cmd, "--material %s: a NUL byte at byte %zu: not GLSL text", s->material_path,
+                                                 (size_t)((char *)memchr(text, 0, n) - text));
+        text[n] = 0;
+        s->material = text;
+    }
     return EXIT_OK;
 }
 
@@ -540,7 +557,8 @@ static const terra_surface_table *script_surfaces(const terra_script *s) { retur
 terra_gl_style cli_scene_style(const cli_scene *s) {
     terra_gl_style st = {.level_tint = s->level_tint, .no_morph = s->no_morph, .no_occlusion = s->no_occlusion,
                          .flat = s->have_clear,
-                         .surfaces = s->lua ? script_surfaces(s->lua) : NULL};
+                         .surfaces = s->lua ? script_surfaces(s->lua) : NULL, .material = s->material,
+                         .material_name = s->material_path};
     for (int i = 0; i < 3; i++) st.clear_rgb[i] = (float)(s->clear[i] / 255.0);
     if (s->have_ramp) st.ramp[0] = (float)s->ramp[0], st.ramp[1] = (float)s->ramp[1];
     return st;

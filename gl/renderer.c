@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #include "shaders.h"
@@ -54,8 +55,8 @@ typedef struct gl_draw_command {
 /* The compute passes' uniforms, their locations looked up once (build_programs). */
 enum {
     CU_SCATTER_TILES, CU_SCATTER_FRAME, CU_HIZ_FROM_DEPTH, CU_HIZ_SRC, CU_HIZ_DST,
-    CU_CULL_TILES, CU_CULL_VIEW_PROJ, CU_CULL_EYE_FRAC, CU_CULL_SIZE, CU_CULL_NEAR, CU_CULL_LEVELS, CU_CULL_NO_SKIRTS,
-    CU_TILES_TILES, CU_TILES_VIEW_PROJ, CU_TILES_EYE_FRAC, CU_TILES_SIZE, CU_TILES_NEAR, CU_TILES_LEVELS, CU_TILES_NO_SKIRTS,
+    CU_CULL_TILES, CU_CULL_VIEW_PROJ, CU_CULL_EYE_FRAC, CU_CULL_SIZE, CU_CULL_NEAR, CU_CULL_LEVELS, CU_CULL_NO_SKIRTS, CU_CULL_BALL,
+    CU_TILES_TILES, CU_TILES_VIEW_PROJ, CU_TILES_EYE_FRAC, CU_TILES_SIZE, CU_TILES_NEAR, CU_TILES_LEVELS, CU_TILES_NO_SKIRTS, CU_TILES_BALL,
     CU_SCAN_TILES, CU_SCAN_CMD, CU_SCAN_PREPASS, CU_WRITE_TILES, CU_WRITE_MESH_SKIRTS, CU_WRITE_MESH_GROUND,
     CU_SKY_ROWS, CU_SKY_FORWARD, CU_SKY_CAM_UP, CU_SKY_LOCAL_UP, CU_SKY_TAN, CU_SKY_SPACE, CU_COUNT
 };
@@ -87,7 +88,8 @@ typedef struct gl_tile {
     uint32_t uploaded;      /* frames drawn when it was (last) uploaded */
     int32_t side[4];        /* the resident tiles of its level beside it (sides j = 0, i = cells, j = cells, i = 0), or -1 */
     bool live, mesh;
-    terra_vec3 origin; /* on a planet: terra_planet_tile_origin, once */
+    terra_vec3 origin; /* on a planet: terra_planet_tile_origin, once, */
+    double least_r;    /* and the least distance from the centre of its ground as drawn (ground_floor) */
 } gl_tile;
 
 /* Compaction copies through a staging buffer of this size where a range moves by less than its
@@ -111,20 +113,22 @@ struct terra_gl {
     size_t tile_bytes;
     /* how a grid tile is cut into pieces (tile_layout): blocks of `block` cells, `blocks` along a
      * side, in Morton order in the shared indices; then 4 blocks runs of skirt around the ring */
-    int block, blocks, pieces, words;
+    int block, blocks, pieces, words, box_words; /* box_words: 3 on a planet (a piece's own up), else 2 */
     int32_t *ring;                     /* skirt vertex r hangs from grid vertex ring[r] */
     terra_grid_vertex *skirt_scratch;  /* one grid tile's skirt vertices, as uploaded */
     box3 *piece_boxes;                 /* one grid tile's piece boxes, */
-    uint32_t *box_scratch;             /* packed (2 words each) */
+    uint32_t *box_scratch;             /* packed (box_words each) */
     GLuint program, vao, vbo, ibo, tile_ids, commands, stage;
     GLint u_view_proj, u_cells, u_eye_frac, u_sun, u_flat, u_no_morph, u_level_tint, u_fog_distance;
-    GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up, u_radii, u_ramp, u_frame, u_prepass;
+    GLint u_eye_y, u_eye_mod, u_textures, u_planet, u_centre, u_up, u_radii, u_ramp, u_frame, u_prepass, u_eye;
+    char *material; /* the source the ground program shades with (terra_gl_style.material), or NULL */
     /* culling on the GPU (shaders.h): its programs; per tile id the records (draws), bounds (two vec4)
      * and piece boxes; per frame tile its record, piece mask, counts then offsets; the commands it
      * writes (two blocks), its totals and their read-back ring; the list, two of them (list_cap
      * indices each, grown apart: the last culled frame's is list_half's, drawn at frame list_frame) */
     GLuint cs_scatter, cs_hiz, cs_cull_tiles, cs_cull, cs_scan, cs_write, cs_sky;
     GLint cu[CU_COUNT];
+    float ball[4]; /* the frame's u_ball (shaders.h) */
     GLuint draws_buf, tiles_buf, bounds_buf, boxes_buf, vis_buf, counts_buf, gpu_cmds, totals_buf, readback_buf, lists[2];
     const uint32_t *readback_map;
     gl_readback readbacks[READBACKS];
@@ -221,8 +225,8 @@ static terra_status compute_program(const terra_gl *r, const char *const body[3]
     char defs[512];
     snprintf(defs, sizeof defs,
              "#version 450 core\n#define NB %d\n#define PIECES %d\n#define WORDS %d\n#define BLOCK_INDICES %d\n"
-             "#define RUN_INDICES %d\n#define GRID_INDICES %d\n",
-             r->blocks, r->pieces, r->words, 6 * r->block * r->block, 6 * r->block, r->grid_index_count);
+             "#define RUN_INDICES %d\n#define GRID_INDICES %d\n#define BOX_WORDS %d\n",
+             r->blocks, r->pieces, r->words, 6 * r->block * r->block, 6 * r->block, r->grid_index_count, r->box_words);
     GLuint cs = 0;
     terra_status st = compile(GL_COMPUTE_SHADER, (const char *const[]){defs, body[0], body[1], body[2]}, 4, name, &cs);
     if (st == TERRA_OK) st = link(out, &cs, 1, name);
@@ -230,13 +234,99 @@ static terra_status compute_program(const terra_gl *r, const char *const body[3]
     return st;
 }
 
-static terra_status build_programs(terra_gl *r) {
+/* The compiler's log with the material's lines (numbered from MATERIAL_LINE0 + 1: compilers differ in
+ * how they show a source string's number, not in the line) as `name`:LINE. */
+#define MATERIAL_LINE0 100000
+static void name_log_lines(const char *log, const char *name, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = 0;
+    for (const char *line = log; *line && n + 1 < cap;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        long number = 0;
+        const char *at = line, *after = line;
+        for (; at < line + len; at++) { /* the line's first number that is one of the material's lines */
+            if (!isdigit((unsigned char)*at) || (at > line && isdigit((unsigned char)at[-1]))) continue;
+            number = strtol(at, (char **)&after, 10);
+            if (number > MATERIAL_LINE0 && number <= 2 * MATERIAL_LINE0) break;
+        }
+        int w;
+        if (at < line + len) {
+            if (at > line && at[-1] == '(' && *after == ')') after++;
+            w = snprintf(out + n, cap - n, "%s:%ld%.*s", name, number - MATERIAL_LINE0, (int)(line + len - after), after);
+        } else {
+            w = snprintf(out + n, cap - n, "%.*s", (int)len, line);
+        }
+        if (w < 0) break;
+        n += (size_t)w < cap - n ? (size_t)w : cap - n - 1;
+        line += len;
+    }
+}
+
+/* The ground's program: the vertex stage and the fragment stage, with `material` (NULL: terra's own
+ * shading; gl.h) between its declarations and its main. */
+static terra_status ground_program(const char *material, const char *material_name, GLuint *out) {
     GLuint sh[2] = {0, 0};
     terra_status st = compile(GL_VERTEX_SHADER, (const char *const[]){terra_gl_vs}, 1, "vertex", &sh[0]);
-    if (st == TERRA_OK) st = compile(GL_FRAGMENT_SHADER, (const char *const[]){terra_gl_fs, terra_gl_fs_main}, 2, "fragment", &sh[1]);
-    if (st == TERRA_OK) st = link(&r->program, sh, 2, "ground");
+    if (st == TERRA_OK && !material) {
+        st = compile(GL_FRAGMENT_SHADER, (const char *const[]){terra_gl_fs, terra_gl_fs_main}, 2, "fragment", &sh[1]);
+    } else if (st == TERRA_OK) {
+        const char *const srcs[] = {terra_gl_fs, terra_gl_material_head, material, terra_gl_material_tail, terra_gl_fs_main};
+        sh[1] = glCreateShader(GL_FRAGMENT_SHADER);
+        glShaderSource(sh[1], 5, srcs, NULL);
+        glCompileShader(sh[1]);
+        GLint ok = 0;
+        glGetShaderiv(sh[1], GL_COMPILE_STATUS, &ok);
+        if (!ok) {
+            char log[2048], named[3072];
+            glGetShaderInfoLog(sh[1], sizeof log, NULL, log);
+            name_log_lines(log, material_name, named, sizeof named);
+            st = terra_fail(TERRA_E_INVALID, "gl: the material %s does not compile:\n%s", material_name, named);
+        }
+    }
+    if (st == TERRA_OK) st = link(out, sh, 2, material ? material_name : "ground");
     for (int i = 0; i < 2; i++)
         if (sh[i]) glDeleteShader(sh[i]);
+    return st;
+}
+
+/* The ground program's uniforms, looked up again whenever it is rebuilt. */
+static void ground_uniforms(terra_gl *r) {
+    static const char *const names[] = {"u_view_proj", "u_sun",   "u_flat",   "u_no_morph", "u_level_tint", "u_fog_distance",
+                                        "u_eye_y",     "u_eye_mod", "u_planet", "u_centre", "u_radii",      "u_ramp",
+                                        "u_up",        "u_textures", "u_cells", "u_eye_frac", "u_frame",     "u_prepass",
+                                        "u_eye"};
+    GLint *const at[] = {&r->u_view_proj, &r->u_sun,      &r->u_flat,   &r->u_no_morph, &r->u_level_tint, &r->u_fog_distance,
+                         &r->u_eye_y,     &r->u_eye_mod,  &r->u_planet, &r->u_centre,   &r->u_radii,      &r->u_ramp,
+                         &r->u_up,        &r->u_textures, &r->u_cells,  &r->u_eye_frac, &r->u_frame,      &r->u_prepass,
+                         &r->u_eye};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) *at[i] = glGetUniformLocation(r->program, names[i]);
+}
+
+/* Makes the ground program shade with `material` (NULL: terra's own), rebuilding it where that
+ * changed; a material that does not compile leaves the program as it was. */
+static terra_status use_material(terra_gl *r, const char *material, const char *name) {
+    if (material == r->material || (material && r->material && strcmp(material, r->material) == 0)) return TERRA_OK;
+    char *copy = NULL;
+    if (material && !(copy = terra_alloc(strlen(material) + 1))) return terra_fail(TERRA_E_NOMEM, "gl: out of memory");
+    GLuint program = 0;
+    terra_status st = ground_program(material, name ? name : "(material)", &program);
+    if (st != TERRA_OK) {
+        terra_free(copy);
+        if (program) glDeleteProgram(program);
+        return st;
+    }
+    if (copy) strcpy(copy, material);
+    glDeleteProgram(r->program);
+    r->program = program;
+    terra_free(r->material);
+    r->material = copy;
+    ground_uniforms(r);
+    return TERRA_OK;
+}
+
+static terra_status build_programs(terra_gl *r) {
+    terra_status st = ground_program(NULL, NULL, &r->program);
     const struct {
         const char *body[3], *name;
         GLuint *out;
@@ -249,23 +339,17 @@ static terra_status build_programs(terra_gl *r) {
               {{terra_gl_cs_sky, "", ""}, "sky", &r->cs_sky}};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0] && st == TERRA_OK; i++) st = compute_program(r, cs[i].body, cs[i].name, cs[i].out);
     if (st != TERRA_OK) return st;
-    static const char *const names[] = {"u_view_proj", "u_sun",   "u_flat",   "u_no_morph", "u_level_tint", "u_fog_distance",
-                                        "u_eye_y",     "u_eye_mod", "u_planet", "u_centre", "u_radii",      "u_ramp",
-                                        "u_up",        "u_textures", "u_cells", "u_eye_frac", "u_frame",     "u_prepass"};
-    GLint *const at[] = {&r->u_view_proj, &r->u_sun,      &r->u_flat,   &r->u_no_morph, &r->u_level_tint, &r->u_fog_distance,
-                         &r->u_eye_y,     &r->u_eye_mod,  &r->u_planet, &r->u_centre,   &r->u_radii,      &r->u_ramp,
-                         &r->u_up,        &r->u_textures, &r->u_cells,  &r->u_eye_frac, &r->u_frame,      &r->u_prepass};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) *at[i] = glGetUniformLocation(r->program, names[i]);
+    ground_uniforms(r);
     const struct {
         GLuint program;
         const char *name;
     } cu[CU_COUNT] = {{r->cs_scatter, "u_tiles"},       {r->cs_scatter, "u_frame"},       {r->cs_hiz, "u_from_depth"},
                       {r->cs_hiz, "u_src_size"},        {r->cs_hiz, "u_dst_size"},        {r->cs_cull, "u_tiles"},
                       {r->cs_cull, "u_view_proj"},      {r->cs_cull, "u_eye_frac"},       {r->cs_cull, "u_size"},
-                      {r->cs_cull, "u_near"},           {r->cs_cull, "u_hiz_levels"},     {r->cs_cull, "u_no_skirts"},
+                      {r->cs_cull, "u_near"},           {r->cs_cull, "u_hiz_levels"},     {r->cs_cull, "u_no_skirts"}, {r->cs_cull, "u_ball"},
                       {r->cs_cull_tiles, "u_tiles"},    {r->cs_cull_tiles, "u_view_proj"}, {r->cs_cull_tiles, "u_eye_frac"},
                       {r->cs_cull_tiles, "u_size"},     {r->cs_cull_tiles, "u_near"},     {r->cs_cull_tiles, "u_hiz_levels"},
-                      {r->cs_cull_tiles, "u_no_skirts"}, {r->cs_scan, "u_tiles"},         {r->cs_scan, "u_cmd"},
+                      {r->cs_cull_tiles, "u_no_skirts"}, {r->cs_cull_tiles, "u_ball"}, {r->cs_scan, "u_tiles"},         {r->cs_scan, "u_cmd"},
                       {r->cs_scan, "u_prepass"},        {r->cs_write, "u_tiles"},
                       {r->cs_write, "u_mesh_skirts"},   {r->cs_write, "u_mesh_ground"},   {r->cs_sky, "u_rows"},
                       {r->cs_sky, "u_forward"},         {r->cs_sky, "u_cam_up"},          {r->cs_sky, "u_local_up"},
@@ -385,6 +469,7 @@ void terra_gl_destroy(terra_gl *r) {
     terra_free(r->ring);
     terra_free(r->skirt_scratch);
     terra_free(r->box_scratch);
+    terra_free(r->material);
     terra_free(r->piece_boxes);
     terra_free(r->mesh_v);
     terra_free(r->mesh_i);
@@ -565,32 +650,102 @@ static void box_pack(const box3 *t, const box3 *b, uint32_t out[2]) {
     }
 }
 
-/* A grid tile's bounds (relative to its origin, in its axes a, over every vertex, morph target and skirt
- * bottom) and its pieces' boxes (r->box_scratch). The skirt hangs below its border (toward the centre
- * on a planet: there the run's box widens by the depth every way). */
-static box3 grid_boxes(terra_gl *r, const box_axes *a, const terra_grid_vertex *v, float skirt_m) {
-    const int cells = r->d.grid.cells, s = cells + 1, B = r->block, nb = r->blocks;
+/* A direction in one word (octahedral, 16 bits a coordinate) and back, as the cull shader decodes it. */
+static uint32_t oct_encode(const double n[3]) {
+    const double l1 = fabs(n[0]) + fabs(n[1]) + fabs(n[2]);
+    double u = n[0] / l1, v = n[1] / l1;
+    if (n[2] < 0) {
+        const double fu = (1 - fabs(v)) * (u >= 0 ? 1 : -1), fv = (1 - fabs(u)) * (v >= 0 ? 1 : -1);
+        u = fu, v = fv;
+    }
+    return (uint32_t)lround((u * 0.5 + 0.5) * 65535) | (uint32_t)lround((v * 0.5 + 0.5) * 65535) << 16;
+}
+static void oct_decode(uint32_t w, float out[3]) {
+    float u = (float)(w & 0xffffu) / 65535.0f * 2 - 1, v = (float)(w >> 16) / 65535.0f * 2 - 1;
+    const float z = 1 - fabsf(u) - fabsf(v);
+    if (z < 0) {
+        const float fu = (1 - fabsf(v)) * (u >= 0 ? 1.0f : -1.0f), fv = (1 - fabsf(u)) * (v >= 0 ? 1.0f : -1.0f);
+        u = fu, v = fv;
+    }
+    const float l = sqrtf(u * u + v * v + z * z);
+    out[0] = u / l, out[1] = v / l, out[2] = z / l;
+}
+
+/* A planet piece's own axes: y its up (the direction from the centre to its middle vertex, o + m, in
+ * one word, decoded as the shader decodes it), x the tile's x made square to it: a piece's box then
+ * hugs its own stretch of the curve, which on a coarse tile (a face is 90 degrees of arc) lies tilted
+ * far from the tile's up, so a box in the tile's axes stands hundreds of kilometres above the ground
+ * and pokes over the limb. */
+static box_axes piece_axes(const box_axes *tile, terra_vec3 o, const terra_grid_vertex *m, uint32_t *word) {
+    const double up[3] = {o.x + m->x, o.y + m->y, o.z + m->z};
+    *word = oct_encode(up);
+    box_axes a = {.world = false};
+    oct_decode(*word, a.y);
+    const float d = tile->x[0] * a.y[0] + tile->x[1] * a.y[1] + tile->x[2] * a.y[2];
+    for (int i = 0; i < 3; i++) a.x[i] = tile->x[i] - d * a.y[i];
+    const float lx = sqrtf(a.x[0] * a.x[0] + a.x[1] * a.x[1] + a.x[2] * a.x[2]);
+    for (int i = 0; i < 3; i++) a.x[i] /= lx;
+    a.z[0] = a.x[1] * a.y[2] - a.x[2] * a.y[1], a.z[1] = a.x[2] * a.y[0] - a.x[0] * a.y[2], a.z[2] = a.x[0] * a.y[1] - a.x[1] * a.y[0];
+    return a;
+}
+
+/* The least distance from the centre of a planet grid tile's ground as drawn, at any morph: every point
+ * q drawn in a cell is a mean of the cell's 8 corners and their morph targets p_i (a morph slides a
+ * corner along that segment), so for u the direction of their sum, |q| >= q . u >= min p_i . u. */
+static double ground_floor(const terra_gl *r, terra_vec3 o, const terra_grid_vertex *v) {
+    const int cells = r->d.grid.cells, s = cells + 1;
+    double least = INFINITY;
+    for (int j = 0; j < cells; j++)
+        for (int i = 0; i < cells; i++) {
+            double p[8][3], u[3] = {0, 0, 0};
+            for (int c = 0; c < 8; c++) {
+                const terra_grid_vertex *a = &v[(j + (c >> 2)) * s + i + ((c >> 1) & 1)];
+                const bool m = c & 1;
+                p[c][0] = o.x + (m ? a->mx : a->x), p[c][1] = o.y + (m ? a->my : a->y), p[c][2] = o.z + (m ? a->mz : a->z);
+                for (int k = 0; k < 3; k++) u[k] += p[c][k];
+            }
+            const double l = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+            for (int c = 0; c < 8; c++) least = fmin(least, (p[c][0] * u[0] + p[c][1] * u[1] + p[c][2] * u[2]) / l);
+        }
+    return fmax(least, 0);
+}
+
+/* A grid tile's bounds (relative to its origin o, in its axes a, over every vertex, morph target and
+ * skirt bottom) and its pieces' boxes, packed into r->box_scratch: on the plane in the tile's axes within
+ * those bounds; on a planet each in its own axes (piece_axes, the up's word third) within the union of
+ * those boxes (*pieces_all). The skirt hangs below its border (toward the centre on a planet: there the
+ * run's box widens by the depth every way). */
+static box3 grid_boxes(terra_gl *r, const box_axes *a, terra_vec3 o, const terra_grid_vertex *v, float skirt_m, box3 *pieces_all) {
+    const int cells = r->d.grid.cells, s = cells + 1, B = r->block, nb = r->blocks, W = r->box_words;
     box3 *boxes = r->piece_boxes;
     box3 all = EMPTY_BOX;
-    for (int bj = 0; bj < nb; bj++)
-        for (int bi = 0; bi < nb; bi++) {
-            box3 *b = &boxes[morton(bi, bj)];
-            *b = EMPTY_BOX;
-            for (int j = bj * B; j <= (bj + 1) * B; j++)
-                for (int i = bi * B; i <= (bi + 1) * B; i++) box_add(b, a, &v[j * s + i]);
-            box_union(&all, b);
+    *pieces_all = EMPTY_BOX;
+    for (int p = 0; p < r->pieces; p++) {
+        const int ground = p < nb * nb;
+        int bi = 0, bj = 0, c = p - nb * nb;
+        if (ground) /* p is block (bi, bj)'s Morton position */
+            for (int b = 0; b < 4; b++) bi |= ((p >> (2 * b)) & 1) << b, bj |= ((p >> (2 * b + 1)) & 1) << b;
+        const terra_grid_vertex *mid = ground ? &v[(bj * B + B / 2) * s + bi * B + B / 2] : &v[r->ring[(c * B + B / 2) % (4 * cells)]];
+        box_axes own = *a;
+        if (W == 3) own = piece_axes(a, o, mid, &r->box_scratch[W * p + 2]);
+        box3 b[2] = {EMPTY_BOX, EMPTY_BOX}; /* in its own axes, in the tile's (on a planet) */
+        for (int k = 0; k < (W == 3 ? 2 : 1); k++) {
+            const box_axes *ax = k ? a : &own;
+            if (ground)
+                for (int j = bj * B; j <= (bj + 1) * B; j++)
+                    for (int i = bi * B; i <= (bi + 1) * B; i++) box_add(&b[k], ax, &v[j * s + i]);
+            else
+                for (int e = c * B; e <= (c + 1) * B; e++) box_add(&b[k], ax, &v[r->ring[e % (4 * cells)]]);
+            for (int i = 0; i < 3 && !ground; i++) {
+                if (r->d.planet || i == 1) b[k].lo[i] -= skirt_m;
+                if (r->d.planet) b[k].hi[i] += skirt_m;
+            }
         }
-    for (int c = 0; c < 4 * nb; c++) {
-        box3 *b = &boxes[nb * nb + c];
-        *b = EMPTY_BOX;
-        for (int e = c * B; e <= (c + 1) * B; e++) box_add(b, a, &v[r->ring[e % (4 * cells)]]);
-        for (int k = 0; k < 3; k++) {
-            if (r->d.planet || k == 1) b->lo[k] -= skirt_m;
-            if (r->d.planet) b->hi[k] += skirt_m;
-        }
-        box_union(&all, b);
+        boxes[p] = b[0];
+        box_union(&all, &b[W == 3]);
+        box_union(pieces_all, &b[0]);
     }
-    for (int p = 0; p < r->pieces; p++) box_pack(&all, &boxes[p], r->box_scratch + 2 * p);
+    for (int p = 0; p < r->pieces; p++) box_pack(pieces_all, &boxes[p], r->box_scratch + W * p);
     return all;
 }
 
@@ -671,12 +826,13 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     r->tile_bytes = tile_bytes;
     r->list_half = -1;
     glGetIntegerv(GL_MAX_SHADER_STORAGE_BLOCK_SIZE, &r->max_ssbo);
+    r->box_words = d.planet ? 3 : 2;
     /* per tile id: its piece boxes, which one storage buffer must hold: where max_tiles' would not fit,
      * larger blocks (fewer pieces, culled more coarsely) */
     size_t box_bytes;
     for (int block = d.grid.cells / 16 > 2 ? d.grid.cells / 16 : 2;; block *= 2) {
         tile_layout(r, d.grid.cells, block);
-        box_bytes = sizeof(uint32_t) * 2 * (size_t)r->pieces * (size_t)d.max_tiles;
+        box_bytes = sizeof(uint32_t) * (size_t)r->box_words * (size_t)r->pieces * (size_t)d.max_tiles;
         if (box_bytes <= (size_t)r->max_ssbo || r->block == d.grid.cells) break;
     }
     if (box_bytes > (size_t)r->max_ssbo) {
@@ -698,7 +854,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     ok = ok && (r->ring = terra_alloc(sizeof *r->ring * (size_t)skirt_vertices)) != NULL;
     ok = ok && (r->skirt_scratch = terra_alloc(sizeof *r->skirt_scratch * (size_t)skirt_vertices)) != NULL;
     ok = ok && (r->piece_boxes = terra_alloc(sizeof *r->piece_boxes * (size_t)r->pieces)) != NULL;
-    ok = ok && (r->box_scratch = terra_alloc(sizeof(uint32_t) * 2 * (size_t)r->pieces)) != NULL;
+    ok = ok && (r->box_scratch = terra_alloc(sizeof(uint32_t) * (size_t)r->box_words * (size_t)r->pieces)) != NULL;
     uint32_t *scratch = ok ? terra_alloc(sizeof(uint32_t) * (size_t)r->index_count) : NULL;
     if (!scratch) {
         terra_gl_destroy(r);
@@ -729,7 +885,7 @@ terra_status terra_gl_create(const terra_gl_desc *desc, terra_gl **out) {
     r->commands = make_buffer(r, sizeof(gl_draw_command) * (size_t)r->cmd_cap, NULL, GL_DYNAMIC_STORAGE_BIT);
     r->draws_buf = make_buffer(r, DRAW_RECORD_BYTES * (size_t)d.max_tiles, NULL, 0);
     r->tiles_buf = make_buffer(r, sizeof(gl_frame_tile) * (size_t)d.max_draws, NULL, GL_DYNAMIC_STORAGE_BIT);
-    r->bounds_buf = make_buffer(r, sizeof(float) * 16 * (size_t)d.max_tiles, NULL, GL_DYNAMIC_STORAGE_BIT);
+    r->bounds_buf = make_buffer(r, sizeof(float) * 24 * (size_t)d.max_tiles, NULL, GL_DYNAMIC_STORAGE_BIT);
     r->boxes_buf = make_buffer(r, box_bytes, NULL, GL_DYNAMIC_STORAGE_BIT);
     r->vis_buf = make_buffer(r, sizeof(uint32_t) * (size_t)r->words * (size_t)d.max_draws, NULL, 0);
     r->counts_buf = make_buffer(r, sizeof(uint32_t) * 2 * (size_t)d.max_draws, NULL, 0);
@@ -1108,18 +1264,20 @@ terra_status terra_gl_upload(void *user, terra_tile_key key, const void *data, s
     t->origin = r->d.planet ? terra_planet_tile_origin(r->d.planet, key) : (terra_vec3){0, 0, 0};
     r->stats.mesh_tiles += mesh;
     /* its culling boxes: a grid tile's pieces', a mesh tile's bounds, in its axes */
-    box3 bounds = EMPTY_BOX;
+    box3 bounds = EMPTY_BOX, pieces = EMPTY_BOX;
     const box_axes axes = r->d.planet && !mesh ? planet_axes(t->origin, verts, r->d.grid.cells) : WORLD_AXES;
+    t->least_r = r->d.planet && !mesh ? ground_floor(r, t->origin, verts) : 0;
     if (mesh)
         for (uint32_t i = 0; i < nv; i++) box_add(&bounds, &axes, &verts[i]);
     else
-        bounds = grid_boxes(r, &axes, verts, skirt_m);
-    const float b16[16] = {bounds.lo[0], bounds.lo[1], bounds.lo[2], 0, bounds.hi[0], bounds.hi[1], bounds.hi[2], 0,
-                           axes.x[0],    axes.x[1],    axes.x[2],    0, axes.y[0],    axes.y[1],    axes.y[2],    0};
-    glNamedBufferSubData(r->bounds_buf, (GLintptr)(sizeof b16 * (size_t)id), sizeof b16, b16);
+        bounds = grid_boxes(r, &axes, t->origin, verts, skirt_m, &pieces);
+    const float b24[24] = {bounds.lo[0], bounds.lo[1], bounds.lo[2], 0, bounds.hi[0], bounds.hi[1], bounds.hi[2], 0,
+                           axes.x[0],    axes.x[1],    axes.x[2],    0, axes.y[0],    axes.y[1],    axes.y[2],    0,
+                           pieces.lo[0], pieces.lo[1], pieces.lo[2], 0, pieces.hi[0], pieces.hi[1], pieces.hi[2], 0};
+    glNamedBufferSubData(r->bounds_buf, (GLintptr)(sizeof b24 * (size_t)id), sizeof b24, b24);
     if (!mesh)
-        glNamedBufferSubData(r->boxes_buf, (GLintptr)(sizeof(uint32_t) * 2 * (size_t)r->pieces * (size_t)id),
-                             (GLsizeiptr)(sizeof(uint32_t) * 2 * (size_t)r->pieces), r->box_scratch);
+        glNamedBufferSubData(r->boxes_buf, (GLintptr)(sizeof(uint32_t) * (size_t)r->box_words * (size_t)r->pieces * (size_t)id),
+                             (GLsizeiptr)(sizeof(uint32_t) * (size_t)r->box_words * (size_t)r->pieces), r->box_scratch);
     glNamedBufferSubData(r->vbo, (GLintptr)(sizeof *verts * (size_t)v_off), (GLsizeiptr)(sizeof *verts * nv), verts);
     if (!mesh)
         glNamedBufferSubData(r->vbo, (GLintptr)(sizeof *verts * ((size_t)v_off + nv)),
@@ -1388,7 +1546,7 @@ static void dispatch_pieces(int count) {
 }
 
 /* Steps 4 and 5: the pieces that may show against the depth pyramid (`hiz`; else the view's sides
- * alone) into list half `half` and its block of commands; `prepass`: the frame drew one (its
+ * and a planet's ball alone) into list half `half` and its block of commands; `prepass`: the frame drew one (its
  * triangles go to the totals). */
 static void cull_to_list(terra_gl *r, const float vp[16], const float eye_frac[3], int n, int half, bool hiz, bool prepass,
                          const terra_gl_style *style) {
@@ -1414,6 +1572,7 @@ static void cull_to_list(terra_gl *r, const float vp[16], const float eye_frac[3
         glUniform1f(u[4], (float)r->near_m);
         glUniform1i(u[5], hiz ? r->hiz_levels : 0);
         glUniform1i(u[6], style->no_skirts);
+        glUniform4fv(u[7], 1, r->ball);
         if (pass) dispatch_pieces(n * r->pieces);
         else glDispatchCompute((GLuint)(n + 63) / 64, 1, 1);
         glMemoryBarrier(GL_SHADER_STORAGE_BARRIER_BIT);
@@ -1528,6 +1687,8 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     r->acc_uploads = r->acc_releases = 0, r->acc_upload_ms = 0;
     if (count > r->d.max_draws)
         return terra_fail(TERRA_E_CAPACITY, "gl: %d draws is more than max_draws (%d)", count, r->d.max_draws);
+    terra_status mst = use_material(r, style->material, style->material_name);
+    if (mst != TERRA_OK) return mst;
 
     /* the frame's tiles, stamped with the frame and their morph range (skirt_sides reads them) */
     s->frame = ++r->frame;
@@ -1550,6 +1711,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
     const bool prepass = cull && r->list_half >= 0 && r->moved < r->list_frame;
     size_t list_need = 0;
     int mesh_tiles = 0, ground_triangles = 0, per_level[TERRA_TILE_MAX_LEVEL + 1] = {0};
+    double floor_r = r->d.planet ? INFINITY : 0; /* the least of the frame tiles' least_r */
     for (int k = 0; k < n; k++) {
         const int32_t id = r->frame_ids[k];
         const gl_tile *t = &r->tiles[id];
@@ -1572,7 +1734,16 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
         }
         ground_triangles += (int)((t->mesh ? f->mesh_ground : (uint32_t)r->grid_index_count) / 3);
         per_level[level]++;
+        floor_r = fmin(floor_r, t->least_r);
     }
+    /* a planet's ball under all the frame's ground: whatever lies wholly behind it as the eye sees it
+     * is hidden by the ground drawn over it (the frame is whole). Its radius less a margin for the
+     * floats of the cull pass (a few 2^-24 of the distances), and none where the eye is within 100 m of
+     * it (the ground over it could come nearer than the near plane). */
+    const double centre = sqrt(cam->eye.x * cam->eye.x + cam->eye.y * cam->eye.y + cam->eye.z * cam->eye.z);
+    const double ball_r = n > 0 && isfinite(floor_r) ? floor_r - 1e-5 * centre - 1 : 0;
+    r->ball[0] = (float)-cam->eye.x, r->ball[1] = (float)-cam->eye.y, r->ball[2] = (float)-cam->eye.z;
+    r->ball[3] = ball_r > 0 && centre > ball_r + 100 ? (float)ball_r : 0;
     /* the list must fit one storage buffer; a frame too large for it is drawn whole. The list written
      * is the one the prepass does not read. */
     if (cull && sizeof(uint32_t) * list_need > (size_t)r->max_ssbo) cull = false;
@@ -1635,6 +1806,7 @@ terra_status terra_gl_draw(terra_gl *r, const terra_camera *cam, const terra_str
             glBindTextureUnit(0, r->textures);
             glUniform1i(r->u_textures, 0);
             glUniform1f(r->u_eye_y, (float)cam->eye.y);
+            glUniform3f(r->u_eye, (float)cam->eye.x, (float)cam->eye.y, (float)cam->eye.z);
             glUniform2f(r->u_eye_mod, (float)fmod(cam->eye.x, 65536.0), (float)fmod(cam->eye.z, 65536.0));
             glUniform1f(r->u_fog_distance, fog);
             glUniform1i(r->u_planet, r->d.planet != NULL);

@@ -68,6 +68,9 @@ static const char *const terra_gl_vs =
     "out vec3 v_bary;\n"
     "out vec3 v_ids;\n"
     "flat out uint v_level;\n"
+    "out float v_morph;\n"
+    "out vec2 v_grid; /* a grid tile's ground: the vertex's place in the grid (cells) */\n"
+    "out float v_step; /* 1 on a grid tile's ground, 0 on skirts and mesh tiles */\n"
     "vec3 oct_decode(vec2 e) {\n"
     "    vec3 v = vec3(e, 1.0 - abs(e.x) - abs(e.y));\n"
     "    if (v.z < 0.0) v.xy = (1.0 - abs(v.yx)) * vec2(v.x >= 0.0 ? 1.0 : -1.0, v.y >= 0.0 ? 1.0 : -1.0);\n"
@@ -108,6 +111,9 @@ static const char *const terra_gl_vs =
     "    v_bary = vec3(colour == 0, colour == 1, colour == 2);\n"
     "    v_ids = v_bary * float(a_surface);\n"
     "    v_level = uint(d.origin_level.w);\n"
+    "    v_morph = k;\n"
+    "    v_step = d.info.y == 0 && !skirt ? 1.0 : 0.0;\n"
+    "    v_grid = v_step > 0.0 ? vec2(local % side, local / side) : vec2(0.0);\n"
     "    gl_Position = u_view_proj * vec4(p, 1.0);\n"
     "}\n";
 
@@ -120,7 +126,11 @@ static const char *const terra_gl_fs =
     "in vec3 v_bary;\n"
     "in vec3 v_ids;\n"
     "flat in uint v_level;\n"
+    "in float v_morph;\n"
+    "in vec2 v_grid;\n"
+    "in float v_step;\n"
     "out vec4 o_colour;\n"
+    "uniform vec3 u_eye; /* the eye in world metres (floats: a material's position) */\n"
     "struct Surface { vec4 tint_tiling; ivec4 layers; };\n"
     "layout(std430, binding = 1) readonly buffer Surfaces { Surface surfaces[256]; };\n"
     "uniform sampler2DArray u_textures;\n"
@@ -153,6 +163,22 @@ static const char *const terra_gl_fs =
     "vec2 bump(Surface sf) {\n"
     "    return sf.layers.y >= 0 ? texture(u_textures, uvw(sf, sf.layers.y)).rg * 2.0 - 1.0 : vec2(0.0);\n"
     "}\n"
+    "/* On a grid tile's ground a surface's edge steps midway between samples: every point takes the\n"
+    "   surface of its nearest sample (in the grid's cells, the larger of the two distances), which is\n"
+    "   always one of its triangle's corners: cells are cut from (i, j) to (i + 1, j + 1), so a triangle's\n"
+    "   corners are (i, j), (i + 1, j + 1) and (i + 1, j) or (i, j + 1), coloured (i + j) mod 3 + 0, 2, 1\n"
+    "   (the colour is the place in st). A surface's mask scales its sample's pull: 1 less the\n"
+    "   distance, times the mask; a tie (all masks 0) goes to the nearest. */\n"
+    "uint nearest_sample(uvec3 st) {\n"
+    "    vec2 c = floor(v_grid), f = v_grid - c;\n"
+    "    vec2 m = f.x > f.y ? vec2(1.0, 0.0) : vec2(0.0, 1.0);\n"
+    "    vec3 d = vec3(max(f.x, f.y), max(abs(f.x - m.x), abs(f.y - m.y)), max(1.0 - f.x, 1.0 - f.y));\n"
+    "    uint a = uint(c.x + c.y) % 3u; /* the colour of (i, j); (the middle, (i + 1, j + 1)) a + (1, 2) */\n"
+    "    vec3 pull = (1.0 - d) * vec3(mask(surfaces[st[a]]), mask(surfaces[st[(a + 1u) % 3u]]), mask(surfaces[st[(a + 2u) % 3u]]));\n"
+    "    if (max(pull.x, max(pull.y, pull.z)) <= 0.0) pull = 1.0 - d;\n"
+    "    uint best = pull.x >= pull.y && pull.x >= pull.z ? 0u : pull.y >= pull.z ? 1u : 2u;\n"
+    "    return (a + best) % 3u;\n"
+    "}\n"
     "vec3 sky(float up) {\n"
     "    vec3 horizon = vec3(0.80, 0.86, 0.93), zenith = vec3(0.26, 0.47, 0.80);\n"
     "    return mix(horizon, zenith, pow(clamp(up, 0.0, 1.0), 0.45));\n"
@@ -170,21 +196,29 @@ static const char *const terra_gl_fs_main =
     "        vec3 q = up / u_radii.xyx;\n"
     "        h = length(v_rel - u_centre) - inversesqrt(dot(q, q));\n"
     "    }\n"
+    "#ifndef TERRA_MATERIAL\n"
     "    if (u_ramp.y > u_ramp.x) {\n"
     "        o_colour = vec4(vec3(clamp((h - u_ramp.x) / (u_ramp.y - u_ramp.x), 0.0, 1.0)), 1.0);\n"
     "        return;\n"
     "    }\n"
+    "#endif\n"
     "    float cn = dot(n0, up), slope = sqrt(max(1.0 - cn * cn, 0.0)) / max(cn, 1e-3);\n"
     "    uvec3 st = uvec3(styled(ids.x, h, slope), styled(ids.y, h, slope), styled(ids.z, h, slope));\n"
     "    Surface s0 = surfaces[st.x];\n"
-    "    vec3 albedo;\n"
+    "    vec3 albedo, w = vec3(1.0, 0.0, 0.0);\n"
     "    vec2 b;\n"
     "    if (st.x == st.y && st.y == st.z) { /* one surface (most triangles): no blend to weigh */\n"
     "        albedo = tint(s0);\n"
     "        b = bump(s0);\n"
+    "    } else if (v_step > 0.999) { /* a grid tile's ground: the surface of the nearest sample */\n"
+    "        uint k = nearest_sample(st);\n"
+    "        Surface sk = surfaces[st[k]];\n"
+    "        albedo = tint(sk);\n"
+    "        b = bump(sk);\n"
+    "        w = vec3(k == 0u, k == 1u, k == 2u);\n"
     "    } else {\n"
     "        Surface s1 = surfaces[st.y], s2 = surfaces[st.z];\n"
-    "        vec3 w = v_bary * vec3(mask(s0), mask(s1), mask(s2));\n"
+    "        w = v_bary * vec3(mask(s0), mask(s1), mask(s2));\n"
     "        w = w.x + w.y + w.z > 1e-4 ? w / (w.x + w.y + w.z) : v_bary;\n"
     "        albedo = w.x * tint(s0) + w.y * tint(s1) + w.z * tint(s2);\n"
     "        b = w.x * bump(s0) + w.y * bump(s1) + w.z * bump(s2);\n"
@@ -194,6 +228,11 @@ static const char *const terra_gl_fs_main =
     "    float sun = max(dot(n, u_sun), 0.0);\n"
     "    vec3 ambient = mix(vec3(0.12, 0.11, 0.10), vec3(0.30, 0.36, 0.46), dot(n, up) * 0.5 + 0.5);\n"
     "    vec3 c = albedo * (vec3(1.25, 1.16, 1.02) * sun + ambient);\n"
+    "#ifdef TERRA_MATERIAL\n"
+    "    o_colour = vec4(terra_material(terra_ground(u_eye + v_rel, n, up, h, slope, st, w, int(v_level), v_morph,\n"
+    "                                                u_sun, sun, 1.0, pow(clamp(c, 0.0, 1.0), vec3(1.0 / 1.6)))), 1.0);\n"
+    "    return;\n"
+    "#endif\n"
     "    if (u_flat == 0 && u_fog_distance > 0.0) {\n"
     "        float dist = length(v_rel);\n"
     "        float fog = 1.0 - exp2(-dist / u_fog_distance);\n"
@@ -201,6 +240,20 @@ static const char *const terra_gl_fs_main =
     "    }\n"
     "    o_colour = vec4(pow(clamp(c, 0.0, 1.0), vec3(1.0 / 1.6)), 1.0);\n"
     "}\n";
+
+/* A user's material (terra_gl_style.material, gl.h says what each member holds): between the fragment
+ * stage's declarations and its main, this, the user's source (its lines numbered from 100,001, so
+ * renderer.c finds them in the compiler's log), then main with TERRA_MATERIAL defined. */
+static const char *const terra_gl_material_head =
+    "#define TERRA_MATERIAL 1\n"
+    "struct terra_ground {\n"
+    "    vec3 position; vec3 normal; vec3 up; float height; float slope;\n"
+    "    uvec3 surfaces; vec3 weights; int level; float morph;\n"
+    "    vec3 sun; float sun_light; float shadow; vec3 colour;\n"
+    "};\n"
+    "vec3 terra_material(terra_ground g);\n"
+    "#line 100001\n";
+static const char *const terra_gl_material_tail = "\n#line 200001\n";
 
 /* ---- culling on the GPU (renderer.c says how a frame runs them) -------------------------------------
  * Compute passes, each compiled with "#version 450 core" and the layout's constants before it:
@@ -251,15 +304,17 @@ static const char *const terra_gl_cs_hiz =
     "    imageStore(u_dst, p, vec4(m));\n"
     "}\n";
 
-/* Which pieces of each frame tile may show. A piece is left out when its box (in its tile's axes, from
- * its tile's bounds, 10 bits a coordinate, rounded outward) lies wholly outside one side of the view or
- * behind the near plane, or when the box is wholly in front of the near plane and its nearest point is
+/* Which pieces of each frame tile may show. A piece is left out when its box (in its tile's axes, on a
+ * planet its own; 10 bits a coordinate within its tile's piece bounds, rounded outward) lies wholly
+ * outside one side of the view, behind the near plane or (on a planet) in the shadow of the frame's
+ * ball (renderer.c), or when the box is wholly in front of the near plane and its nearest point is
  * strictly farther than the farthest depth the prepass left over every pixel whose centre its
  * projection can cover (read from the depth buffer itself for at most 8 x 8 pixels, else from the
  * pyramid level where they span at most 8 x 8 texels). The prepass drew real fragments of this frame
  * only, so each pixel's final depth is at least the pyramid's: a piece left out has no fragment as near
  * as the final depth anywhere, and cannot change the picture (renderer.c). Boxes are widened by 2^-16
- * of their distance and extent and a millimetre for the rounding of drawn positions and of the axes,
+ * of their distance, extent and coordinates and a millimetre for the rounding of drawn positions and of
+ * the axes (a planet piece's own axes decoded here and in C alike),
  * and by a hundredth of a step of their 10 bits; the rectangle by the rasterizer's subpixel step (a
  * vertex snapped to it moves by less); the nearest depth by 1/256 of itself: a rasterizer interpolates
  * depth by a plane fitted to the corners in floats, which on a thin triangle strays past its corners'
@@ -274,13 +329,18 @@ static const char *const terra_gl_cs_hiz =
     "uniform vec3 u_eye_frac;\n"                                                                   \
     "uniform vec2 u_size;\n"                                                                       \
     "uniform float u_near;\n"                                                                      \
-    "uniform int u_hiz_levels; /* 0: no prepass, the view's sides alone */\n"                      \
+    "uniform int u_hiz_levels; /* 0: no prepass, the view's sides (and the ball) alone */\n"      \
     "uniform sampler2D u_hiz, u_depth;\n"                                                          \
-    "uniform float u_snap; /* how far (pixels) the rasterizer may move a vertex: its subpixel step */\n"
+    "uniform float u_snap; /* how far (pixels) the rasterizer may move a vertex: its subpixel step */\n"    \
+    "uniform vec4 u_ball; /* a planet's centre from the eye and a radius under all its ground drawn; w 0: none */\n"
 static const char *const terra_gl_cs_shows =
+    "bool shadowed(vec3 p) { /* the segment from the eye to p meets the ball */\n"
+    "    vec3 d = u_ball.xyz - clamp(dot(u_ball.xyz, p) / dot(p, p), 0.0, 1.0) * p;\n"
+    "    return dot(d, d) < u_ball.w * u_ball.w;\n"
+    "}\n"
     "bool shows(vec3 o, vec3 ax, vec3 ay, vec3 lo, vec3 hi) {\n"
     "    vec3 az = cross(ax, ay);\n"
-    "    float pad = (length(o + ax * lo.x + ay * lo.y + az * lo.z) + length(hi - lo)) * (1.0 / 65536.0) + 1e-3;\n"
+    "    float pad = (length(o + ax * lo.x + ay * lo.y + az * lo.z) + length(hi - lo) + length(max(abs(lo), abs(hi)))) * (1.0 / 65536.0) + 1e-3;\n"
     "    lo -= pad;\n"
     "    hi += pad;\n"
     "    vec3 e = hi - lo;\n"
@@ -295,6 +355,13 @@ static const char *const terra_gl_cs_shows =
     "        if (c.w >= u_near) mn = min(mn, c.xy / c.w), mx = max(mx, c.xy / c.w);\n"
     "    }\n"
     "    if (xl > 0.0 || xr < 0.0 || yl > 0.0 || yr < 0.0 || wmax < u_near) return false; /* off a side, or behind */\n"
+    "    if (u_ball.w > 0.0) { /* behind the ball: its shadow is convex, so the box's corners tell */\n"
+    "        vec3 p0 = o + ax * lo.x + ay * lo.y + az * lo.z;\n"
+    "        bool hid = true;\n"
+    "        for (int i = 0; i < 8 && hid; i++)\n"
+    "            hid = shadowed(p0 + ((i & 1) != 0 ? ax * e.x : vec3(0.0)) + ((i & 2) != 0 ? ay * e.y : vec3(0.0)) + ((i & 4) != 0 ? az * e.z : vec3(0.0)));\n"
+    "        if (hid) return false;\n"
+    "    }\n"
     "    if (wmin < u_near || u_hiz_levels == 0) return true;\n"
     "    /* the pixels whose centre the piece can cover: within its rectangle, widened by the snapping */\n"
     "    ivec2 i0 = max(ivec2(ceil((mn * 0.5 + 0.5) * u_size - 0.5 - u_snap)), ivec2(0));\n"
@@ -327,7 +394,7 @@ static const char *const terra_gl_cs_cull_tiles_main =
     "    Tile t = tiles[k];\n"
     "    uint id = t.a.y;\n"
     "    vec3 o = t.origin_level.xyz - u_eye_frac;\n"
-    "    bool in_view = shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, bounds[4u * id].xyz, bounds[4u * id + 1u].xyz);\n"
+    "    bool in_view = shows(o, bounds[6u * id + 2u].xyz, bounds[6u * id + 3u].xyz, bounds[6u * id].xyz, bounds[6u * id + 1u].xyz);\n"
     "    shown[k] = uint(in_view);\n"
     "    for (uint w = 0u; w < uint(WORDS); w++) vis[k * uint(WORDS) + w] = 0u;\n"
     "    if (in_view && (t.a.z & 1u) != 0u) vis[k * uint(WORDS)] = 1u | (u_no_skirts == 0 && t.b.y > 0u ? 2u : 0u);\n"
@@ -337,10 +404,16 @@ static const char *const terra_gl_cs_cull =
     TERRA_GL_CS_TILES
     TERRA_GL_CS_SHOWS
     "layout(local_size_x = 64) in;\n"
-    "layout(std430, binding = 4) readonly buffer Boxes { uvec2 boxes[]; };\n"
+    "layout(std430, binding = 4) readonly buffer Boxes { uint boxes[]; };\n"
     "layout(std430, binding = 6) readonly buffer Shown { uint shown[]; };\n"
     "uniform int u_no_skirts;\n";
 static const char *const terra_gl_cs_cull_main =
+    "vec3 oct_decode(uint w) {\n"
+    "    vec2 f = vec2(uvec2(w & 0xffffu, w >> 16)) / 65535.0 * 2.0 - 1.0;\n"
+    "    float z = 1.0 - abs(f.x) - abs(f.y);\n"
+    "    if (z < 0.0) f = (1.0 - abs(f.yx)) * vec2(f.x >= 0.0 ? 1.0 : -1.0, f.y >= 0.0 ? 1.0 : -1.0);\n"
+    "    return normalize(vec3(f, z));\n"
+    "}\n"
     "void main() {\n"
     "    uint g = gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 64u + gl_GlobalInvocationID.x;\n"
     "    uint k = g / uint(PIECES), j = g % uint(PIECES);\n"
@@ -349,11 +422,17 @@ static const char *const terra_gl_cs_cull_main =
     "    uint id = t.a.y, flags = t.a.z;\n"
     "    if ((flags & 1u) != 0u) return;\n"
     "    if (j >= uint(NB * NB) && (u_no_skirts != 0 || (flags >> (8u + (j - uint(NB * NB)) / uint(NB)) & 1u) == 0u)) return;\n"
-    "    vec3 o = t.origin_level.xyz - u_eye_frac, tlo = bounds[4u * id].xyz, step = (bounds[4u * id + 1u].xyz - tlo) * (1.0 / 1023.0);\n"
-    "    uvec2 q = boxes[id * uint(PIECES) + j];\n"
+    "    vec3 o = t.origin_level.xyz - u_eye_frac, tlo = bounds[6u * id + 4u].xyz, step = (bounds[6u * id + 5u].xyz - tlo) * (1.0 / 1023.0);\n"
+    "    uint at = (id * uint(PIECES) + j) * uint(BOX_WORDS);\n"
+    "    uvec2 q = uvec2(boxes[at], boxes[at + 1u]);\n"
     "    vec3 lo = tlo + (vec3(uvec3(q.x, q.x >> 10, q.x >> 20) & 1023u) - 0.01) * step;\n"
     "    vec3 hi = tlo + (vec3(uvec3(q.y, q.y >> 10, q.y >> 20) & 1023u) + 0.01) * step;\n"
-    "    if (shows(o, bounds[4u * id + 2u].xyz, bounds[4u * id + 3u].xyz, lo, hi)) atomicOr(vis[k * uint(WORDS) + (j >> 5)], 1u << (j & 31u));\n"
+    "    vec3 ax = bounds[6u * id + 2u].xyz, ay = bounds[6u * id + 3u].xyz;\n"
+    "#if BOX_WORDS == 3 /* a planet piece's own axes (renderer.c, piece_axes) */\n"
+    "    ay = oct_decode(boxes[at + 2u]);\n"
+    "    ax = normalize(ax - dot(ax, ay) * ay);\n"
+    "#endif\n"
+    "    if (shows(o, ax, ay, lo, hi)) atomicOr(vis[k * uint(WORDS) + (j >> 5)], 1u << (j & 31u));\n"
     "}\n";
 
 /* How many pieces before piece j of frame tile k are drawn (set in its mask). */

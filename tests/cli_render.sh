@@ -88,6 +88,21 @@ log=$("$terra" fly --frames 4 --size 160x90 --out "$out/fly" 2>&1); rc=$?
 echo "$log" | grep -q "calls" && echo "$log" | grep -q "^summary: .*draw calls per frame max 2;" \
   && ok "fly reports draw calls" || bad "fly reports draw calls: $log"
 
+# --material: a GLSL function shades the ground (its pixels: test_gl_material); one that does not
+# compile stops render and fly before any frame, naming the file and line; a missing file is named
+printf 'vec3 terra_material(terra_ground g) {\n    return vec3(0.2, 0.4, 0.6) * g.sun_light;\n}\n' > "$out/m.glsl"
+log=$("$terra" render -o "$out/m.png" --eye 0,3000,0 --yaw 90 --pitch -2 --size 64x36 --material "$out/m.glsl" 2>&1); rc=$?
+[ $rc -eq 0 ] && is_png "$out/m.png" && ! cmp -s "$out/m.png" "$out/s.png" && ok "render --material" || bad "render --material (rc $rc): $log"
+printf 'vec3 terra_material(terra_ground g) {\n    float k = 1.0;\n    return vec3(k, nothing, k);\n}\n' > "$out/bad.glsl"
+msg=$("$terra" render -o "$out/mb.png" --size 64x36 --material "$out/bad.glsl" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -q "bad.glsl:3" && [ ! -e "$out/mb.png" ] && ok "a bad material names its file and line" \
+  || bad "a bad material ($rc: $msg)"
+msg=$("$terra" fly -n 3 -o "$out/mfly" --size 64x36 --material "$out/bad.glsl" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -q "bad.glsl:3" && [ -z "$(ls "$out/mfly" 2>/dev/null)" ] && ok "fly: a bad material, no frame" \
+  || bad "fly with a bad material ($rc: $msg)"
+msg=$("$terra" render -o "$out/mb.png" --size 64x36 --material "$out/none.glsl" 2>&1); rc=$?
+[ $rc -eq 1 ] && echo "$msg" | grep -q "none.glsl: cannot read" && ok "a missing material is named" || bad "a missing material ($rc: $msg)"
+
 # a window under Xvfb, with a screenshot
 if command -v Xvfb >/dev/null 2>&1; then
   . "$(dirname "$0")/xvfb.sh"

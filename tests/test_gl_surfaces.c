@@ -3,6 +3,7 @@
  * without one. */
 #include "check.h"
 #include "test_gl_util.h"
+#include "terra/tile_mesh.h"
 
 #include <unistd.h>
 
@@ -13,6 +14,10 @@ static float raised(void *u, double x, double z) {
 static terra_surface road(void *u, double x, double z) {
     (void)u, (void)x;
     return fabs(z) < 6 ? 20 : TERRA_SURFACE_NONE;
+}
+static terra_surface narrow_road(void *u, double x, double z) { /* u: the spacing */
+    (void)x;
+    return fabs(z) < 3.2 * *(const double *)u ? 20 : 21;
 }
 
 static void road_drawn_in_its_tint(void) {
@@ -172,9 +177,133 @@ static void textures_drawn_or_reported(void) {
     terra_gl_context_destroy(ctx);
 }
 
+/* Classifies a pixel: 1 the road's red, 2 the grass's green, 0 neither (a blend). */
+static int kind(const uint8_t *p) {
+    if (p[0] > 2 * p[1] + 20 && p[0] > 2 * p[2] + 20) return 1;
+    if (p[1] > p[0] + 20 && p[1] > p[2] + 20) return 2;
+    return 0;
+}
+
+/* On grid tiles a surface's edge steps midway between samples: the road's samples are those with
+ * |z| < 3.2 spacings, so its drawn edges lie at z = +-3.5 spacings, each a step (no blended pixel),
+ * on every column of a frame looking straight down from 20 m over level-0 tiles (a spacing is 16 px). */
+static void grid_edge_steps_midway(void) {
+    terra_gl_context *ctx;
+    if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
+        CHECK(0, "no headless OpenGL context: %s", terra_last_error());
+        return;
+    }
+    double s = terra_grid_tile_side(NULL, 0) / 32; /* test_scene's 32 cells */
+    terra_source *src;
+    terra_source_create(&(terra_source_desc){.height_at = raised, .surface_at = narrow_road, .min_height = 290,
+                                             .max_height = 310, .name = "narrow road", .user = &s},
+                        &src);
+    terra_gl_scene *scene = test_scene(src, 32, TW, TH);
+    terra_surface_table *table;
+    terra_surface_table_create(&table);
+    terra_surface_table_set(table, 20, &(terra_surface_look){.tint = {1, 0, 0}});
+    terra_surface_table_set(table, 21, &(terra_surface_look){.tint = {0, 1, 0}});
+    float g = 0;
+    terra_source_height(src, 0.3, 0.2, &g);
+    terra_camera cam = {.eye = {0.3, g + 20, 0.2}, .pitch_rad = -1.5707963, .fov_y_rad = 1.0, .aspect = (double)TW / TH};
+    terra_gl_style style = {.fog_distance = -1, .surfaces = table, .sun = {0, 1, 0}};
+    CHECK(terra_gl_scene_frame(scene, &cam, &style, true, 60, NULL) == TERRA_OK, "%s", terra_last_error());
+    terra_gl *gl = terra_gl_scene_renderer(scene);
+    uint8_t *rgb = malloc((size_t)TW * TH * 3);
+    float *z = malloc(sizeof(float) * TW * TH);
+    CHECK(terra_gl_read_rgb(gl, rgb) == TERRA_OK && terra_gl_read_depth(gl, z) == TERRA_OK);
+    terra_vec3 fwd;
+    terra_camera_basis(&cam, &fwd, NULL, NULL);
+    int edges = 0, blended = 0, columns = 0;
+    double worst = 0;
+    for (int i = 0; i < TW; i += 4) {
+        int last = 0, at = -1;
+        columns++;
+        for (int j = 0; j < TH; j++) {
+            const int k = kind(rgb + 3 * ((size_t)j * TW + i));
+            blended += k == 0;
+            if (k && last && k != last) { /* an edge between rows j - 1 and j: its z midway */
+                const int rows[2] = {j - 1, j};
+                double zz[2];
+                for (int r = 0; r < 2; r++) {
+                    const terra_vec3 ray = pixel_ray(&cam, TW, TH, i, rows[r]);
+                    const double t = z[(size_t)rows[r] * TW + i] / (ray.x * fwd.x + ray.y * fwd.y + ray.z * fwd.z);
+                    zz[r] = cam.eye.z + ray.z * t;
+                }
+                const double px = fabs(zz[1] - zz[0]), off = fabs(fabs(0.5 * (zz[0] + zz[1])) - 3.5 * s);
+                worst = fmax(worst, off / px);
+                edges++, at = j;
+            }
+            if (k) last = k;
+        }
+        (void)at;
+    }
+    printf("     grid tiles: %d road edges over %d columns, worst %.2f px from midway between samples; %d blended pixels\n",
+           edges, columns, worst, blended);
+    CHECK(edges == 2 * columns, "%d road edges over %d columns (2 each expected)", edges, columns);
+    CHECK(worst <= 1.0, "an edge lies %.2f pixels from midway between samples", worst);
+    CHECK(blended == 0, "%d pixels blend road and grass: the edge is not a step", blended);
+    free(rgb);
+    free(z);
+    terra_surface_table_destroy(table);
+    terra_gl_scene_destroy(scene);
+    terra_source_destroy(src);
+    terra_gl_context_destroy(ctx);
+}
+
+/* On a mesh tile (TIN) surfaces blend across the triangle (seed 003): one vertex of a two-triangle
+ * tile is road, the rest grass; its triangle shades from red to green, many pixels in between. */
+static void mesh_tile_blends(void) {
+    terra_gl_context *ctx;
+    if (terra_gl_context_create_headless(&ctx) != TERRA_OK) {
+        CHECK(0, "no headless OpenGL context: %s", terra_last_error());
+        return;
+    }
+    terra_gl *gl;
+    CHECK(terra_gl_create(&(terra_gl_desc){.width = TW, .height = TH}, &gl) == TERRA_OK, "%s", terra_last_error());
+    const size_t bytes = terra_tile_mesh_bytes(4, 6);
+    uint8_t *data = calloc(1, bytes);
+    terra_tile_mesh *m = (terra_tile_mesh *)(void *)data;
+    const double side = terra_grid_tile_side(NULL, 0);
+    *m = (terra_tile_mesh){TERRA_TILE_MESH_MAGIC, 4, 6, 0, (float)side, (float)side, 0, 1, 0, 0};
+    terra_tile_mesh_vertex *v = (terra_tile_mesh_vertex *)(void *)(m + 1);
+    for (int k = 0; k < 4; k++)
+        v[k] = (terra_tile_mesh_vertex){(uint16_t)(k & 1 ? 32767 : 0), (uint16_t)(k & 2 ? 32767 : 0), 0, {0, 0}, k == 0 ? 20 : 21, 0};
+    const uint32_t idx[6] = {0, 2, 1, 1, 2, 3};
+    memcpy((void *)terra_tile_mesh_indices(m), idx, sizeof idx);
+    const terra_tile_key key = terra_tile_key_make(0, 0, 0, 0);
+    CHECK(terra_gl_upload(gl, key, data, bytes) == TERRA_OK, "%s", terra_last_error());
+    terra_surface_table *table;
+    terra_surface_table_create(&table);
+    terra_surface_table_set(table, 20, &(terra_surface_look){.tint = {1, 0, 0}});
+    terra_surface_table_set(table, 21, &(terra_surface_look){.tint = {0, 1, 0}});
+    const terra_stream_draw draw = {.key = key, .data = data, .bytes = bytes};
+    terra_camera cam = {.eye = {side / 2, side * 0.6, side / 2}, .pitch_rad = -1.5707963, .fov_y_rad = 1.2, .aspect = (double)TW / TH};
+    terra_gl_style style = {.fog_distance = -1, .surfaces = table, .sun = {0, 1, 0}, .flat = true, .clear_rgb = {0, 0, 1}};
+    CHECK(terra_gl_draw(gl, &cam, &draw, 1, &style) == TERRA_OK, "%s", terra_last_error());
+    uint8_t *rgb = malloc((size_t)TW * TH * 3);
+    CHECK(terra_gl_read_rgb(gl, rgb) == TERRA_OK);
+    int n[3] = {0, 0, 0};
+    for (int k = 0; k < TW * TH; k++) {
+        const uint8_t *p = rgb + 3 * (size_t)k;
+        if (p[2] > 200 && p[0] < 50 && p[1] < 50) continue; /* the clear colour */
+        n[kind(p)]++;
+    }
+    printf("     a mesh tile: %d red, %d green, %d blended pixels\n", n[1], n[2], n[0]);
+    CHECK(n[0] > (n[0] + n[1] + n[2]) / 10 && n[1] > 0 && n[2] > 0, "the mesh tile's surfaces do not blend (%d red, %d green, %d between)",
+          n[1], n[2], n[0]);
+    free(rgb);
+    free(data);
+    terra_surface_table_destroy(table);
+    terra_gl_destroy(gl);
+    terra_gl_context_destroy(ctx);
+}
+
 int main(void) {
     RUN(road_drawn_in_its_tint);
     RUN(built_in_style_without_a_table);
     RUN(textures_drawn_or_reported);
+    RUN(grid_edge_steps_midway);
+    RUN(mesh_tile_blends);
     return finish();
 }

@@ -143,12 +143,38 @@ typedef struct terra_gl_style {
      * metre): pictures to compare with another renderer's elevation ramp */
     float ramp[2];
     /* What each surface looks like: its tint times its albedo texture, a normal texture tilting the
-     * light, a mask texture scaling its weight where surfaces blend, all repeating every tiling_m
+     * light, a mask texture scaling its weight where surfaces meet (on grid tiles a surface's edge
+     * steps midway between samples, the nearer sample's surface winning, its pull scaled by the
+     * mask; on mesh tiles a triangle's three blend), all repeating every tiling_m
      * metres (textures are read once per table version, resampled to 128², mipmapped; one that
      * cannot be read is logged and the surface drawn without it). NULL: the built-in tints. Where a
      * sample names no surface, the built-in height-and-slope style draws it (sand by the water,
      * grass, rock on steep faces, snow high up), so a source can name only its road. */
     const terra_surface_table *surfaces;
+    /* Your own material, shading every ground pixel of every tile (grid or mesh, plane or planet)
+     * instead of terra's: GLSL 4.50 source defining
+     *     vec3 terra_material(terra_ground g)
+     * which returns the pixel's colour as written (0..1: no display curve, no fog added). g holds
+     *     vec3 position;   the point in world metres (floats: to about 2^-24 of its distance from 0)
+     *     vec3 normal;     unit, world; tilted by the surfaces' normal textures, morphing with the ground
+     *     vec3 up;         unit: +y on the plane, from the centre on a planet
+     *     float height;    metres: y on the plane, over the reference surface on a planet
+     *     float slope;     rise over run against up
+     *     uvec3 surfaces;  the three surfaces the pixel's triangle blends (surface.h ids; where a
+     *                      sample names none, the built-in style's choice: 1 grass, 2 rock, 3 snow, 4 sand)
+     *     vec3 weights;    their weights (adding to 1; masks applied)
+     *     int level;       the tile's level (0 the finest)
+     *     float morph;     how far the ground is morphed toward its parent's grid, 0..1
+     *     vec3 sun;        unit, toward the sun
+     *     float sun_light; max(normal . sun, 0)
+     *     float shadow;    how lit by the sun, 0..1 (1: terra casts no shadows yet)
+     *     vec3 colour;     terra's own colour for the pixel (lit, display curve, no fog)
+     * Compiled when a frame first asks for it (and again when the source changes): one that does not
+     * compile fails that frame with TERRA_E_INVALID, before anything is drawn, the compiler's lines
+     * named by material_name and its own line numbers (the renderer keeps what it had). NULL:
+     * terra's shading. */
+    const char *material;
+    const char *material_name; /* a file name for errors; NULL: "(material)" */
 } terra_gl_style;
 
 typedef struct terra_gl_stats {
