@@ -217,7 +217,7 @@ static void grid_edge_steps_midway(void) {
     int edges = 0, blended = 0, columns = 0;
     double worst = 0;
     for (int i = 0; i < TW; i += 4) {
-        int last = 0, at = -1;
+        int last = 0;
         columns++;
         for (int j = 0; j < TH; j++) {
             const int k = kind(rgb + 3 * ((size_t)j * TW + i));
@@ -232,11 +232,10 @@ static void grid_edge_steps_midway(void) {
                 }
                 const double px = fabs(zz[1] - zz[0]), off = fabs(fabs(0.5 * (zz[0] + zz[1])) - 3.5 * s);
                 worst = fmax(worst, off / px);
-                edges++, at = j;
+                edges++;
             }
             if (k) last = k;
         }
-        (void)at;
     }
     printf("     grid tiles: %d road edges over %d columns, worst %.2f px from midway between samples; %d blended pixels\n",
            edges, columns, worst, blended);
